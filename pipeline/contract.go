@@ -1,0 +1,80 @@
+package pipeline
+
+import "time"
+
+// Activity names: the contract between the session workflow, which calls
+// activities by name so that it never imports their code, and the worker,
+// which registers them under these names.
+const (
+	ActivityLoadSettings = "LoadSettings"
+	ActivityAgentTurn    = "AgentTurn"
+	ActivityDeliver      = "Deliver"
+	ActivitySetReaction  = "SetReaction"
+)
+
+// Settings are the knobs a session run works with. The workflow loads them
+// once per run through an activity, so they are recorded in history (replay
+// sees the same values) and a changed configuration takes effect at the next
+// run.
+type Settings struct {
+	Model                string        `json:"model"`
+	ReactionClearDelay   time.Duration `json:"reaction_clear_delay"`
+	ErrorClearDelay      time.Duration `json:"error_clear_delay"`
+	IdleTTL              time.Duration `json:"idle_ttl"`
+	ChunkLimit           int           `json:"chunk_limit"`
+	TurnTimeout          time.Duration `json:"turn_timeout"`
+	TurnHeartbeatTimeout time.Duration `json:"turn_heartbeat_timeout"`
+	TurnAttempts         int           `json:"turn_attempts"`
+	DeliveryTimeout      time.Duration `json:"delivery_timeout"`
+	DeliveryAttempts     int           `json:"delivery_attempts"`
+	MaxHistoryEvents     int           `json:"max_history_events"`
+}
+
+// TurnMessage is one user message as the model sees it.
+type TurnMessage struct {
+	MessageID  string `json:"message_id"`
+	SenderID   string `json:"sender_id"`
+	SenderName string `json:"sender_name,omitempty"`
+	Text       string `json:"text"`
+}
+
+// TurnRequest asks the agent for one reply to a batch of messages.
+type TurnRequest struct {
+	Session  SessionKey    `json:"session"`
+	TurnID   string        `json:"turn_id"`
+	ThreadID string        `json:"thread_id,omitempty"`
+	Messages []TurnMessage `json:"messages"`
+}
+
+// TurnResult is what the agent answered, and which model answered it.
+type TurnResult struct {
+	Reply string `json:"reply"`
+	Model string `json:"model"`
+}
+
+// Delivery is one chunk of a reply. IdempotencyKey is derived from the
+// session, the turn and the chunk index, so a retried delivery is recognised
+// by platforms that dedupe.
+type Delivery struct {
+	Session        SessionKey `json:"session"`
+	IdempotencyKey string     `json:"idempotency_key"`
+	ThreadID       string     `json:"thread_id,omitempty"`
+	ReplyTo        string     `json:"reply_to,omitempty"`
+	Text           string     `json:"text"`
+	Index          int        `json:"index"`
+	Total          int        `json:"total"`
+}
+
+// Delivered is the platform's ID for a delivered chunk.
+type Delivered struct {
+	PlatformMessageID string `json:"platform_message_id"`
+}
+
+// ReactionChange sets the reaction on one user message to State;
+// ReactionNone clears it. It is idempotent.
+type ReactionChange struct {
+	Session   SessionKey    `json:"session"`
+	MessageID string        `json:"message_id"`
+	ThreadID  string        `json:"thread_id,omitempty"`
+	State     ReactionState `json:"state"`
+}

@@ -1,0 +1,120 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Limits on what an adapter may hand to a session. They keep one hostile or
+// broken message from bloating workflow history; adapters reject or truncate
+// before building an Inbound.
+const (
+	MaxTextBytes = 32 << 10
+	MaxIDBytes   = 128
+	MaxNameBytes = 256
+)
+
+// ChatType says how many people a chat has, which later drives engagement.
+type ChatType string
+
+const (
+	ChatDirect ChatType = "direct"
+	ChatGroup  ChatType = "group"
+)
+
+// Inbound is one user message, normalized by an adapter. It is the payload of
+// the session workflow's "inbound" signal, so it must stay small and
+// JSON-friendly.
+type Inbound struct {
+	Channel    string    `json:"channel"`
+	Account    string    `json:"account,omitempty"`
+	ChatID     string    `json:"chat_id"`
+	ChatType   ChatType  `json:"chat_type,omitempty"`
+	MessageID  string    `json:"message_id"`
+	SenderID   string    `json:"sender_id"`
+	SenderName string    `json:"sender_name,omitempty"`
+	Text       string    `json:"text"`
+	ThreadID   string    `json:"thread_id,omitempty"`
+	ReplyTo    string    `json:"reply_to,omitempty"`
+	ReceivedAt time.Time `json:"received_at"`
+}
+
+// Session is the key of the session this message belongs to.
+func (in Inbound) Session() SessionKey {
+	return SessionKey{Channel: in.Channel, Account: in.Account, Chat: in.ChatID}
+}
+
+// Thread is the conversation lane inside the session.
+func (in Inbound) Thread() ThreadKey { return ThreadKeyOf(in.ThreadID) }
+
+// Validate reports the first reason this Inbound cannot be accepted. Adapters
+// call it before signalling, so a bad message is refused at the door with a
+// reason instead of failing inside the workflow.
+func (in Inbound) Validate() error {
+	if err := in.Session().Validate(); err != nil {
+		return err
+	}
+	for _, f := range []struct{ name, value string }{
+		{"message_id", in.MessageID},
+		{"sender_id", in.SenderID},
+	} {
+		if err := ValidateID(f.name, f.value); err != nil {
+			return err
+		}
+	}
+	for _, f := range []struct{ name, value string }{
+		{"thread_id", in.ThreadID},
+		{"reply_to", in.ReplyTo},
+	} {
+		if f.value == "" {
+			continue
+		}
+		if err := ValidateID(f.name, f.value); err != nil {
+			return err
+		}
+	}
+	if len(in.SenderName) > MaxNameBytes || !utf8.ValidString(in.SenderName) {
+		return fmt.Errorf("sender_name must be valid UTF-8 of at most %d bytes", MaxNameBytes)
+	}
+	if strings.TrimSpace(in.Text) == "" {
+		return errors.New("text is empty")
+	}
+	if len(in.Text) > MaxTextBytes {
+		return fmt.Errorf("text is %d bytes, the limit is %d", len(in.Text), MaxTextBytes)
+	}
+	if !utf8.ValidString(in.Text) {
+		return errors.New("text is not valid UTF-8")
+	}
+	return nil
+}
+
+// ValidateID checks a platform identifier: non-empty, bounded, and free of the
+// characters that would make workflow IDs and logs ambiguous (separators,
+// whitespace, control characters).
+func ValidateID(field, id string) error {
+	if id == "" {
+		return fmt.Errorf("%s is missing", field)
+	}
+	if len(id) > MaxIDBytes {
+		return fmt.Errorf("%s is longer than %d bytes", field, MaxIDBytes)
+	}
+	for _, r := range id {
+		if !idRune(r) {
+			return fmt.Errorf("%s contains %q; allowed are letters, digits and - _ . @ +", field, r)
+		}
+	}
+	return nil
+}
+
+func idRune(r rune) bool {
+	switch {
+	case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		return true
+	case r == '-', r == '_', r == '.', r == '@', r == '+':
+		return true
+	}
+	return false
+}

@@ -1,0 +1,59 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func validInbound() Inbound {
+	return Inbound{Channel: "webchat", ChatID: "demo", MessageID: "m1", SenderID: "alice", Text: "hi"}
+}
+
+func TestInboundValidate(t *testing.T) {
+	require.NoError(t, validInbound().Validate())
+	cases := []struct {
+		name   string
+		change func(*Inbound)
+		reason string
+	}{
+		{"no channel", func(in *Inbound) { in.Channel = "" }, "channel is missing"},
+		{"upper-case channel", func(in *Inbound) { in.Channel = "Web" }, "channel must be lower-case"},
+		{"no chat", func(in *Inbound) { in.ChatID = "" }, "chat is missing"},
+		{"colon in chat", func(in *Inbound) { in.ChatID = "a:b" }, "chat contains ':'"},
+		{"no message id", func(in *Inbound) { in.MessageID = "" }, "message_id is missing"},
+		{"no sender", func(in *Inbound) { in.SenderID = "" }, "sender_id is missing"},
+		{"long sender", func(in *Inbound) { in.SenderID = strings.Repeat("a", 129) }, "sender_id is longer"},
+		{"space in thread", func(in *Inbound) { in.ThreadID = "a b" }, "thread_id contains ' '"},
+		{"blank text", func(in *Inbound) { in.Text = " \n" }, "text is empty"},
+		{"huge text", func(in *Inbound) { in.Text = strings.Repeat("x", MaxTextBytes+1) }, "the limit is"},
+		{"broken utf8", func(in *Inbound) { in.Text = "\xff\xfe" }, "not valid UTF-8"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := validInbound()
+			c.change(&in)
+			err := in.Validate()
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.reason)
+		})
+	}
+}
+
+func TestWorkflowID(t *testing.T) {
+	assert.Equal(t, "session:webchat:demo", SessionKey{Channel: "webchat", Chat: "demo"}.WorkflowID())
+	assert.Equal(t, "session:telegram:bot1:-100", SessionKey{Channel: "telegram", Account: "bot1", Chat: "-100"}.WorkflowID())
+}
+
+func TestBufferKeyNeverMergesAcrossThreadsOrSenders(t *testing.T) {
+	a := validInbound()
+	b := a
+	b.ThreadID = "t1"
+	c := a
+	c.SenderID = "bob"
+	assert.NotEqual(t, BufferKeyOf(a), BufferKeyOf(b))
+	assert.NotEqual(t, BufferKeyOf(a), BufferKeyOf(c))
+	assert.Equal(t, "root", a.Thread().String())
+}
