@@ -1,0 +1,103 @@
+// Package adapters defines the contract every platform adapter fulfils, and
+// its subpackages (one per platform) are the only code in replyflow that
+// speaks a platform's protocol or imports its SDK.
+//
+// Inbound, an adapter turns a platform event into a pipeline.Inbound and hands
+// it to a Sink; it acknowledges the platform only after the Sink returned
+// nil, which means Temporal durably accepted the message. Outbound, an
+// adapter sends reply chunks, sets reactions and shows typing, and returns
+// errors classified as rate limited, transient or permanent so that the
+// activities can turn them into the right Temporal retry behaviour.
+//
+// This package must not import Temporal or any platform SDK: it is the seam
+// between them.
+package adapters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// Sink is where an adapter hands a normalized inbound message. A nil error
+// means the message is durably accepted and the platform may be acked.
+type Sink interface {
+	Accept(ctx context.Context, in pipeline.Inbound) error
+}
+
+// SinkFunc adapts a function to a Sink.
+type SinkFunc func(ctx context.Context, in pipeline.Inbound) error
+
+// Accept calls f.
+func (f SinkFunc) Accept(ctx context.Context, in pipeline.Inbound) error { return f(ctx, in) }
+
+// Outbound is what the worker's activities ask of a platform. Every method
+// must be safe to call again with the same arguments: Send with the same
+// IdempotencyKey, SetReaction with the same state.
+type Outbound interface {
+	// Send delivers one reply chunk and returns the platform's message ID.
+	Send(ctx context.Context, d pipeline.Delivery) (string, error)
+	// SetReaction replaces the bot's reaction on a user message;
+	// pipeline.ReactionNone clears it.
+	SetReaction(ctx context.Context, r pipeline.ReactionChange) error
+	// Typing shows the typing indicator once; callers refresh it.
+	Typing(ctx context.Context, session pipeline.SessionKey, threadID string) error
+}
+
+// ErrorKind says whether retrying a failed platform call can help.
+type ErrorKind int
+
+const (
+	// Transient failures (network errors, 5xx) may succeed on retry.
+	Transient ErrorKind = iota
+	// RateLimited failures succeed after RetryAfter.
+	RateLimited
+	// Permanent failures (bad request, forbidden, bad token) will not
+	// succeed on retry; a person must act.
+	Permanent
+)
+
+func (k ErrorKind) String() string {
+	switch k {
+	case RateLimited:
+		return "RateLimited"
+	case Permanent:
+		return "Permanent"
+	default:
+		return "Transient"
+	}
+}
+
+// Error is a classified platform failure.
+type Error struct {
+	Kind       ErrorKind
+	RetryAfter time.Duration
+	Op         string
+	Err        error
+}
+
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("%s: %s failure", e.Op, e.Kind)
+	if e.RetryAfter > 0 {
+		msg += fmt.Sprintf(" (retry after %s)", e.RetryAfter)
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Classify returns the kind of err; errors an adapter did not classify are
+// treated as transient, so the retry policy, not a guess, gives up on them.
+func Classify(err error) (ErrorKind, time.Duration) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind, e.RetryAfter
+	}
+	return Transient, 0
+}

@@ -1,0 +1,170 @@
+package webchat
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Event is one thing the bot did in a chat, as sent on the event stream.
+type Event struct {
+	ID   string          `json:"-"`
+	Type string          `json:"-"`
+	Data json.RawMessage `json:"-"`
+}
+
+// Event payloads, as documented in the README.
+type (
+	MessageEvent struct {
+		MessageID string `json:"message_id"`
+		Text      string `json:"text"`
+		ThreadID  string `json:"thread_id,omitempty"`
+		ReplyTo   string `json:"reply_to,omitempty"`
+	}
+	ReactionEvent struct {
+		MessageID string `json:"message_id"`
+		Emoji     string `json:"emoji"`
+		State     string `json:"state"`
+	}
+	TypingEvent struct {
+		ThreadID string `json:"thread_id,omitempty"`
+	}
+)
+
+const (
+	backlogPerChat  = 200
+	subscriberQueue = 256
+	maxChats        = 10000
+)
+
+// hub fans events out to the streams of each chat and keeps a short backlog
+// so a stream that reconnects with Last-Event-ID misses nothing. Event IDs
+// carry the hub's epoch so a backlog from a previous gateway process is never
+// confused with this one's.
+type hub struct {
+	epoch string
+	mu    sync.Mutex
+	chats map[string]*chatLog
+}
+
+type chatLog struct {
+	seq     uint64
+	backlog []Event
+	subs    map[chan Event]struct{}
+	touched time.Time
+}
+
+func newHub(epoch string) *hub {
+	return &hub{epoch: epoch, chats: map[string]*chatLog{}}
+}
+
+func (h *hub) chat(id string) *chatLog {
+	c := h.chats[id]
+	if c == nil {
+		if len(h.chats) >= maxChats {
+			h.evictIdle()
+		}
+		c = &chatLog{subs: map[chan Event]struct{}{}}
+		h.chats[id] = c
+	}
+	c.touched = time.Now()
+	return c
+}
+
+// evictIdle drops the least recently used chat that nobody is watching.
+func (h *hub) evictIdle() {
+	var oldest string
+	var at time.Time
+	for id, c := range h.chats {
+		if len(c.subs) == 0 && (oldest == "" || c.touched.Before(at)) {
+			oldest, at = id, c.touched
+		}
+	}
+	if oldest != "" {
+		delete(h.chats, oldest)
+	}
+}
+
+func (h *hub) publish(chat, typ string, payload any) {
+	data, err := json.Marshal(payload)
+	if err != nil {
+		panic(fmt.Sprintf("webchat: event %s does not marshal: %v", typ, err))
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.chat(chat)
+	c.seq++
+	ev := Event{ID: h.epoch + "-" + strconv.FormatUint(c.seq, 10), Type: typ, Data: data}
+	c.backlog = append(c.backlog, ev)
+	if len(c.backlog) > backlogPerChat {
+		c.backlog = c.backlog[len(c.backlog)-backlogPerChat:]
+	}
+	for sub := range c.subs {
+		select {
+		case sub <- ev:
+		default:
+			// A stream this far behind is closed; its client reconnects
+			// with Last-Event-ID and catches up from the backlog.
+			delete(c.subs, sub)
+			close(sub)
+		}
+	}
+}
+
+// subscribe returns the events after lastID that are still in the backlog,
+// and a channel of the ones to come. The channel is closed if the subscriber
+// falls behind.
+func (h *hub) subscribe(chat, lastID string) ([]Event, chan Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.chat(chat)
+	sub := make(chan Event, subscriberQueue)
+	c.subs[sub] = struct{}{}
+	return h.missed(c, lastID), sub
+}
+
+func (h *hub) missed(c *chatLog, lastID string) []Event {
+	if lastID == "" {
+		return nil
+	}
+	epoch, seqText, ok := strings.Cut(lastID, "-")
+	seq, err := strconv.ParseUint(seqText, 10, 64)
+	if !ok || err != nil || epoch != h.epoch {
+		return append([]Event(nil), c.backlog...)
+	}
+	var out []Event
+	for _, ev := range c.backlog {
+		if evSeq, _ := strconv.ParseUint(ev.ID[len(h.epoch)+1:], 10, 64); evSeq > seq {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func (h *hub) unsubscribe(chat string, sub chan Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c := h.chats[chat]; c != nil {
+		if _, ok := c.subs[sub]; ok {
+			delete(c.subs, sub)
+			close(sub)
+		}
+	}
+}
+
+// closeAll ends every open stream, so a server shutting down is not held
+// open by streams that never end on their own. Clients reconnect with
+// Last-Event-ID to the next gateway.
+func (h *hub) closeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.chats {
+		for sub := range c.subs {
+			delete(c.subs, sub)
+			close(sub)
+		}
+	}
+}

@@ -1,0 +1,265 @@
+package webchat
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+type recordingSink struct {
+	mu       sync.Mutex
+	accepted []pipeline.Inbound
+	err      error
+}
+
+func (s *recordingSink) Accept(_ context.Context, in pipeline.Inbound) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	s.accepted = append(s.accepted, in)
+	return nil
+}
+
+const token = "secret-token"
+
+func newTestServer(t *testing.T, sink adapters.Sink) *httptest.Server {
+	srv, err := NewServer(ServerConfig{Sink: sink, BotToken: token, Now: func() time.Time { return time.Unix(1700000000, 0) }})
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		srv.CloseStreams()
+		ts.Close()
+	})
+	return ts
+}
+
+func post(t *testing.T, url, auth, body string) (int, string) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	require.NoError(t, err)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var b strings.Builder
+	_, _ = bufio.NewReader(resp.Body).WriteTo(&b)
+	return resp.StatusCode, b.String()
+}
+
+func TestNewServerRefusesEmptyToken(t *testing.T) {
+	_, err := NewServer(ServerConfig{Sink: &recordingSink{}})
+	require.ErrorContains(t, err, "REPLYFLOW_WEBCHAT_BOT_TOKEN")
+}
+
+func TestUserMessageIsAcceptedOnlyAfterTheSink(t *testing.T) {
+	sink := &recordingSink{}
+	ts := newTestServer(t, sink)
+	code, body := post(t, ts.URL+"/api/chats/room1/messages", "", `{"sender_id":"alice","text":"hi","thread_id":"t1","reply_to":"m0"}`)
+	require.Equal(t, http.StatusAccepted, code, body)
+	require.Len(t, sink.accepted, 1)
+	in := sink.accepted[0]
+	assert.Contains(t, body, in.MessageID)
+	assert.True(t, strings.HasPrefix(in.MessageID, "u-"), "a missing message_id is generated")
+	assert.Equal(t, pipeline.Inbound{
+		Channel: "webchat", ChatID: "room1", ChatType: pipeline.ChatDirect, MessageID: in.MessageID,
+		SenderID: "alice", Text: "hi", ThreadID: "t1", ReplyTo: "m0", ReceivedAt: time.Unix(1700000000, 0).UTC(),
+	}, in)
+
+	sink.err = errors.New("temporal unreachable")
+	code, body = post(t, ts.URL+"/api/chats/room1/messages", "", `{"message_id":"m9","sender_id":"alice","text":"hi"}`)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body, "retry with the same message_id")
+}
+
+func TestBadUserMessagesGet4xxWithAReason(t *testing.T) {
+	sink := &recordingSink{}
+	ts := newTestServer(t, sink)
+	cases := []struct {
+		chat, body string
+		code       int
+		reason     string
+	}{
+		{"room", `not json`, 400, "not a valid message"},
+		{"room", `{"sender_id":"a","text":"hi"} {"again":1}`, 400, "data after the JSON object"},
+		{"room", `{"sender_id":"a","text":"hi","extra":true}`, 400, "unknown field"},
+		{"room", `{"text":"hi"}`, 400, "sender_id is missing"},
+		{"room", `{"sender_id":"a","text":""}`, 400, "text is missing"},
+		{"room", `{"sender_id":"a","text":"   "}`, 400, "text is empty"},
+		{"room", `{"sender_id":"a b","text":"hi"}`, 400, "sender_id contains"},
+		{"ro%3Aom", `{"sender_id":"a","text":"hi"}`, 400, "chat contains"},
+		{"room", `{"sender_id":"a","text":"` + strings.Repeat("x", pipeline.MaxTextBytes+1) + `"}`, 400, "the limit is"},
+		{"room", `{"sender_id":"a","text":"` + strings.Repeat("x", maxBodyBytes) + `"}`, 413, "request body too large"},
+	}
+	for _, c := range cases {
+		code, body := post(t, ts.URL+"/api/chats/"+c.chat+"/messages", "", c.body)
+		assert.Equal(t, c.code, code, c.body[:min(len(c.body), 60)])
+		assert.Contains(t, body, c.reason)
+	}
+	assert.Empty(t, sink.accepted, "nothing bad reaches Temporal")
+}
+
+func TestBotAPINeedsTheToken(t *testing.T) {
+	ts := newTestServer(t, &recordingSink{})
+	for _, auth := range []string{"", "Bearer wrong", token} {
+		code, body := post(t, ts.URL+"/bot/chats/room/messages", auth, `{"idempotency_key":"k","text":"hi"}`)
+		assert.Equal(t, http.StatusUnauthorized, code, auth)
+		assert.Contains(t, body, "REPLYFLOW_WEBCHAT_BOT_TOKEN")
+	}
+}
+
+// readEvents reads n events (type and data line) from an open stream.
+func readEvents(t *testing.T, r *bufio.Reader, n int) []string {
+	t.Helper()
+	var out []string
+	var typ string
+	for len(out) < n {
+		line, err := r.ReadString('\n')
+		require.NoError(t, err)
+		line = strings.TrimSuffix(line, "\n")
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			typ = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			out = append(out, typ+" "+strings.TrimPrefix(line, "data: "))
+		}
+	}
+	return out
+}
+
+func openStream(t *testing.T, url, lastID string) *bufio.Reader {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	require.NoError(t, err)
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	t.Cleanup(func() { resp.Body.Close() })
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	return bufio.NewReader(resp.Body)
+}
+
+func TestBotActionsReachTheEventStreamThroughTheClient(t *testing.T) {
+	ts := newTestServer(t, &recordingSink{})
+	stream := openStream(t, ts.URL+"/api/chats/room/events", "")
+	c, err := NewClient(ts.URL, token, nil)
+	require.NoError(t, err)
+	ctx := context.Background()
+	session := pipeline.SessionKey{Channel: Channel, Chat: "room"}
+
+	require.NoError(t, c.SetReaction(ctx, pipeline.ReactionChange{Session: session, MessageID: "m1", State: pipeline.ReactionReceived}))
+	require.NoError(t, c.Typing(ctx, session, "t1"))
+	d := pipeline.Delivery{Session: session, IdempotencyKey: "turn1/0", Text: "hello", ReplyTo: "m1"}
+	first, err := c.Send(ctx, d)
+	require.NoError(t, err)
+	again, err := c.Send(ctx, d)
+	require.NoError(t, err)
+	assert.Equal(t, first, again, "a retried send returns the first send's ID")
+	require.NoError(t, c.SetReaction(ctx, pipeline.ReactionChange{Session: session, MessageID: "m1", State: pipeline.ReactionNone}))
+
+	assert.Equal(t, []string{
+		`reaction {"message_id":"m1","emoji":"👀","state":"received"}`,
+		`typing {"thread_id":"t1"}`,
+		`message {"message_id":"` + first + `","text":"hello","reply_to":"m1"}`,
+		`reaction {"message_id":"m1","emoji":"","state":""}`,
+	}, readEvents(t, stream, 4), "the repeated send is not shown twice")
+}
+
+func TestReconnectingStreamReplaysMissedEvents(t *testing.T) {
+	ts := newTestServer(t, &recordingSink{})
+	c, err := NewClient(ts.URL, token, nil)
+	require.NoError(t, err)
+	session := pipeline.SessionKey{Channel: Channel, Chat: "room"}
+	for _, key := range []string{"a", "b", "c"} {
+		_, err := c.Send(context.Background(), pipeline.Delivery{Session: session, IdempotencyKey: key, Text: "text " + key})
+		require.NoError(t, err)
+	}
+	// The client saw the first event only; it reconnects with its ID.
+	full := openStream(t, ts.URL+"/api/chats/room/events", "x-0")
+	all := readEvents(t, full, 3)
+	require.Len(t, all, 3, "an ID from another gateway process replays the whole backlog")
+
+	var firstID string
+	r := openStream(t, ts.URL+"/api/chats/room/events", "other-epoch-1")
+	for firstID == "" {
+		line, err := r.ReadString('\n')
+		require.NoError(t, err)
+		if strings.HasPrefix(line, "id: ") {
+			firstID = strings.TrimSpace(strings.TrimPrefix(line, "id: "))
+		}
+	}
+	missed := readEvents(t, openStream(t, ts.URL+"/api/chats/room/events", firstID), 2)
+	assert.Contains(t, missed[0], "text b")
+	assert.Contains(t, missed[1], "text c")
+}
+
+func TestClientClassifiesPlatformErrors(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/bot/chats/limited/typing":
+			w.Header().Set("Retry-After", "7")
+			w.WriteHeader(http.StatusTooManyRequests)
+		case "/bot/chats/broken/typing":
+			w.WriteHeader(http.StatusBadGateway)
+		default:
+			w.WriteHeader(http.StatusForbidden)
+		}
+	}))
+	defer ts.Close()
+	c, err := NewClient(ts.URL, token, nil)
+	require.NoError(t, err)
+	cases := map[string]struct {
+		kind  adapters.ErrorKind
+		after time.Duration
+	}{
+		"limited": {adapters.RateLimited, 7 * time.Second},
+		"broken":  {adapters.Transient, 0},
+		"denied":  {adapters.Permanent, 0},
+	}
+	for chat, want := range cases {
+		err := c.Typing(context.Background(), pipeline.SessionKey{Channel: Channel, Chat: chat}, "")
+		kind, after := adapters.Classify(err)
+		assert.Equal(t, want.kind, kind, chat)
+		assert.Equal(t, want.after, after, chat)
+	}
+
+	ts.Close()
+	err = c.Typing(context.Background(), pipeline.SessionKey{Channel: Channel, Chat: "x"}, "")
+	kind, _ := adapters.Classify(err)
+	assert.Equal(t, adapters.Transient, kind, "an unreachable gateway is worth retrying")
+	assert.ErrorContains(t, err, "is `replyflow gateway` running?")
+}
+
+func FuzzDecodeUserMessage(f *testing.F) {
+	f.Add("room", `{"sender_id":"alice","text":"hi"}`)
+	f.Add("room", `{"message_id":"m1","sender_id":"a","text":"x","thread_id":"t","reply_to":"r"}`)
+	f.Add("r:1", `{"sender_id":"","text":"\u0000"}`)
+	f.Fuzz(func(t *testing.T, chat, body string) {
+		in, err := DecodeUserMessage(chat, strings.NewReader(body), time.Unix(0, 0))
+		if err != nil {
+			return
+		}
+		// Whatever is accepted must be a valid, bounded inbound.
+		if verr := in.Validate(); verr != nil {
+			t.Fatalf("accepted an invalid inbound: %v", verr)
+		}
+		if in.Channel != Channel || in.ChatID != chat {
+			t.Fatalf("accepted %+v for chat %q", in, chat)
+		}
+	})
+}
