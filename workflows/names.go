@@ -1,0 +1,68 @@
+package workflows
+
+import (
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"go.temporal.io/sdk/temporal"
+)
+
+// Names other processes use to reach a session workflow.
+const (
+	// WorkflowName is the registered workflow type.
+	WorkflowName = "session"
+	// SignalInbound carries a pipeline.Inbound.
+	SignalInbound = "inbound"
+	// QueryState returns a Snapshot as JSON.
+	QueryState = "state"
+)
+
+// Status is where a session stands, kept in the ReplyflowState search
+// attribute so an operator can find sessions by it.
+type Status string
+
+const (
+	StatusIdle           Status = "idle"
+	StatusDebouncing     Status = "debouncing"
+	StatusGating         Status = "gating"
+	StatusThinking       Status = "thinking"
+	StatusWaitingUser    Status = "waiting_user"
+	StatusDelivering     Status = "delivering"
+	StatusDeliveryFailed Status = "delivery_failed"
+)
+
+// Custom search attributes. They must be registered on the namespace
+// (`replyflow dev` does it; see the README for production).
+var (
+	AttrChannel          = temporal.NewSearchAttributeKeyKeyword("ReplyflowChannel")
+	AttrChat             = temporal.NewSearchAttributeKeyKeyword("ReplyflowChat")
+	AttrState            = temporal.NewSearchAttributeKeyKeyword("ReplyflowState")
+	AttrQueueDepth       = temporal.NewSearchAttributeKeyInt64("ReplyflowQueueDepth")
+	AttrPendingProposals = temporal.NewSearchAttributeKeyInt64("ReplyflowPendingProposals")
+	AttrLastInboundAt    = temporal.NewSearchAttributeKeyTime("ReplyflowLastInboundAt")
+)
+
+// SearchAttributes lists every custom attribute with its type name as the
+// Temporal CLI spells it, for `temporal operator search-attribute create` and
+// `temporal server start-dev --search-attribute`.
+func SearchAttributes() []string {
+	keys := []temporal.SearchAttributeKey{AttrChannel, AttrChat, AttrState, AttrQueueDepth, AttrPendingProposals, AttrLastInboundAt}
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("%s=%s", k.GetName(), cliTypeName(k)))
+	}
+	return out
+}
+
+func cliTypeName(k temporal.SearchAttributeKey) string {
+	switch k.GetValueType() {
+	case enumspb.INDEXED_VALUE_TYPE_KEYWORD:
+		return "Keyword"
+	case enumspb.INDEXED_VALUE_TYPE_INT:
+		return "Int"
+	case enumspb.INDEXED_VALUE_TYPE_DATETIME:
+		return "Datetime"
+	}
+	panic("workflows: no CLI type for search attribute " + k.GetName())
+}
