@@ -1,0 +1,134 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// Activities holds the dependencies of every activity. Register it with
+// workers.New; its methods are the activities.
+type Activities struct {
+	// Settings are the defaults every session gets.
+	Settings pipeline.Settings
+	Model    Model
+	// Outbound maps a channel name to its adapter.
+	Outbound map[string]adapters.Outbound
+	// TypingInterval is how often the typing indicator is refreshed while
+	// a turn runs; zero turns it off.
+	TypingInterval time.Duration
+	Logger         *slog.Logger
+}
+
+// LoadSettings returns the settings of a session run.
+func (a *Activities) LoadSettings(_ context.Context, _ pipeline.SessionKey) (pipeline.Settings, error) {
+	return a.Settings, nil
+}
+
+// AgentTurn asks the model for a reply. While the model works it heartbeats
+// (so a dead worker is noticed within the heartbeat timeout and the turn is
+// retried elsewhere) and refreshes the typing indicator; both stop when the
+// turn returns.
+func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (pipeline.TurnResult, error) {
+	out, err := a.outbound(req.Session.Channel)
+	if err != nil {
+		return pipeline.TurnResult{}, err
+	}
+	turnCtx, stop := context.WithCancel(ctx)
+	refresherDone := make(chan struct{})
+	go func() {
+		defer close(refresherDone)
+		a.keepAlive(turnCtx, out, req)
+	}()
+	// The turn has not ended while a typing call is still in flight.
+	defer func() { stop(); <-refresherDone }()
+
+	reply, err := a.Model.Reply(turnCtx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return pipeline.TurnResult{}, ctx.Err()
+		}
+		return pipeline.TurnResult{}, temporal.NewApplicationErrorWithCause(
+			fmt.Sprintf("model %s failed for %s: %v", a.Model.Name(), req.Session.WorkflowID(), err), "ModelFailed", err)
+	}
+	return pipeline.TurnResult{Reply: reply, Model: a.Model.Name()}, nil
+}
+
+func (a *Activities) keepAlive(ctx context.Context, out adapters.Outbound, req pipeline.TurnRequest) {
+	interval := a.TypingInterval
+	if interval <= 0 {
+		interval = 5 * time.Second
+	}
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		activity.RecordHeartbeat(ctx)
+		if a.TypingInterval > 0 {
+			if err := out.Typing(ctx, req.Session, req.ThreadID); err != nil && ctx.Err() == nil {
+				a.Logger.Debug("typing indicator not shown", "session", req.Session.WorkflowID(), "error", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// Deliver sends one reply chunk and returns the platform's message ID.
+func (a *Activities) Deliver(ctx context.Context, d pipeline.Delivery) (pipeline.Delivered, error) {
+	out, err := a.outbound(d.Session.Channel)
+	if err != nil {
+		return pipeline.Delivered{}, err
+	}
+	id, err := out.Send(ctx, d)
+	if err != nil {
+		return pipeline.Delivered{}, platformError(fmt.Sprintf("deliver chunk %d/%d of %s", d.Index+1, d.Total, d.Session.WorkflowID()), err)
+	}
+	return pipeline.Delivered{PlatformMessageID: id}, nil
+}
+
+// SetReaction sets a user message's reaction to a state, or clears it.
+func (a *Activities) SetReaction(ctx context.Context, r pipeline.ReactionChange) error {
+	out, err := a.outbound(r.Session.Channel)
+	if err != nil {
+		return err
+	}
+	if err := out.SetReaction(ctx, r); err != nil {
+		return platformError(fmt.Sprintf("set reaction %q on %s in %s", r.State, r.MessageID, r.Session.WorkflowID()), err)
+	}
+	return nil
+}
+
+func (a *Activities) outbound(channel string) (adapters.Outbound, error) {
+	out, ok := a.Outbound[channel]
+	if !ok {
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("no outbound adapter for channel %q on this worker: enable the channel in the worker's configuration, then retry", channel),
+			"ChannelNotConfigured", nil)
+	}
+	return out, nil
+}
+
+// platformError turns a classified adapter error into the Temporal error
+// that retries it the right way: after the platform's retry-after when rate
+// limited, never when permanent.
+func platformError(what string, err error) error {
+	kind, retryAfter := adapters.Classify(err)
+	msg := what + ": " + err.Error()
+	switch kind {
+	case adapters.Permanent:
+		return temporal.NewNonRetryableApplicationError(msg, "PlatformRejected", err)
+	case adapters.RateLimited:
+		return temporal.NewApplicationErrorWithOptions(msg, "RateLimited", temporal.ApplicationErrorOptions{Cause: err, NextRetryDelay: retryAfter})
+	}
+	return temporal.NewApplicationErrorWithCause(msg, "PlatformUnavailable", err)
+}

@@ -1,0 +1,139 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+type fakeOutbound struct {
+	mu       sync.Mutex
+	typing   atomic.Int32
+	inFlight atomic.Int32
+	// blockTypingFrom makes typing calls from this number on hang until
+	// cancelled, like a slow platform.
+	blockTypingFrom int32
+	sendErr error
+	sent    []pipeline.Delivery
+}
+
+func (f *fakeOutbound) Send(_ context.Context, d pipeline.Delivery) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.sendErr != nil {
+		return "", f.sendErr
+	}
+	f.sent = append(f.sent, d)
+	return "p-1", nil
+}
+
+func (f *fakeOutbound) SetReaction(context.Context, pipeline.ReactionChange) error { return nil }
+
+func (f *fakeOutbound) Typing(ctx context.Context, _ pipeline.SessionKey, _ string) error {
+	f.inFlight.Add(1)
+	defer f.inFlight.Add(-1)
+	if n := f.typing.Add(1); f.blockTypingFrom > 0 && n >= f.blockTypingFrom {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return nil
+}
+
+// slowModel answers once the typing indicator was refreshed a few times.
+type slowModel struct{ out *fakeOutbound }
+
+func (slowModel) Name() string { return "test/slow" }
+
+func (m slowModel) Reply(ctx context.Context, _ pipeline.TurnRequest) (string, error) {
+	for m.out.typing.Load() < 3 {
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return "done", nil
+}
+
+var session = pipeline.SessionKey{Channel: "webchat", Chat: "room"}
+
+func newActivityEnv(acts *Activities) *testsuite.TestActivityEnvironment {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(acts)
+	return env
+}
+
+func TestAgentTurnRefreshesTypingWhileTheModelWorksAndNotAfter(t *testing.T) {
+	out := &fakeOutbound{blockTypingFrom: 3}
+	acts := &Activities{Model: slowModel{out}, Outbound: map[string]adapters.Outbound{"webchat": out}, TypingInterval: time.Millisecond, Logger: slog.Default()}
+	env := newActivityEnv(acts)
+	v, err := env.ExecuteActivity(acts.AgentTurn, pipeline.TurnRequest{Session: session, Messages: []pipeline.TurnMessage{{Text: "hi"}}})
+	require.NoError(t, err)
+	var res pipeline.TurnResult
+	require.NoError(t, v.Get(&res))
+	assert.Equal(t, pipeline.TurnResult{Reply: "done", Model: "test/slow"}, res)
+
+	assert.Equal(t, int32(3), out.typing.Load())
+	assert.Zero(t, out.inFlight.Load(), "no typing call may outlive the turn")
+}
+
+func TestDeliverMapsPlatformErrorsToRetryBehaviour(t *testing.T) {
+	cases := []struct {
+		name         string
+		err          error
+		typ          string
+		nonRetryable bool
+		delay        time.Duration
+	}{
+		{"permanent", &adapters.Error{Kind: adapters.Permanent, Op: "send", Err: errors.New("403")}, "PlatformRejected", true, 0},
+		{"rate limited", &adapters.Error{Kind: adapters.RateLimited, RetryAfter: 9 * time.Second, Op: "send"}, "RateLimited", false, 9 * time.Second},
+		{"unclassified", errors.New("connection reset"), "PlatformUnavailable", false, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := &fakeOutbound{sendErr: c.err}
+			acts := &Activities{Outbound: map[string]adapters.Outbound{"webchat": out}, Logger: slog.Default()}
+			_, err := newActivityEnv(acts).ExecuteActivity(acts.Deliver, pipeline.Delivery{Session: session, Text: "x", Total: 1})
+			var app *temporal.ApplicationError
+			require.ErrorAs(t, err, &app)
+			assert.Equal(t, c.typ, app.Type())
+			assert.Equal(t, c.nonRetryable, app.NonRetryable())
+			assert.Equal(t, c.delay, app.NextRetryDelay())
+			assert.Contains(t, app.Error(), "session:webchat:room", "the error names the session")
+		})
+	}
+}
+
+func TestUnknownChannelIsNotRetried(t *testing.T) {
+	acts := &Activities{Outbound: map[string]adapters.Outbound{}, Logger: slog.Default()}
+	_, err := newActivityEnv(acts).ExecuteActivity(acts.Deliver, pipeline.Delivery{Session: pipeline.SessionKey{Channel: "telegram", Chat: "1"}})
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	assert.Equal(t, "ChannelNotConfigured", app.Type())
+	assert.True(t, app.NonRetryable())
+}
+
+func TestDemoModelIsDeterministic(t *testing.T) {
+	req := pipeline.TurnRequest{Messages: []pipeline.TurnMessage{{Text: " hello "}, {Text: "world"}}}
+	a, err := DemoModel{}.Reply(context.Background(), req)
+	require.NoError(t, err)
+	b, _ := DemoModel{}.Reply(context.Background(), req)
+	assert.Equal(t, a, b)
+	assert.Contains(t, a, "You said: hello\nworld")
+
+	_, err = NewModel("openai/gpt-x")
+	assert.ErrorContains(t, err, "leave REPLYFLOW_MODEL empty")
+}

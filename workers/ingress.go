@@ -1,0 +1,44 @@
+package workers
+
+import (
+	"context"
+	"fmt"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workflows"
+)
+
+// Ingress hands inbound messages to their session workflows. It is the
+// gateway's adapters.Sink: Accept returns nil only once Temporal durably
+// accepted the signal, so the adapter may ack the platform.
+type Ingress struct {
+	Client    client.Client
+	TaskQueue string
+}
+
+var _ adapters.Sink = (*Ingress)(nil)
+
+// Accept signals the session's workflow, starting it if it is not running.
+func (i *Ingress) Accept(ctx context.Context, in pipeline.Inbound) error {
+	key := in.Session()
+	opts := client.StartWorkflowOptions{
+		ID:        key.WorkflowID(),
+		TaskQueue: i.TaskQueue,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			workflows.AttrChannel.ValueSet(key.Channel),
+			workflows.AttrChat.ValueSet(key.Chat),
+		),
+		StaticSummary: fmt.Sprintf("%s chat %s", key.Channel, key.Chat),
+		StaticDetails: fmt.Sprintf("Session workflow for %s chat `%s`. Query `state` for a snapshot; see the README's operator section.", key.Channel, key.Chat),
+	}
+	_, err := i.Client.SignalWithStartWorkflow(ctx, key.WorkflowID(), workflows.SignalInbound, in, opts,
+		workflows.WorkflowName, workflows.SessionParams{Session: key})
+	if err != nil {
+		return fmt.Errorf("signal-with-start %s: %w", key.WorkflowID(), err)
+	}
+	return nil
+}
