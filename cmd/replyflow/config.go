@@ -1,0 +1,97 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kelseyhightower/envconfig"
+
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// Config is every REPLYFLOW_ variable. The README's configuration table
+// lists them with their defaults; keep the two in step. The Temporal
+// connection is not here: it is read the way every Temporal tool reads it
+// (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, profiles...), see dialTemporal.
+type Config struct {
+	TaskQueue string `envconfig:"TASK_QUEUE" default:"replyflow"`
+	Model     string `envconfig:"MODEL"`
+
+	ReactionClearDelay   time.Duration `envconfig:"REACTION_CLEAR_DELAY" default:"60s"`
+	ErrorClearDelay      time.Duration `envconfig:"ERROR_CLEAR_DELAY" default:"10m"`
+	SessionIdleTTL       time.Duration `envconfig:"SESSION_IDLE_TTL" default:"24h"`
+	ChunkLimit           int           `envconfig:"CHUNK_LIMIT" default:"4000"`
+	TurnTimeout          time.Duration `envconfig:"TURN_TIMEOUT" default:"5m"`
+	TurnHeartbeatTimeout time.Duration `envconfig:"TURN_HEARTBEAT_TIMEOUT" default:"20s"`
+	TurnAttempts         int           `envconfig:"TURN_ATTEMPTS" default:"3"`
+	DeliveryTimeout      time.Duration `envconfig:"DELIVERY_TIMEOUT" default:"30s"`
+	DeliveryAttempts     int           `envconfig:"DELIVERY_ATTEMPTS" default:"10"`
+	MaxHistoryEvents     int           `envconfig:"MAX_HISTORY_EVENTS" default:"10000"`
+	TypingInterval       time.Duration `envconfig:"TYPING_INTERVAL" default:"4s"`
+
+	WebchatEnabled  bool   `envconfig:"WEBCHAT_ENABLED" default:"true"`
+	WebchatAddr     string `envconfig:"WEBCHAT_ADDR" default:"127.0.0.1:8080"`
+	WebchatURL      string `envconfig:"WEBCHAT_URL" default:"http://127.0.0.1:8080"`
+	WebchatBotToken string `envconfig:"WEBCHAT_BOT_TOKEN"`
+
+	LogLevel  string `envconfig:"LOG_LEVEL" default:"info"`
+	LogFormat string `envconfig:"LOG_FORMAT" default:"text"`
+
+	DevDir         string `envconfig:"DEV_DIR" default:".replyflow"`
+	DevTemporalCLI string `envconfig:"DEV_TEMPORAL_CLI" default:"bin/temporal"`
+	DevTemporalIP  string `envconfig:"DEV_TEMPORAL_IP" default:"127.0.0.1"`
+	DevPort        int    `envconfig:"DEV_TEMPORAL_PORT" default:"7233"`
+	DevUIPort      int    `envconfig:"DEV_UI_PORT" default:"8233"`
+}
+
+// loadConfig reads REPLYFLOW_* from the environment and checks it.
+func loadConfig() (Config, error) {
+	var c Config
+	if err := envconfig.Process("replyflow", &c); err != nil {
+		return c, err
+	}
+	return c, c.validate()
+}
+
+func (c Config) validate() error {
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	check(c.ReactionClearDelay >= 0 && c.ReactionClearDelay <= 10*time.Minute,
+		"REPLYFLOW_REACTION_CLEAR_DELAY must be between 0 and 10m, got %s", c.ReactionClearDelay)
+	check(c.ErrorClearDelay >= 0, "REPLYFLOW_ERROR_CLEAR_DELAY must not be negative")
+	check(c.SessionIdleTTL >= time.Second, "REPLYFLOW_SESSION_IDLE_TTL must be at least 1s, got %s", c.SessionIdleTTL)
+	check(c.ChunkLimit >= 16, "REPLYFLOW_CHUNK_LIMIT must be at least 16, got %d", c.ChunkLimit)
+	check(c.TurnTimeout > 0, "REPLYFLOW_TURN_TIMEOUT must be positive")
+	check(c.TurnHeartbeatTimeout > c.TypingInterval,
+		"REPLYFLOW_TURN_HEARTBEAT_TIMEOUT (%s) must be longer than REPLYFLOW_TYPING_INTERVAL (%s): the turn heartbeats at that interval",
+		c.TurnHeartbeatTimeout, c.TypingInterval)
+	check(c.TurnAttempts >= 1, "REPLYFLOW_TURN_ATTEMPTS must be at least 1")
+	check(c.DeliveryTimeout > 0, "REPLYFLOW_DELIVERY_TIMEOUT must be positive")
+	check(c.DeliveryAttempts >= 1, "REPLYFLOW_DELIVERY_ATTEMPTS must be at least 1")
+	check(c.MaxHistoryEvents >= 0, "REPLYFLOW_MAX_HISTORY_EVENTS must not be negative")
+	check(c.TypingInterval >= 0, "REPLYFLOW_TYPING_INTERVAL must not be negative")
+	check(c.LogFormat == "text" || c.LogFormat == "json", "REPLYFLOW_LOG_FORMAT must be text or json, got %q", c.LogFormat)
+	return errors.Join(errs...)
+}
+
+// settings are the defaults every session run loads.
+func (c Config) settings(model string) pipeline.Settings {
+	return pipeline.Settings{
+		Model:                model,
+		ReactionClearDelay:   c.ReactionClearDelay,
+		ErrorClearDelay:      c.ErrorClearDelay,
+		IdleTTL:              c.SessionIdleTTL,
+		ChunkLimit:           c.ChunkLimit,
+		TurnTimeout:          c.TurnTimeout,
+		TurnHeartbeatTimeout: c.TurnHeartbeatTimeout,
+		TurnAttempts:         c.TurnAttempts,
+		DeliveryTimeout:      c.DeliveryTimeout,
+		DeliveryAttempts:     c.DeliveryAttempts,
+		MaxHistoryEvents:     c.MaxHistoryEvents,
+	}
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/replyflow/replyflow/workflows"
+)
+
+// runDev runs the laptop bundle: a Temporal dev server on a persistent
+// SQLite file with replyflow's search attributes, the worker and the
+// gateway, until Ctrl-C; then it stops them in reverse order.
+func runDev(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	if cfg.WebchatBotToken == "" {
+		// Worker and gateway share this process, so a fresh secret will do.
+		cfg.WebchatBotToken = randomToken()
+	}
+	acts, err := newActivities(cfg, logger)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.DevDir, 0o755); err != nil {
+		return fmt.Errorf("create %s (REPLYFLOW_DEV_DIR): %w", cfg.DevDir, err)
+	}
+	ln, err := net.Listen("tcp", cfg.WebchatAddr)
+	if err != nil {
+		return fmt.Errorf("listen for the web chat on %s (set REPLYFLOW_WEBCHAT_ADDR to another port): %w", cfg.WebchatAddr, err)
+	}
+	server, err := startDevServer(cfg)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer server.stop(logger)
+
+	hostPort := net.JoinHostPort(cfg.DevTemporalIP, strconv.Itoa(cfg.DevPort))
+	c, err := waitForTemporal(ctx, hostPort, server, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer c.Close()
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		errs[0] = runWorker(runCtx, c, cfg, acts)
+		cancel()
+	}()
+	go func() {
+		defer wg.Done()
+		errs[1] = serveGateway(runCtx, ln, c, cfg, logger)
+		cancel()
+	}()
+	printBanner(cfg, ln.Addr().String(), acts.Model.Name())
+	select {
+	case <-runCtx.Done():
+	case <-server.exited:
+		cancel()
+		errs = append(errs, fmt.Errorf("the Temporal dev server exited; see %s", server.logPath))
+	}
+	wg.Wait()
+	fmt.Println("\nreplyflow dev stopped; sessions are kept in", cfg.DevDir)
+	return firstError(errs...)
+}
+
+func printBanner(cfg Config, webchatAddr, model string) {
+	fmt.Printf(`
+replyflow dev is running (Ctrl-C stops everything)
+
+  Web chat     http://%s
+  Temporal UI  http://%s:%d/namespaces/default/workflows
+  Temporal     %s:%d (namespace default, task queue %s)
+  Data         %s (kept between runs)
+`, webchatAddr, cfg.DevTemporalIP, cfg.DevUIPort, cfg.DevTemporalIP, cfg.DevPort, cfg.TaskQueue, cfg.DevDir)
+	if model == "demo/echo" {
+		fmt.Println("\n  Model        demo/echo: the offline demo model is in use (set REPLYFLOW_MODEL for a real one)")
+	} else {
+		fmt.Printf("\n  Model        %s\n", model)
+	}
+	fmt.Println()
+}
+
+// devServer is the Temporal CLI's dev server, run as a child process.
+type devServer struct {
+	cmd     *exec.Cmd
+	logPath string
+	exited  chan struct{}
+}
+
+func startDevServer(cfg Config) (*devServer, error) {
+	cli, err := exec.LookPath(cfg.DevTemporalCLI)
+	if err != nil {
+		return nil, fmt.Errorf("the Temporal CLI was not found at %s: run `make dev`, which builds it into ./bin, or set REPLYFLOW_DEV_TEMPORAL_CLI", cfg.DevTemporalCLI)
+	}
+	args := []string{"server", "start-dev",
+		"--ip", cfg.DevTemporalIP,
+		"--port", strconv.Itoa(cfg.DevPort),
+		"--ui-port", strconv.Itoa(cfg.DevUIPort),
+		"--db-filename", filepath.Join(cfg.DevDir, "temporal.db"),
+		"--log-level", "warn",
+	}
+	for _, sa := range workflows.SearchAttributes() {
+		args = append(args, "--search-attribute", sa)
+	}
+	logPath := filepath.Join(cfg.DevDir, "temporal.log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(cli, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Its own process group, so Ctrl-C reaches replyflow first and the
+	// server is stopped after the worker and gateway, not before them.
+	cmd.SysProcAttr = childProcAttr()
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("start the Temporal dev server (%s): %w", cli, err)
+	}
+	s := &devServer{cmd: cmd, logPath: logPath, exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		logFile.Close()
+		close(s.exited)
+	}()
+	return s, nil
+}
+
+func (s *devServer) stop(logger *slog.Logger) {
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-s.exited:
+	case <-time.After(15 * time.Second):
+		logger.Warn("Temporal dev server did not stop in 15s; killing it")
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+func waitForTemporal(ctx context.Context, hostPort string, server *devServer, logger *slog.Logger) (client.Client, error) {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		dialCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		c, err := dialTemporal(dialCtx, hostPort, logger.With("component", "temporal-client"))
+		cancel()
+		if err == nil {
+			return c, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-server.exited:
+			return nil, fmt.Errorf("the Temporal dev server exited at start; see %s (is port %s in use?)", server.logPath, hostPort)
+		case <-time.After(250 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return nil, errors.Join(fmt.Errorf("the Temporal dev server did not answer on %s within 60s; see %s", hostPort, server.logPath), err)
+		}
+	}
+}
+
+func randomToken() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// sseEvent is one event read from the web chat's stream.
+type sseEvent struct {
+	Type      string
+	MessageID string `json:"message_id"`
+	Text      string `json:"text"`
+	Emoji     string `json:"emoji"`
+	ReplyTo   string `json:"reply_to"`
+}
+
+type eventStream struct{ ch chan sseEvent }
+
+// subscribe opens the chat's event stream and returns once it is
+// connected, so no event that follows can be missed.
+func subscribe(t *testing.T, baseURL, chat string) *eventStream {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/api/chats/"+chat+"/events", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	s := &eventStream{ch: make(chan sseEvent, 100)}
+	go func() {
+		defer resp.Body.Close()
+		defer close(s.ch)
+		scanner := bufio.NewScanner(resp.Body)
+		var ev sseEvent
+		for scanner.Scan() {
+			line := scanner.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				ev = sseEvent{Type: strings.TrimPrefix(line, "event: ")}
+			case strings.HasPrefix(line, "data: "):
+				if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &ev); err != nil {
+					t.Errorf("event %s has undecodable data %q: %v", ev.Type, line, err)
+				}
+			case line == "" && ev.Type != "":
+				s.ch <- ev
+				ev = sseEvent{}
+			}
+		}
+	}()
+	return s
+}
+
+// collectUntil gathers events until last returns true for one, failing the
+// test if that has not happened by the deadline.
+func (s *eventStream) collectUntil(t *testing.T, within time.Duration, last func(sseEvent) bool) []sseEvent {
+	t.Helper()
+	deadline := time.After(within)
+	var seen []sseEvent
+	for {
+		select {
+		case ev, open := <-s.ch:
+			require.True(t, open, "the event stream closed; saw %v", seen)
+			seen = append(seen, ev)
+			if last(ev) {
+				return seen
+			}
+		case <-deadline:
+			t.Fatalf("no final event within %s; saw %+v", within, seen)
+		}
+	}
+}
+
+func isClearOf(messageID string) func(sseEvent) bool {
+	return func(ev sseEvent) bool { return ev.Type == "reaction" && ev.MessageID == messageID && ev.Emoji == "" }
+}
+
+// summarize renders reactions on messageID and bot messages (their first
+// line), skipping typing events, which depend on timing.
+func summarize(events []sseEvent, messageID string) []string {
+	var out []string
+	for _, ev := range events {
+		switch {
+		case ev.Type == "reaction" && ev.MessageID == messageID:
+			out = append(out, "reaction "+messageID+" "+ev.Emoji)
+		case ev.Type == "message":
+			first, _, _ := strings.Cut(ev.Text, "\n")
+			out = append(out, "message "+first)
+		}
+	}
+	return out
+}
+
+func countMessages(events []sseEvent) int {
+	n := 0
+	for _, ev := range events {
+		if ev.Type == "message" {
+			n++
+		}
+	}
+	return n
+}
+
+func listRequest(query string) *workflowservice.ListWorkflowExecutionsRequest {
+	return &workflowservice.ListWorkflowExecutionsRequest{Namespace: "default", Query: query}
+}
+
+// recordHistory saves the session's history for the replay test when the
+// tests run with -record-histories (make record-histories).
+func recordHistory(t *testing.T, c client.Client, chat, name string) {
+	if *recordTo == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id := pipeline.SessionKey{Channel: "webchat", Chat: chat}.WorkflowID()
+	history := &historypb.History{}
+	iter := c.GetWorkflowHistory(ctx, id, "", false, 0)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		require.NoError(t, err)
+		history.Events = append(history.Events, ev)
+	}
+	data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(history)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(*recordTo, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(*recordTo, name+".json"), data, 0o644))
+}

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kelseyhightower/envconfig"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/replyflow/replyflow/activities"
+	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workflows"
+)
+
+// These tests run the real worker and gateway against a real Temporal dev
+// server (the CLI that `make test` builds into ./bin) and talk to them only
+// over the web chat's HTTP API, as a user's program would.
+
+var (
+	temporalServer *testsuite.DevServer
+	recordTo  = flag.String("record-histories", "", "write the histories of these tests as JSON into this folder (for the replay test)")
+	queueSeq  atomic.Int64
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	cli := os.Getenv("REPLYFLOW_TEST_TEMPORAL_CLI")
+	if cli == "" {
+		cli, _ = filepath.Abs("../../bin/temporal")
+	}
+	if _, err := os.Stat(cli); err != nil {
+		fmt.Fprintf(os.Stderr, "integration tests need the Temporal CLI at %s: run `make test` (it builds it), or set REPLYFLOW_TEST_TEMPORAL_CLI\n", cli)
+		os.Exit(1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	var extra []string
+	for _, sa := range workflows.SearchAttributes() {
+		extra = append(extra, "--search-attribute", sa)
+	}
+	var err error
+	temporalServer, err = testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
+		ExistingPath:  cli,
+		ClientOptions: &client.Options{Namespace: "default"},
+		LogLevel:      "error",
+		ExtraArgs:     extra,
+	})
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start the Temporal dev server:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = temporalServer.Stop()
+	os.Exit(code)
+}
+
+// stack is one worker and one gateway on their own task queue.
+type stack struct {
+	t       *testing.T
+	cfg     Config
+	client  client.Client
+	baseURL string
+	logger  *slog.Logger
+}
+
+func testConfig(t *testing.T) Config {
+	var cfg Config
+	require.NoError(t, envconfig.Process("replyflow_test_unset", &cfg), "defaults must parse")
+	cfg.TaskQueue = fmt.Sprintf("test-%s-%d", t.Name(), queueSeq.Add(1))
+	cfg.ReactionClearDelay = 2 * time.Second
+	cfg.TypingInterval = time.Second
+	cfg.TurnHeartbeatTimeout = 5 * time.Second
+	cfg.WebchatBotToken = "test-bot-token"
+	require.NoError(t, cfg.validate())
+	return cfg
+}
+
+func startStack(t *testing.T, cfg Config) *stack {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	cfg.WebchatURL = "http://" + ln.Addr().String()
+	s := &stack{t: t, cfg: cfg, client: temporalServer.Client(), baseURL: cfg.WebchatURL, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if testing.Verbose() {
+		s.logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serveGateway(ctx, ln, s.client, cfg, s.logger) }()
+	t.Cleanup(func() {
+		cancel()
+		assert.NoError(t, <-done)
+	})
+	return s
+}
+
+// startWorker runs a worker with model (nil: the configured one) until the
+// returned stop function is called or the test ends.
+func (s *stack) startWorker(model activities.Model) (stop func()) {
+	acts, err := newActivities(s.cfg, s.logger)
+	require.NoError(s.t, err)
+	if model != nil {
+		acts.Model = model
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runWorker(ctx, s.client, s.cfg, acts) }()
+	var stopped atomic.Bool
+	stop = func() {
+		if stopped.CompareAndSwap(false, true) {
+			cancel()
+			require.NoError(s.t, <-done)
+		}
+	}
+	s.t.Cleanup(stop)
+	return stop
+}
+
+func (s *stack) post(chat, body string) (int, string) {
+	resp, err := http.Post(s.baseURL+"/api/chats/"+chat+"/messages", "application/json", strings.NewReader(body))
+	require.NoError(s.t, err)
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data)
+}
+
+func (s *stack) state(chat string) workflows.Snapshot {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	key := pipeline.SessionKey{Channel: "webchat", Chat: chat}
+	v, err := s.client.QueryWorkflow(ctx, key.WorkflowID(), "", workflows.QueryState)
+	require.NoError(s.t, err)
+	var snap workflows.Snapshot
+	require.NoError(s.t, v.Get(&snap))
+	return snap
+}
+
+func TestMessageGetsReplyAndFullReactionLifecycle(t *testing.T) {
+	s := startStack(t, testConfig(t))
+	s.startWorker(nil)
+	chat := "lifecycle"
+	events := subscribe(t, s.baseURL, chat)
+
+	code, body := s.post(chat, `{"message_id":"m1","sender_id":"alice","sender_name":"Alice","text":"hello there"}`)
+	require.Equal(t, http.StatusAccepted, code, body)
+	assert.JSONEq(t, `{"message_id":"m1"}`, body)
+
+	seen := events.collectUntil(t, 30*time.Second, isClearOf("m1"))
+	assert.Equal(t, []string{"reaction m1 👀", "reaction m1 ✍️", "message You said: hello there", "reaction m1 ✅", "reaction m1 "},
+		summarize(seen, "m1"))
+
+	snap := s.state(chat)
+	assert.Equal(t, workflows.StatusIdle, snap.Status)
+	assert.Equal(t, 1, snap.TurnSeq)
+	assert.Equal(t, "demo/echo", snap.LastTurn.Model)
+	assert.Empty(t, snap.Reactions, "no reaction is left behind")
+	assertSearchAttributes(t, s.client, chat)
+	recordHistory(t, s.client, chat, "simple_turn")
+}
+
+func TestRepeatedMessageIDIsAnsweredOnce(t *testing.T) {
+	s := startStack(t, testConfig(t))
+	s.startWorker(nil)
+	chat := "dedupe"
+	events := subscribe(t, s.baseURL, chat)
+
+	for range 3 {
+		code, body := s.post(chat, `{"message_id":"same","sender_id":"alice","text":"only once please"}`)
+		require.Equal(t, http.StatusAccepted, code, body)
+	}
+	seen := events.collectUntil(t, 30*time.Second, isClearOf("same"))
+	assert.Equal(t, 1, countMessages(seen))
+	snap := s.state(chat)
+	assert.Equal(t, 1, snap.TurnSeq, "three deliveries of one message_id make one turn")
+	assert.Len(t, snap.Deliveries, 1)
+}
+
+func TestBadRequestsAreRefusedWithAReason(t *testing.T) {
+	s := startStack(t, testConfig(t))
+	for _, c := range []struct{ body, reason string }{
+		{`{"sender_id":"a"`, "not a valid message"},
+		{`{"text":"hi"}`, "sender_id is missing"},
+		{`{"sender_id":"a"}`, "text is missing"},
+		{`{"sender_id":"a","text":"hi","thread_id":"has space"}`, "thread_id contains"},
+	} {
+		code, body := s.post("bad", c.body)
+		assert.Equal(t, http.StatusBadRequest, code, c.body)
+		assert.Contains(t, body, c.reason, c.body)
+	}
+}
+
+// blockingModel never answers: it stands for a worker that dies mid-turn.
+type blockingModel struct{ called chan struct{} }
+
+func (blockingModel) Name() string { return "test/blocking" }
+
+func (m blockingModel) Reply(ctx context.Context, _ pipeline.TurnRequest) (string, error) {
+	select {
+	case m.called <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return "", ctx.Err()
+}
+
+func TestTurnSurvivesWorkerRestart(t *testing.T) {
+	s := startStack(t, testConfig(t))
+	model := blockingModel{called: make(chan struct{}, 1)}
+	stopFirst := s.startWorker(model)
+	chat := "restart"
+	events := subscribe(t, s.baseURL, chat)
+
+	code, body := s.post(chat, `{"message_id":"r1","sender_id":"alice","text":"survive this"}`)
+	require.Equal(t, http.StatusAccepted, code, body)
+	select {
+	case <-model.called:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first worker never started the turn")
+	}
+	stopFirst()
+	s.startWorker(nil)
+
+	seen := events.collectUntil(t, 60*time.Second, isClearOf("r1"))
+	assert.Equal(t, 1, countMessages(seen), "exactly one reply after the restart")
+	assert.Contains(t, summarize(seen, "r1"), "message You said: survive this")
+	snap := s.state(chat)
+	assert.Equal(t, 1, snap.TurnSeq)
+	assert.Len(t, snap.Deliveries, 1)
+	assert.Empty(t, snap.Reactions, "the reaction is still cleared")
+	recordHistory(t, s.client, chat, "worker_restart")
+}
+
+func assertSearchAttributes(t *testing.T, c client.Client, chat string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	id := pipeline.SessionKey{Channel: "webchat", Chat: chat}.WorkflowID()
+	query := fmt.Sprintf(`WorkflowId = %q AND ReplyflowChannel = "webchat" AND ReplyflowChat = %q AND ReplyflowState = "idle"`, id, chat)
+	require.Eventually(t, func() bool {
+		resp, err := c.ListWorkflow(ctx, listRequest(query))
+		return err == nil && len(resp.Executions) == 1
+	}, 10*time.Second, 100*time.Millisecond, "visibility finds the session by %s", query)
+}

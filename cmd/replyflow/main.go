@@ -1,0 +1,111 @@
+// Command replyflow runs the replyflow gateway, worker, or both with a local
+// Temporal dev server (`replyflow dev`). It reads configuration and wires
+// packages together; it holds no business rules.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+const usage = `replyflow: a durable auto-reply gateway on Temporal
+
+Usage:
+  replyflow dev       run everything on this machine: a Temporal dev server
+                      (Web UI on :8233), the worker and the gateway (web chat on :8080)
+  replyflow worker    run the Temporal worker against TEMPORAL_ADDRESS
+  replyflow gateway   run the platform connections against TEMPORAL_ADDRESS
+  replyflow help      show this text
+
+Configuration is read from REPLYFLOW_* and TEMPORAL_* environment variables;
+the README lists them all.
+`
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "replyflow:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Print(usage)
+		return nil
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	logger := newLogger(cfg)
+	slog.SetDefault(logger)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	switch args[0] {
+	case "dev":
+		return runDev(ctx, cfg, logger)
+	case "worker":
+		return workerCommand(ctx, cfg, logger)
+	case "gateway":
+		return gatewayCommand(ctx, cfg, logger)
+	}
+	return fmt.Errorf("unknown command %q; run `replyflow help`", args[0])
+}
+
+func workerCommand(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	acts, err := newActivities(cfg, logger)
+	if err != nil {
+		return err
+	}
+	c, err := dialTemporal(ctx, "", logger)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	logger.Info("Worker running", "task_queue", cfg.TaskQueue, "model", acts.Model.Name())
+	return runWorker(ctx, c, cfg, acts)
+}
+
+func gatewayCommand(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	c, err := dialTemporal(ctx, "", logger)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ln, err := net.Listen("tcp", cfg.WebchatAddr)
+	if err != nil {
+		return fmt.Errorf("listen for the web chat on %s (REPLYFLOW_WEBCHAT_ADDR): %w", cfg.WebchatAddr, err)
+	}
+	logger.Info("Gateway running", "webchat", "http://"+ln.Addr().String())
+	return serveGateway(ctx, ln, c, cfg, logger)
+}
+
+func newLogger(cfg Config) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if strings.EqualFold(cfg.LogFormat, "json") {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// firstError returns the first non-nil error that is not a clean stop.
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	temporalenv "go.temporal.io/sdk/contrib/envconfig"
+	tlog "go.temporal.io/sdk/log"
+
+	"github.com/replyflow/replyflow/activities"
+	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/adapters/webchat"
+	"github.com/replyflow/replyflow/workers"
+)
+
+// dialTemporal connects with the options every Temporal tool reads:
+// TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS variables and
+// profiles from TEMPORAL_CONFIG_FILE. hostPort, when set, wins (replyflow dev
+// points at the server it started).
+func dialTemporal(ctx context.Context, hostPort string, logger *slog.Logger) (client.Client, error) {
+	opts, err := temporalenv.LoadDefaultClientOptions()
+	if err != nil {
+		return nil, fmt.Errorf("read the Temporal connection settings (TEMPORAL_* variables, profile): %w", err)
+	}
+	if hostPort != "" {
+		opts.HostPort = hostPort
+	}
+	opts.Logger = tlog.NewStructuredLogger(logger)
+	c, err := client.DialContext(ctx, opts)
+	if err != nil {
+		addr := opts.HostPort
+		if addr == "" {
+			addr = client.DefaultHostPort
+		}
+		return nil, fmt.Errorf("connect to Temporal at %s (set TEMPORAL_ADDRESS, or run `make dev` for a local server): %w", addr, err)
+	}
+	return c, nil
+}
+
+// newActivities wires the model and the outbound adapters from the config.
+func newActivities(cfg Config, logger *slog.Logger) (*activities.Activities, error) {
+	model, err := activities.NewModel(cfg.Model)
+	if err != nil {
+		return nil, err
+	}
+	outbound := map[string]adapters.Outbound{}
+	if cfg.WebchatEnabled {
+		wc, err := webchat.NewClient(cfg.WebchatURL, cfg.WebchatBotToken, nil)
+		if err != nil {
+			return nil, err
+		}
+		outbound[webchat.Channel] = wc
+	}
+	return &activities.Activities{
+		Settings:       cfg.settings(model.Name()),
+		Model:          model,
+		Outbound:       outbound,
+		TypingInterval: cfg.TypingInterval,
+		Logger:         logger,
+	}, nil
+}
+
+// runWorker serves session workflows and activities until ctx is done.
+func runWorker(ctx context.Context, c client.Client, cfg Config, acts *activities.Activities) error {
+	w := workers.New(c, cfg.TaskQueue, acts)
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start the worker on task queue %q: %w", cfg.TaskQueue, err)
+	}
+	<-ctx.Done()
+	w.Stop()
+	return nil
+}
+
+// serveGateway serves the enabled platform connections on ln until ctx is
+// done, handing every inbound message to Temporal.
+func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Config, logger *slog.Logger) error {
+	if !cfg.WebchatEnabled {
+		return errors.New("no channel is enabled: set REPLYFLOW_WEBCHAT_ENABLED=true")
+	}
+	chat, err := webchat.NewServer(webchat.ServerConfig{
+		Sink:     &workers.Ingress{Client: c, TaskQueue: cfg.TaskQueue},
+		BotToken: cfg.WebchatBotToken,
+		Logger:   logger,
+	})
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: chat, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("web chat server on %s stopped: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	chat.CloseStreams()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		_ = srv.Close()
+	}
+	return nil
+}
