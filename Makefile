@@ -1,0 +1,47 @@
+# replyflow: `make dev` runs everything on this machine, `make test` runs the
+# tests. Both build what they need on first use; Go is the only prerequisite.
+
+TEMPORAL_CLI_VERSION := v1.5.1
+BIN := $(CURDIR)/bin
+TEMPORAL := $(BIN)/temporal
+GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
+
+.PHONY: dev build test unit vet fmt record-histories fuzz clean
+
+dev: build $(TEMPORAL)
+	$(BIN)/replyflow dev
+
+build:
+	go build -o $(BIN)/replyflow ./cmd/replyflow
+
+# The Temporal CLI (dev server and Web UI) is built from the Go module proxy;
+# newer tags do not build outside their own repository.
+$(TEMPORAL):
+	GOBIN=$(BIN) go install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION)
+
+test: vet $(TEMPORAL)
+	REPLYFLOW_TEST_TEMPORAL_CLI=$(TEMPORAL) go test $(GO_TEST_FLAGS) ./...
+
+# Everything that needs no Temporal server.
+unit: vet
+	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /cmd/)
+
+vet:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	go vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+# Re-record the histories the replay test runs over (commit the result).
+record-histories: $(TEMPORAL)
+	REPLYFLOW_TEST_TEMPORAL_CLI=$(TEMPORAL) go test -count=1 ./cmd/replyflow -args -record-histories=$(CURDIR)/workflows/testdata/histories
+
+FUZZTIME ?= 30s
+fuzz:
+	go test ./pipeline -run '^$$' -fuzz FuzzChunk -fuzztime $(FUZZTIME)
+	go test ./adapters/webchat -run '^$$' -fuzz FuzzDecodeUserMessage -fuzztime $(FUZZTIME)
+
+clean:
+	rm -rf $(BIN)
