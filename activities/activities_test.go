@@ -25,8 +25,8 @@ type fakeOutbound struct {
 	// blockTypingFrom makes typing calls from this number on hang until
 	// cancelled, like a slow platform.
 	blockTypingFrom int32
-	sendErr error
-	sent    []pipeline.Delivery
+	sendErr         error
+	sent            []pipeline.Delivery
 }
 
 func (f *fakeOutbound) Send(_ context.Context, d pipeline.Delivery) (string, error) {

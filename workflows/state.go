@@ -9,8 +9,8 @@ import (
 // Bounds on what the state carries, so a busy session's state (and so each
 // continue-as-new input) stays small.
 const (
-	seenCapacity       = 5000
-	deliveryWindow     = 200
+	seenCapacity   = 5000
+	deliveryWindow = 200
 )
 
 // SessionParams is the workflow's input: the session it serves and, after a

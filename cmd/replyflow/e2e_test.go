@@ -32,8 +32,8 @@ import (
 
 var (
 	temporalServer *testsuite.DevServer
-	recordTo  = flag.String("record-histories", "", "write the histories of these tests as JSON into this folder (for the replay test)")
-	queueSeq  atomic.Int64
+	recordTo       = flag.String("record-histories", "", "write the histories of these tests as JSON into this folder (for the replay test)")
+	queueSeq       atomic.Int64
 )
 
 func TestMain(m *testing.M) {
