@@ -61,25 +61,46 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 	return pipeline.TurnResult{Reply: reply, Model: a.Model.Name()}, nil
 }
 
+// keepAlive heartbeats at a third of the heartbeat timeout and shows typing
+// every TypingInterval (at once first), until ctx is done.
 func (a *Activities) keepAlive(ctx context.Context, out adapters.Outbound, req pipeline.TurnRequest) {
-	interval := a.TypingInterval
-	if interval <= 0 {
-		interval = 5 * time.Second
+	heartbeatEvery := 10 * time.Second
+	if timeout := activity.GetInfo(ctx).HeartbeatTimeout; timeout > 0 {
+		heartbeatEvery = timeout / 3
 	}
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
+	heartbeat := time.NewTicker(heartbeatEvery)
+	defer heartbeat.Stop()
+	var typing <-chan time.Time
+	if a.TypingInterval > 0 {
+		ticker := time.NewTicker(a.TypingInterval)
+		defer ticker.Stop()
+		typing = ticker.C
+		a.showTyping(ctx, out, req)
+	}
 	for {
-		activity.RecordHeartbeat(ctx)
-		if a.TypingInterval > 0 {
-			if err := out.Typing(ctx, req.Session, req.ThreadID); err != nil && ctx.Err() == nil {
-				a.Logger.Debug("typing indicator not shown", "session", req.Session.WorkflowID(), "error", err)
-			}
-		}
+		showTyping := false
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
+		case <-typing:
+			showTyping = true
+		case <-heartbeat.C:
 		}
+		// Nothing is sent once the turn ended: select picks at random
+		// among ready cases, and the SDK logs a heartbeat it refuses.
+		if ctx.Err() != nil {
+			return
+		}
+		activity.RecordHeartbeat(ctx)
+		if showTyping {
+			a.showTyping(ctx, out, req)
+		}
+	}
+}
+
+func (a *Activities) showTyping(ctx context.Context, out adapters.Outbound, req pipeline.TurnRequest) {
+	if err := out.Typing(ctx, req.Session, req.ThreadID); err != nil && ctx.Err() == nil {
+		a.Logger.Debug("typing indicator not shown", "session", req.Session.WorkflowID(), "error", err)
 	}
 }
 

@@ -42,6 +42,9 @@ func (f *fakeOutbound) Send(_ context.Context, d pipeline.Delivery) (string, err
 func (f *fakeOutbound) SetReaction(context.Context, pipeline.ReactionChange) error { return nil }
 
 func (f *fakeOutbound) Typing(ctx context.Context, _ pipeline.SessionKey, _ string) error {
+	if ctx.Err() != nil {
+		return ctx.Err() // a real adapter sends nothing on a dead context
+	}
 	f.inFlight.Add(1)
 	defer f.inFlight.Add(-1)
 	if n := f.typing.Add(1); f.blockTypingFrom > 0 && n >= f.blockTypingFrom {

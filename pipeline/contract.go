@@ -1,7 +1,5 @@
 package pipeline
 
-import "time"
-
 // Activity names: the contract between the session workflow, which calls
 // activities by name so that it never imports their code, and the worker,
 // which registers them under these names.
@@ -17,17 +15,17 @@ const (
 // sees the same values) and a changed configuration takes effect at the next
 // run.
 type Settings struct {
-	Model                string        `json:"model"`
-	ReactionClearDelay   time.Duration `json:"reaction_clear_delay"`
-	ErrorClearDelay      time.Duration `json:"error_clear_delay"`
-	IdleTTL              time.Duration `json:"idle_ttl"`
-	ChunkLimit           int           `json:"chunk_limit"`
-	TurnTimeout          time.Duration `json:"turn_timeout"`
-	TurnHeartbeatTimeout time.Duration `json:"turn_heartbeat_timeout"`
-	TurnAttempts         int           `json:"turn_attempts"`
-	DeliveryTimeout      time.Duration `json:"delivery_timeout"`
-	DeliveryAttempts     int           `json:"delivery_attempts"`
-	MaxHistoryEvents     int           `json:"max_history_events"`
+	Model                string   `json:"model"`
+	ReactionClearDelay   Duration `json:"reaction_clear_delay"`
+	ErrorClearDelay      Duration `json:"error_clear_delay"`
+	IdleTTL              Duration `json:"idle_ttl"`
+	ChunkLimit           int      `json:"chunk_limit"`
+	TurnTimeout          Duration `json:"turn_timeout"`
+	TurnHeartbeatTimeout Duration `json:"turn_heartbeat_timeout"`
+	TurnAttempts         int      `json:"turn_attempts"`
+	DeliveryTimeout      Duration `json:"delivery_timeout"`
+	DeliveryAttempts     int      `json:"delivery_attempts"`
+	MaxHistoryEvents     int      `json:"max_history_events"`
 }
 
 // TurnMessage is one user message as the model sees it.

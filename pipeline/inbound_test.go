@@ -1,8 +1,10 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,4 +58,15 @@ func TestBufferKeyNeverMergesAcrossThreadsOrSenders(t *testing.T) {
 	assert.NotEqual(t, BufferKeyOf(a), BufferKeyOf(b))
 	assert.NotEqual(t, BufferKeyOf(a), BufferKeyOf(c))
 	assert.Equal(t, "root", a.Thread().String())
+}
+
+func TestDurationJSONIsReadableAndAcceptsNanoseconds(t *testing.T) {
+	data, err := json.Marshal(Settings{IdleTTL: Duration(90 * time.Second)})
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"idle_ttl":"1m30s"`)
+	var s Settings
+	require.NoError(t, json.Unmarshal([]byte(`{"idle_ttl":60000000000,"turn_timeout":"2m"}`), &s))
+	assert.Equal(t, time.Minute, s.IdleTTL.D())
+	assert.Equal(t, 2*time.Minute, s.TurnTimeout.D())
+	assert.Error(t, json.Unmarshal([]byte(`{"idle_ttl":"soon"}`), &s))
 }

@@ -33,9 +33,9 @@ func (s *session) react(batch []pipeline.Inbound, state pipeline.ReactionState) 
 func (s *session) clearDelay(state pipeline.ReactionState) (time.Duration, bool) {
 	switch state {
 	case pipeline.ReactionDone:
-		return s.settings.ReactionClearDelay, true
+		return s.settings.ReactionClearDelay.D(), true
 	case pipeline.ReactionError:
-		return s.settings.ErrorClearDelay, true
+		return s.settings.ErrorClearDelay.D(), true
 	}
 	return 0, false
 }

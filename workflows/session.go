@@ -115,7 +115,7 @@ func (s *session) run() error {
 func (s *session) waitWhileIdle() (expired bool, err error) {
 	timerCtx, cancel := workflow.WithCancel(s.ctx)
 	defer cancel()
-	timer := workflow.NewTimerWithOptions(timerCtx, s.settings.IdleTTL, workflow.TimerOptions{
+	timer := workflow.NewTimerWithOptions(timerCtx, s.settings.IdleTTL.D(), workflow.TimerOptions{
 		Summary: "idle; the session completes after " + s.settings.IdleTTL.String(),
 	})
 	err = workflow.Await(s.ctx, func() bool {

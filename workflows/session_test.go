@@ -40,9 +40,10 @@ type reactionCall struct {
 
 func testSettings() pipeline.Settings {
 	return pipeline.Settings{
-		Model: "demo/echo", ReactionClearDelay: time.Minute, ErrorClearDelay: 10 * time.Minute,
-		IdleTTL: 24 * time.Hour, ChunkLimit: 20, TurnTimeout: time.Minute, TurnHeartbeatTimeout: 20 * time.Second,
-		TurnAttempts: 2, DeliveryTimeout: 10 * time.Second, DeliveryAttempts: 3,
+		Model: "demo/echo", ReactionClearDelay: pipeline.Duration(time.Minute), ErrorClearDelay: pipeline.Duration(10 * time.Minute),
+		IdleTTL: pipeline.Duration(24 * time.Hour), ChunkLimit: 20, TurnTimeout: pipeline.Duration(time.Minute),
+		TurnHeartbeatTimeout: pipeline.Duration(20 * time.Second), TurnAttempts: 2,
+		DeliveryTimeout: pipeline.Duration(10 * time.Second), DeliveryAttempts: 3,
 	}
 }
 

@@ -73,8 +73,8 @@ func (s *session) agentTurn(turn *TurnRecord, threadID string, batch []pipeline.
 		req.Messages = append(req.Messages, pipeline.TurnMessage{MessageID: in.MessageID, SenderID: in.SenderID, SenderName: in.SenderName, Text: in.Text})
 	}
 	ctx := workflow.WithActivityOptions(s.ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: s.settings.TurnTimeout,
-		HeartbeatTimeout:    s.settings.TurnHeartbeatTimeout,
+		StartToCloseTimeout: s.settings.TurnTimeout.D(),
+		HeartbeatTimeout:    s.settings.TurnHeartbeatTimeout.D(),
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
@@ -90,7 +90,7 @@ func (s *session) agentTurn(turn *TurnRecord, threadID string, batch []pipeline.
 
 func (s *session) deliver(d pipeline.Delivery) (string, error) {
 	ctx := workflow.WithActivityOptions(s.ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: s.settings.DeliveryTimeout,
+		StartToCloseTimeout: s.settings.DeliveryTimeout.D(),
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
