@@ -124,6 +124,18 @@ func inbound(id, text string) pipeline.Inbound {
 	return pipeline.Inbound{Channel: "webchat", ChatID: "demo", MessageID: id, SenderID: "alice", Text: text, ReceivedAt: testStart}
 }
 
+// queryStateAt queries the state at a simulated time; the snapshot is
+// filled in once the workflow has run past it.
+func queryStateAt(t *testing.T, env *testsuite.TestWorkflowEnvironment, at time.Duration) *Snapshot {
+	snap := &Snapshot{}
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(QueryState)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(snap))
+	}, at)
+	return snap
+}
+
 func signalAt(env *testsuite.TestWorkflowEnvironment, at time.Duration, in pipeline.Inbound) {
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInbound, in) }, at)
 }
@@ -208,12 +220,7 @@ func TestFailedTurnShowsErrorAndClearsItLater(t *testing.T) {
 	env, p := newEnv(t)
 	p.failTurn = temporal.NewNonRetryableApplicationError("model down", "ModelFailed", errors.New("boom"))
 	signalAt(env, time.Second, inbound("m1", "hi"))
-	var snap Snapshot
-	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(QueryState)
-		require.NoError(t, err)
-		require.NoError(t, v.Get(&snap))
-	}, 2*time.Minute)
+	snap := queryStateAt(t, env, 2*time.Minute)
 	env.ExecuteWorkflow(WorkflowName, SessionParams{Session: demoSession})
 
 	require.NoError(t, env.GetWorkflowError())
@@ -231,12 +238,7 @@ func TestFailedTurnShowsErrorAndClearsItLater(t *testing.T) {
 func TestStateQueryDescribesThePendingClear(t *testing.T) {
 	env, _ := newEnv(t)
 	signalAt(env, time.Second, inbound("m1", "hi"))
-	var snap Snapshot
-	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(QueryState)
-		require.NoError(t, err)
-		require.NoError(t, v.Get(&snap))
-	}, 30*time.Second)
+	snap := queryStateAt(t, env, 30*time.Second)
 	env.ExecuteWorkflow(WorkflowName, SessionParams{Session: demoSession})
 
 	require.NoError(t, env.GetWorkflowError())
