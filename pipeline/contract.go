@@ -26,6 +26,9 @@ type Settings struct {
 	DeliveryTimeout      Duration `json:"delivery_timeout"`
 	DeliveryAttempts     int      `json:"delivery_attempts"`
 	MaxHistoryEvents     int      `json:"max_history_events"`
+	// Queue is the channel's default queue mode, debounce window, cap and
+	// drop policy; a session's /queue directive overrides it.
+	Queue QueueSettings `json:"queue"`
 }
 
 // TurnMessage is one user message as the model sees it.
@@ -36,18 +39,29 @@ type TurnMessage struct {
 	Text       string `json:"text"`
 }
 
-// TurnRequest asks the agent for one reply to a batch of messages.
+// TurnRequest asks the agent for one model step of a turn.
 type TurnRequest struct {
-	Session  SessionKey    `json:"session"`
-	TurnID   string        `json:"turn_id"`
-	ThreadID string        `json:"thread_id,omitempty"`
+	Session  SessionKey `json:"session"`
+	TurnID   string     `json:"turn_id"`
+	ThreadID string     `json:"thread_id,omitempty"`
+	Step     int        `json:"step"`
+	// Text is the user turn as the rules rendered it: the batch joined,
+	// the collect and overflow notices, messages steered in.
+	Text     string        `json:"text"`
 	Messages []TurnMessage `json:"messages"`
+	// ThinkingOn are the user messages to mark "thinking" once the step
+	// has run for the reaction coalescing window; a faster step never
+	// shows it, so a quick turn does not flicker.
+	ThinkingOn []string `json:"thinking_on,omitempty"`
 }
 
 // TurnResult is what the agent answered, and which model answered it.
 type TurnResult struct {
 	Reply string `json:"reply"`
 	Model string `json:"model"`
+	// Continue asks for another model step (to read tool results);
+	// messages steered into the turn are injected there.
+	Continue bool `json:"continue,omitempty"`
 }
 
 // Delivery is one chunk of a reply. IdempotencyKey is derived from the

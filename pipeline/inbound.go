@@ -15,6 +15,7 @@ const (
 	MaxTextBytes = 32 << 10
 	MaxIDBytes   = 128
 	MaxNameBytes = 256
+	MaxMedia     = 10
 )
 
 // ChatType says how many people a chat has, which later drives engagement.
@@ -39,7 +40,17 @@ type Inbound struct {
 	Text       string    `json:"text"`
 	ThreadID   string    `json:"thread_id,omitempty"`
 	ReplyTo    string    `json:"reply_to,omitempty"`
+	Media      []Media   `json:"media,omitempty"`
 	ReceivedAt time.Time `json:"received_at"`
+}
+
+// Media is a reference to an attachment kept by the platform; the bytes
+// never enter workflow history.
+type Media struct {
+	Kind     string `json:"kind"` // photo, document, audio, video...
+	Ref      string `json:"ref"`  // the platform's file ID or URL
+	MimeType string `json:"mime_type,omitempty"`
+	Name     string `json:"name,omitempty"`
 }
 
 // Session is the key of the session this message belongs to.
@@ -79,8 +90,11 @@ func (in Inbound) Validate() error {
 	if len(in.SenderName) > MaxNameBytes || !utf8.ValidString(in.SenderName) {
 		return fmt.Errorf("sender_name must be valid UTF-8 of at most %d bytes", MaxNameBytes)
 	}
-	if strings.TrimSpace(in.Text) == "" {
+	if strings.TrimSpace(in.Text) == "" && len(in.Media) == 0 {
 		return errors.New("text is empty")
+	}
+	if len(in.Media) > MaxMedia {
+		return fmt.Errorf("%d attachments, the limit is %d", len(in.Media), MaxMedia)
 	}
 	if len(in.Text) > MaxTextBytes {
 		return fmt.Errorf("text is %d bytes, the limit is %d", len(in.Text), MaxTextBytes)

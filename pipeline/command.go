@@ -1,0 +1,168 @@
+package pipeline
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Limits on what a /queue directive may set.
+const (
+	MaxQueueCap   = 1000
+	MaxDebounce   = time.Minute
+	maxDirectives = 8
+)
+
+// CommandName names a command that the session answers itself, without
+// the model.
+type CommandName string
+
+const (
+	CommandStatus CommandName = "status"
+	// CommandQueue is a /queue directive sent alone: it changes the
+	// session's queue settings (or, with no arguments, shows them).
+	CommandQueue CommandName = "queue"
+)
+
+// Parsed is what the rules make of a message's text.
+type Parsed struct {
+	// Command is set when the whole message is a command.
+	Command CommandName `json:"command,omitempty"`
+	// Queue is the /queue directive's settings: for the session when
+	// Command is CommandQueue, for this one message otherwise.
+	Queue *QueuePatch `json:"queue,omitempty"`
+	// QueueReset is true for "/queue default": drop the session's override.
+	QueueReset bool `json:"queue_reset,omitempty"`
+	// Text is the message without its directives.
+	Text string `json:"text"`
+	// Error explains a directive that could not be understood; the
+	// session answers it instead of running a turn.
+	Error string `json:"error,omitempty"`
+}
+
+// IsDirective is true when the message carried a directive or command,
+// which makes it skip the debounce window.
+func (p Parsed) IsDirective() bool { return p.Command != "" || p.Queue != nil || p.Error != "" }
+
+// ParseMessage recognises commands and directives at the start of a
+// message. A leading "/" that names no known command is left as text, so
+// "/shrug" reaches the model untouched.
+func ParseMessage(text string) Parsed {
+	trimmed := strings.TrimSpace(text)
+	name, rest := splitCommand(trimmed)
+	switch name {
+	case "status":
+		if rest == "" {
+			return Parsed{Command: CommandStatus}
+		}
+	case "queue":
+		return parseQueue(rest)
+	}
+	return Parsed{Text: text}
+}
+
+// splitCommand returns the lower-cased command name of "/name@bot rest"
+// and the rest, or "" when text does not start with a command.
+func splitCommand(text string) (string, string) {
+	if !strings.HasPrefix(text, "/") {
+		return "", text
+	}
+	head, rest, _ := strings.Cut(text[1:], " ")
+	if i := strings.IndexAny(head, "\n\t"); i >= 0 {
+		rest = head[i:] + " " + rest
+		head = head[:i]
+	}
+	head, _, _ = strings.Cut(head, "@") // Telegram's /status@my_bot
+	return strings.ToLower(head), strings.TrimSpace(rest)
+}
+
+func parseQueue(args string) Parsed {
+	fields := strings.Fields(args)
+	if len(fields) == 0 {
+		return Parsed{Command: CommandQueue}
+	}
+	if strings.EqualFold(fields[0], "default") || strings.EqualFold(fields[0], "reset") {
+		return Parsed{Command: CommandQueue, QueueReset: true}
+	}
+	patch := &QueuePatch{}
+	used := 0
+	if mode, err := ParseQueueMode(fields[0]); err == nil {
+		patch.Mode = &mode
+		used = 1
+	} else if !strings.Contains(fields[0], ":") {
+		return Parsed{Command: CommandQueue, Error: err.Error()}
+	}
+	for used < len(fields) && used < maxDirectives {
+		key, value, ok := strings.Cut(fields[used], ":")
+		if !ok {
+			break
+		}
+		if err := setQueueOption(patch, strings.ToLower(key), value); err != nil {
+			return Parsed{Command: CommandQueue, Error: err.Error()}
+		}
+		used++
+	}
+	text := remainder(args, used)
+	if text == "" {
+		return Parsed{Command: CommandQueue, Queue: patch}
+	}
+	return Parsed{Queue: patch, Text: text}
+}
+
+func setQueueOption(p *QueuePatch, key, value string) error {
+	switch key {
+	case "debounce":
+		d, err := parseDebounce(value)
+		if err != nil {
+			return err
+		}
+		p.Debounce = &d
+	case "cap":
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 1 || n > MaxQueueCap {
+			return fmt.Errorf("cap must be a whole number from 1 to %d, got %q", MaxQueueCap, value)
+		}
+		p.Cap = &n
+	case "drop":
+		d, err := ParseDropPolicy(value)
+		if err != nil {
+			return err
+		}
+		p.Drop = &d
+	default:
+		return fmt.Errorf("unknown /queue option %q; use debounce:2s, cap:25 or drop:old|new|summarize", key)
+	}
+	return nil
+}
+
+// parseDebounce reads "2s", "1500ms" or a bare number of milliseconds.
+func parseDebounce(value string) (Duration, error) {
+	d, err := time.ParseDuration(value)
+	if err != nil {
+		ms, nerr := strconv.Atoi(value)
+		if nerr != nil {
+			return 0, fmt.Errorf("debounce must be a duration like 2s or 1500ms, got %q", value)
+		}
+		d = time.Duration(ms) * time.Millisecond
+	}
+	if d < 0 || d > MaxDebounce {
+		return 0, fmt.Errorf("debounce must be between 0 and %s, got %s", MaxDebounce, d)
+	}
+	return Duration(d), nil
+}
+
+// remainder returns args without its first n whitespace-separated fields,
+// keeping the rest's own line breaks.
+func remainder(args string, n int) string {
+	rest := args
+	for range n {
+		rest = strings.TrimLeft(rest, " \t\n\r")
+		if i := strings.IndexAny(rest, " \t\n\r"); i >= 0 {
+			rest = rest[i:]
+		} else {
+			rest = ""
+		}
+	}
+	return strings.TrimSpace(rest)
+}

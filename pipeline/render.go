@@ -1,0 +1,86 @@
+package pipeline
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// SummaryMaxRunes bounds a dropped message's one-line summary.
+const SummaryMaxRunes = 160
+
+// JoinTexts is the turn text of a debounced batch: the messages' texts,
+// in order, joined by newlines.
+func JoinTexts(texts []string) string { return strings.Join(texts, "\n") }
+
+// CollectHeader opens the text of a turn that answers everything queued
+// while the agent was busy.
+const CollectHeader = "[Queued messages while agent was busy]"
+
+// RenderCollected is the turn text for collect mode: each queued batch
+// under its own "Queued #n" heading.
+func RenderCollected(batches []string) string {
+	var b strings.Builder
+	b.WriteString(CollectHeader)
+	for i, text := range batches {
+		fmt.Fprintf(&b, "\n\n---\nQueued #%d\n%s", i+1, text)
+	}
+	return b.String()
+}
+
+// SteerHeader introduces messages injected into a running turn.
+const SteerHeader = "[New message(s) while you were working]"
+
+// RenderSteered appends messages steered into a running turn to its text.
+func RenderSteered(text string, steered []string) string {
+	return text + "\n\n" + SteerHeader + "\n" + JoinTexts(steered)
+}
+
+// SummaryLine is a one-line summary of a dropped message: whitespace
+// folded, at most SummaryMaxRunes runes, marked with "…" when cut.
+func SummaryLine(sender, text string) string {
+	line := strings.Join(strings.Fields(text), " ")
+	if sender != "" {
+		line = sender + ": " + line
+	}
+	if utf8.RuneCountInString(line) <= SummaryMaxRunes {
+		return line
+	}
+	runes := []rune(line)
+	return string(runes[:SummaryMaxRunes-1]) + "…"
+}
+
+// RenderOverflow is the notice a turn's text starts with after the queue
+// dropped messages under the summarize policy.
+func RenderOverflow(dropped int, summaries []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[Queue overflow] Dropped %d message(s) due to cap.", dropped)
+	for _, s := range summaries {
+		b.WriteString("\n- ")
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// StatusInfo is what /status reports; the workflow fills it from state.
+type StatusInfo struct {
+	Session     string
+	Model       string
+	Queue       QueueSettings
+	QueueDepth  int
+	State       string
+	LastTurn    time.Duration
+	LastOutcome string
+	TurnsTotal  int
+}
+
+// RenderStatus is the /status reply.
+func RenderStatus(s StatusInfo) string {
+	last := "none yet"
+	if s.LastOutcome != "" {
+		last = fmt.Sprintf("%s in %s", s.LastOutcome, s.LastTurn.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("Session %s\nModel: %s\nQueue: %s (depth %d)\nState: %s\nLast turn: %s (turns so far: %d)",
+		s.Session, s.Model, s.Queue.Describe(), s.QueueDepth, s.State, last, s.TurnsTotal)
+}
