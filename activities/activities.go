@@ -24,11 +24,20 @@ type Activities struct {
 	// TypingInterval is how often the typing indicator is refreshed while
 	// a turn runs; zero turns it off.
 	TypingInterval time.Duration
-	Logger         *slog.Logger
+	// ThinkingAfter is the reaction coalescing window: a model step shows
+	// "thinking" on its messages only once it has run this long.
+	ThinkingAfter time.Duration
+	// ChannelSettings resolves a session's settings from the defaults
+	// (per-channel overrides); nil means Settings as they are.
+	ChannelSettings func(pipeline.SessionKey, pipeline.Settings) pipeline.Settings
+	Logger          *slog.Logger
 }
 
 // LoadSettings returns the settings of a session run.
-func (a *Activities) LoadSettings(_ context.Context, _ pipeline.SessionKey) (pipeline.Settings, error) {
+func (a *Activities) LoadSettings(_ context.Context, key pipeline.SessionKey) (pipeline.Settings, error) {
+	if a.ChannelSettings != nil {
+		return a.ChannelSettings(key, a.Settings), nil
+	}
 	return a.Settings, nil
 }
 
@@ -61,8 +70,9 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 	return pipeline.TurnResult{Reply: reply, Model: a.Model.Name()}, nil
 }
 
-// keepAlive heartbeats at a third of the heartbeat timeout and shows typing
-// every TypingInterval (at once first), until ctx is done.
+// keepAlive heartbeats at a third of the heartbeat timeout, shows typing
+// every TypingInterval (at once first) and "thinking" after ThinkingAfter,
+// until ctx is done.
 func (a *Activities) keepAlive(ctx context.Context, out adapters.Outbound, req pipeline.TurnRequest) {
 	heartbeatEvery := 10 * time.Second
 	if timeout := activity.GetInfo(ctx).HeartbeatTimeout; timeout > 0 {
@@ -70,6 +80,11 @@ func (a *Activities) keepAlive(ctx context.Context, out adapters.Outbound, req p
 	}
 	heartbeat := time.NewTicker(heartbeatEvery)
 	defer heartbeat.Stop()
+	thinking := time.NewTimer(a.ThinkingAfter)
+	defer thinking.Stop()
+	if len(req.ThinkingOn) == 0 {
+		thinking.Stop()
+	}
 	var typing <-chan time.Time
 	if a.TypingInterval > 0 {
 		ticker := time.NewTicker(a.TypingInterval)
@@ -78,12 +93,14 @@ func (a *Activities) keepAlive(ctx context.Context, out adapters.Outbound, req p
 		a.showTyping(ctx, out, req)
 	}
 	for {
-		showTyping := false
+		showTyping, showThinking := false, false
 		select {
 		case <-ctx.Done():
 			return
 		case <-typing:
 			showTyping = true
+		case <-thinking.C:
+			showThinking = true
 		case <-heartbeat.C:
 		}
 		// Nothing is sent once the turn ended: select picks at random
@@ -94,6 +111,18 @@ func (a *Activities) keepAlive(ctx context.Context, out adapters.Outbound, req p
 		activity.RecordHeartbeat(ctx)
 		if showTyping {
 			a.showTyping(ctx, out, req)
+		}
+		if showThinking {
+			a.showThinking(ctx, out, req)
+		}
+	}
+}
+
+func (a *Activities) showThinking(ctx context.Context, out adapters.Outbound, req pipeline.TurnRequest) {
+	for _, id := range req.ThinkingOn {
+		change := pipeline.ReactionChange{Session: req.Session, MessageID: id, ThreadID: req.ThreadID, State: pipeline.ReactionThinking}
+		if err := out.SetReaction(ctx, change); err != nil && ctx.Err() == nil {
+			a.Logger.Debug("thinking reaction not shown", "session", req.Session.WorkflowID(), "message_id", id, "error", err)
 		}
 	}
 }

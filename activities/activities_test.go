@@ -19,9 +19,10 @@ import (
 )
 
 type fakeOutbound struct {
-	mu       sync.Mutex
-	typing   atomic.Int32
-	inFlight atomic.Int32
+	mu        sync.Mutex
+	reactions []pipeline.ReactionChange
+	typing    atomic.Int32
+	inFlight  atomic.Int32
 	// blockTypingFrom makes typing calls from this number on hang until
 	// cancelled, like a slow platform.
 	blockTypingFrom int32
@@ -39,7 +40,18 @@ func (f *fakeOutbound) Send(_ context.Context, d pipeline.Delivery) (string, err
 	return "p-1", nil
 }
 
-func (f *fakeOutbound) SetReaction(context.Context, pipeline.ReactionChange) error { return nil }
+func (f *fakeOutbound) SetReaction(_ context.Context, r pipeline.ReactionChange) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reactions = append(f.reactions, r)
+	return nil
+}
+
+func (f *fakeOutbound) reacted() []pipeline.ReactionChange {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]pipeline.ReactionChange(nil), f.reactions...)
+}
 
 func (f *fakeOutbound) Typing(ctx context.Context, _ pipeline.SessionKey, _ string) error {
 	if ctx.Err() != nil {
@@ -130,13 +142,48 @@ func TestUnknownChannelIsNotRetried(t *testing.T) {
 }
 
 func TestDemoModelIsDeterministic(t *testing.T) {
-	req := pipeline.TurnRequest{Messages: []pipeline.TurnMessage{{Text: " hello "}, {Text: "world"}}}
+	req := pipeline.TurnRequest{Text: " hello\nworld "}
 	a, err := DemoModel{}.Reply(context.Background(), req)
 	require.NoError(t, err)
 	b, _ := DemoModel{}.Reply(context.Background(), req)
 	assert.Equal(t, a, b)
 	assert.Contains(t, a, "You said: hello\nworld")
 
-	_, err = NewModel("openai/gpt-x")
+	_, err = NewModel("openai/gpt-x", 0)
 	assert.ErrorContains(t, err, "leave REPLYFLOW_MODEL empty")
+}
+
+// waitForThinking answers once the thinking reaction was shown.
+type waitForThinking struct{ out *fakeOutbound }
+
+func (waitForThinking) Name() string { return "test/wait" }
+
+func (m waitForThinking) Reply(ctx context.Context, _ pipeline.TurnRequest) (string, error) {
+	for len(m.out.reacted()) == 0 {
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return "ok", nil
+}
+
+func TestThinkingIsShownOnlyOnceTheStepOutlastsTheWindow(t *testing.T) {
+	req := pipeline.TurnRequest{Session: session, ThreadID: "t1", Text: "hi", ThinkingOn: []string{"m1", "m2"}}
+
+	slow := &fakeOutbound{}
+	acts := &Activities{Model: waitForThinking{slow}, Outbound: map[string]adapters.Outbound{"webchat": slow}, ThinkingAfter: time.Millisecond, Logger: slog.Default()}
+	_, err := newActivityEnv(acts).ExecuteActivity(acts.AgentTurn, req)
+	require.NoError(t, err)
+	assert.Equal(t, []pipeline.ReactionChange{
+		{Session: session, MessageID: "m1", ThreadID: "t1", State: pipeline.ReactionThinking},
+		{Session: session, MessageID: "m2", ThreadID: "t1", State: pipeline.ReactionThinking},
+	}, slow.reacted())
+
+	fast := &fakeOutbound{}
+	acts = &Activities{Model: DemoModel{}, Outbound: map[string]adapters.Outbound{"webchat": fast}, ThinkingAfter: time.Hour, Logger: slog.Default()}
+	_, err = newActivityEnv(acts).ExecuteActivity(acts.AgentTurn, req)
+	require.NoError(t, err)
+	assert.Empty(t, fast.reacted(), "a step faster than the window never shows thinking")
 }

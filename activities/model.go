@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/replyflow/replyflow/pipeline"
 )
@@ -19,27 +20,33 @@ type Model interface {
 const DemoModelName = "demo/echo"
 
 // NewModel returns the model named by REPLYFLOW_MODEL. An empty name or
-// DemoModelName selects the offline demo model.
-func NewModel(name string) (Model, error) {
+// DemoModelName selects the offline demo model, which takes demoDelay to
+// "think" so the demo shows typing and the thinking reaction.
+func NewModel(name string, demoDelay time.Duration) (Model, error) {
 	switch name {
 	case "", DemoModelName:
-		return DemoModel{}, nil
+		return DemoModel{Delay: demoDelay}, nil
 	}
 	return nil, fmt.Errorf("model %q is not available in this build: only %q (the offline demo) is; leave REPLYFLOW_MODEL empty to use it", name, DemoModelName)
 }
 
 // DemoModel answers offline and deterministically, so replyflow works on a
 // laptop with no model configured and tests have a stable reply.
-type DemoModel struct{}
+type DemoModel struct {
+	Delay time.Duration
+}
 
 // Name implements Model.
 func (DemoModel) Name() string { return DemoModelName }
 
-// Reply echoes the batch back with a hint that a real model can be set.
-func (DemoModel) Reply(_ context.Context, req pipeline.TurnRequest) (string, error) {
-	texts := make([]string, 0, len(req.Messages))
-	for _, m := range req.Messages {
-		texts = append(texts, strings.TrimSpace(m.Text))
+// Reply echoes the turn's text back with a hint that a real model can be set.
+func (m DemoModel) Reply(ctx context.Context, req pipeline.TurnRequest) (string, error) {
+	if m.Delay > 0 {
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(m.Delay):
+		}
 	}
-	return fmt.Sprintf("You said: %s\n\n(demo model: set REPLYFLOW_MODEL to talk to a real one)", strings.Join(texts, "\n")), nil
+	return fmt.Sprintf("You said: %s\n\n(demo model: set REPLYFLOW_MODEL to talk to a real one)", strings.TrimSpace(req.Text)), nil
 }

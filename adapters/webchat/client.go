@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -40,8 +41,12 @@ func NewClient(baseURL, token string, hc *http.Client) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: 15 * time.Second}
 	}
-	return &Client{base: u, token: token, http: hc, emoji: pipeline.DefaultEmoji}, nil
+	return &Client{base: u, token: token, http: hc, emoji: maps.Clone(pipeline.DefaultEmoji)}, nil
 }
+
+// SetEmoji changes the emoji shown for a reaction state (the per-channel
+// emoji map). Call it before the client is used.
+func (c *Client) SetEmoji(state pipeline.ReactionState, emoji string) { c.emoji[state] = emoji }
 
 // Send posts one chunk; the idempotency key makes a retried send return the
 // first send's message ID instead of posting again.
