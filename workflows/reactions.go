@@ -9,21 +9,43 @@ import (
 	"github.com/replyflow/replyflow/pipeline"
 )
 
-// react moves each message of a batch to a reaction state and, for the
-// final states, schedules the durable clear.
-func (s *session) react(batch []pipeline.Inbound, state pipeline.ReactionState) {
-	for _, in := range batch {
-		r := s.st.reaction(in.MessageID)
+const localActivityTimeout = 10 * time.Second
+
+// react moves user messages to a reaction state. A change not yet sent is
+// replaced by a newer one for the same message, so states superseded in the
+// same workflow step never reach the platform. "thinking" is only recorded
+// here: the model step shows it once it has run for the coalescing window
+// (see pipeline.TurnRequest.ThinkingOn), so a fast turn goes 👀 → ✅.
+// Final states schedule their durable clear.
+func (s *session) react(refs []msgRef, state pipeline.ReactionState) {
+	for _, ref := range refs {
+		r := s.st.reaction(ref.ID)
 		if r == nil {
-			s.st.Reactions = append(s.st.Reactions, Reaction{MessageID: in.MessageID, ThreadID: in.ThreadID})
+			s.st.Reactions = append(s.st.Reactions, Reaction{MessageID: ref.ID, ThreadID: ref.Thread})
 			r = &s.st.Reactions[len(s.st.Reactions)-1]
 		}
-		r.State = state
-		r.ClearAt = time.Time{}
-		s.st.ReactionChanges = append(s.st.ReactionChanges, pipeline.ReactionChange{
-			Session: s.key, MessageID: in.MessageID, ThreadID: in.ThreadID, State: state,
-		})
+		r.State, r.ClearAt = state, time.Time{}
+		switch {
+		case state == pipeline.ReactionThinking:
+			s.unqueueReaction(ref.ID)
+		case state == pipeline.ReactionNone && !r.Shown:
+			// Nothing reached the platform: nothing to clear.
+			s.unqueueReaction(ref.ID)
+			s.st.dropReaction(ref.ID)
+		default:
+			s.queueReaction(pipeline.ReactionChange{Session: s.key, MessageID: ref.ID, ThreadID: ref.Thread, State: state})
+		}
 		if delay, ok := s.clearDelay(state); ok {
+			r.ClearAt = workflow.Now(s.ctx).Add(delay)
+			s.armClear(*r)
+		}
+	}
+}
+
+// clearLater keeps the messages' current reaction and clears it after delay.
+func (s *session) clearLater(refs []msgRef, delay time.Duration) {
+	for _, ref := range refs {
+		if r := s.st.reaction(ref.ID); r != nil {
 			r.ClearAt = workflow.Now(s.ctx).Add(delay)
 			s.armClear(*r)
 		}
@@ -38,6 +60,28 @@ func (s *session) clearDelay(state pipeline.ReactionState) (time.Duration, bool)
 		return s.settings.ErrorClearDelay.D(), true
 	}
 	return 0, false
+}
+
+// queueReaction adds a change, replacing one for the same message that is
+// still waiting (but not the one being sent).
+func (s *session) queueReaction(c pipeline.ReactionChange) {
+	for i := range s.st.ReactionChanges {
+		if s.st.ReactionChanges[i].MessageID == c.MessageID && !(i == 0 && s.reactionInFlight) {
+			s.st.ReactionChanges[i] = c
+			return
+		}
+	}
+	s.st.ReactionChanges = append(s.st.ReactionChanges, c)
+}
+
+func (s *session) unqueueReaction(messageID string) {
+	kept := s.st.ReactionChanges[:0]
+	for i, c := range s.st.ReactionChanges {
+		if c.MessageID != messageID || (i == 0 && s.reactionInFlight) {
+			kept = append(kept, c)
+		}
+	}
+	s.st.ReactionChanges = kept
 }
 
 // rearmClears restarts the clear timers of a run that continued as new.
@@ -56,7 +100,7 @@ func (s *session) armClear(r Reaction) {
 	workflow.Go(s.ctx, func(ctx workflow.Context) {
 		if delay > 0 {
 			timer := workflow.NewTimerWithOptions(ctx, delay, workflow.TimerOptions{
-				Summary: "clear " + r.State.Emoji() + " on " + r.MessageID + " in " + delay.String(),
+				Summary: "clear " + pipeline.DefaultEmoji[r.State] + " on " + r.MessageID + " in " + delay.String(),
 			})
 			if err := timer.Get(ctx, nil); err != nil {
 				return
@@ -67,18 +111,17 @@ func (s *session) armClear(r Reaction) {
 			return
 		}
 		current.State, current.ClearAt = pipeline.ReactionNone, time.Time{}
-		s.st.ReactionChanges = append(s.st.ReactionChanges, pipeline.ReactionChange{
-			Session: s.key, MessageID: r.MessageID, ThreadID: r.ThreadID, State: pipeline.ReactionNone,
-		})
+		s.queueReaction(pipeline.ReactionChange{Session: s.key, MessageID: r.MessageID, ThreadID: r.ThreadID, State: pipeline.ReactionNone})
 	})
 }
 
-// applyReactions sends reaction changes one at a time, in order, so a
-// platform never sees ✍️ overtaken by 👀. A change leaves the queue only once
-// applied, so continue-as-new carries the one in flight.
+// applyReactions sends reaction changes one at a time, in order. It runs
+// only once the main loop has taken every delivered signal, so the changes
+// of one workflow step are coalesced before any is sent. A change leaves
+// the queue only once applied, so continue-as-new carries the one pending.
 func (s *session) applyReactions(ctx workflow.Context) {
 	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: 10 * time.Second,
+		StartToCloseTimeout: localActivityTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
@@ -87,19 +130,51 @@ func (s *session) applyReactions(ctx workflow.Context) {
 		},
 	})
 	for {
-		if err := workflow.Await(ctx, func() bool { return len(s.st.ReactionChanges) > 0 }); err != nil {
+		err := workflow.Await(ctx, func() bool { return len(s.st.ReactionChanges) > 0 && s.inbound.Len() == 0 })
+		if err != nil {
 			return
 		}
 		change := s.st.ReactionChanges[0]
-		err := workflow.ExecuteLocalActivity(ctx, pipeline.ActivitySetReaction, change).Get(ctx, nil)
+		s.reactionInFlight = true
+		if r := s.st.reaction(change.MessageID); r != nil {
+			r.Shown = true
+		}
+		err = workflow.ExecuteLocalActivity(ctx, pipeline.ActivitySetReaction, change).Get(ctx, nil)
+		s.reactionInFlight = false
 		if err != nil {
 			// Reactions are a courtesy: a platform that refuses one must
 			// not block the conversation. The failure is in history.
 			s.log.Warn("Reaction not applied", "message_id", change.MessageID, "state", change.State, "error", err)
 		}
 		s.st.ReactionChanges = s.st.ReactionChanges[1:]
-		if r := s.st.reaction(change.MessageID); r != nil && r.State == pipeline.ReactionNone {
+		if r := s.st.reaction(change.MessageID); r != nil && r.State == pipeline.ReactionNone && change.State == pipeline.ReactionNone {
 			s.st.dropReaction(change.MessageID)
 		}
+	}
+}
+
+func (s *State) reaction(messageID string) *Reaction {
+	for i := range s.Reactions {
+		if s.Reactions[i].MessageID == messageID {
+			return &s.Reactions[i]
+		}
+	}
+	return nil
+}
+
+func (s *State) dropReaction(messageID string) {
+	kept := s.Reactions[:0]
+	for _, r := range s.Reactions {
+		if r.MessageID != messageID {
+			kept = append(kept, r)
+		}
+	}
+	s.Reactions = kept
+}
+
+func (s *State) recordDelivery(d DeliveryRecord) {
+	s.Deliveries = append(s.Deliveries, d)
+	if over := len(s.Deliveries) - deliveryWindow; over > 0 {
+		s.Deliveries = append([]DeliveryRecord(nil), s.Deliveries[over:]...)
 	}
 }

@@ -23,21 +23,110 @@ type SessionParams struct {
 // State is the whole durable state of a session, carried across
 // continue-as-new.
 type State struct {
-	// Seen holds recent platform message IDs, oldest first, so a message
-	// delivered twice is processed once.
-	Seen []string `json:"seen"`
-	// Queue holds messages waiting for a turn, oldest first.
-	Queue []pipeline.Inbound `json:"queue"`
+	// Seen holds recently seen platform message IDs, least recently seen
+	// first, so a message delivered twice is processed once.
+	Seen []SeenMessage `json:"seen"`
+	// Buffers are the open debounce windows, one per BufferKey.
+	Buffers   []Buffer `json:"buffers"`
+	BufferSeq int      `json:"buffer_seq"`
+	// Queue holds batches waiting for a turn, oldest first.
+	Queue []Batch `json:"queue"`
+	// Overflow is what the summarize drop policy kept of dropped batches,
+	// for the next turn's prompt.
+	Overflow *Overflow `json:"overflow,omitempty"`
+	// Active is the running turn.
+	Active *ActiveTurn `json:"active,omitempty"`
+	// QueueOverride is the session's /queue setting, over the defaults.
+	QueueOverride *pipeline.QueuePatch `json:"queue_override,omitempty"`
 	// Reactions is the reaction state of user messages not yet cleared.
 	Reactions []Reaction `json:"reactions"`
-	// ReactionChanges are reaction updates not yet applied, in order.
+	// ReactionChanges are reaction updates not yet applied, at most one
+	// per message (a newer state replaces one not yet sent).
 	ReactionChanges []pipeline.ReactionChange `json:"reaction_changes"`
-	TurnSeq         int                       `json:"turn_seq"`
-	LastTurn        *TurnRecord               `json:"last_turn,omitempty"`
-	// Deliveries maps recent reply chunks to their platform message IDs.
+	// Replies are direct answers (commands) not yet delivered.
+	Replies       []DirectReply    `json:"replies"`
+	TurnSeq       int              `json:"turn_seq"`
+	LastTurn      *TurnRecord      `json:"last_turn,omitempty"`
 	Deliveries    []DeliveryRecord `json:"deliveries"`
 	LastInboundAt time.Time        `json:"last_inbound_at"`
 	Status        Status           `json:"status"`
+	Counters      Counters         `json:"counters"`
+}
+
+// SeenMessage is one entry of the dedupe window.
+type SeenMessage struct {
+	ID string    `json:"id"`
+	At time.Time `json:"at"`
+}
+
+// Buffer is an open debounce window: messages from one sender in one
+// thread, flushed as one batch at FlushAt unless another message re-arms it.
+type Buffer struct {
+	Key      pipeline.BufferKey `json:"key"`
+	Messages []pipeline.Inbound `json:"messages"`
+	FlushAt  time.Time          `json:"flush_at"`
+	// Gen tells a buffer from an earlier one with the same key, so a
+	// stale flush timer leaves it alone.
+	Gen int `json:"gen"`
+}
+
+// Batch is the unit a turn answers: one debounced burst, with the queue
+// settings in force when it arrived.
+type Batch struct {
+	Messages []pipeline.Inbound     `json:"messages"`
+	Queue    pipeline.QueueSettings `json:"queue"`
+	// Queued is true for a batch that arrived while a turn was running.
+	Queued bool `json:"queued,omitempty"`
+}
+
+// Text is the batch's turn text.
+func (b Batch) Text() string {
+	texts := make([]string, len(b.Messages))
+	for i, m := range b.Messages {
+		texts[i] = m.Text
+	}
+	return pipeline.JoinTexts(texts)
+}
+
+// Last is the message a reply anchors.
+func (b Batch) Last() pipeline.Inbound { return b.Messages[len(b.Messages)-1] }
+
+// Overflow is what the summarize policy kept of dropped batches.
+type Overflow struct {
+	Dropped    int      `json:"dropped"`
+	Summaries  []string `json:"summaries"`
+	MessageIDs []string `json:"message_ids"`
+}
+
+// Turn phases.
+const (
+	PhaseModel      = "model"
+	PhaseDelivering = "delivering"
+)
+
+// ActiveTurn is the turn being run.
+type ActiveTurn struct {
+	TurnID   string             `json:"turn_id"`
+	Messages []pipeline.Inbound `json:"messages"`
+	Phase    string             `json:"phase"`
+	// Steered are messages to inject at the next model step; if no step
+	// comes, they are queued as a follow-up.
+	Steered []pipeline.Inbound `json:"steered,omitempty"`
+	// SteeredBacklog are injected the same way but are queued already.
+	SteeredBacklog []pipeline.Inbound `json:"steered_backlog,omitempty"`
+	Step           int                `json:"step"`
+	// Interrupted is set when a newer message cancelled this turn.
+	Interrupted bool      `json:"interrupted,omitempty"`
+	StartedAt   time.Time `json:"started_at"`
+}
+
+func (a *ActiveTurn) threadID() string { return a.Messages[len(a.Messages)-1].ThreadID }
+
+// DirectReply is an answer the session gives itself, without the model.
+type DirectReply struct {
+	MessageID string `json:"message_id"`
+	ThreadID  string `json:"thread_id,omitempty"`
+	Text      string `json:"text"`
 }
 
 // Reaction is the reaction a user message should show, and when it is due
@@ -47,6 +136,9 @@ type Reaction struct {
 	ThreadID  string                 `json:"thread_id,omitempty"`
 	State     pipeline.ReactionState `json:"state"`
 	ClearAt   time.Time              `json:"clear_at,omitzero"`
+	// Shown is true once a state was sent to the platform (or is being
+	// sent); a message never shown anything needs no clear.
+	Shown bool `json:"shown,omitempty"`
 }
 
 // TurnRecord is what an operator needs to know about the latest turn.
@@ -58,8 +150,17 @@ type TurnRecord struct {
 	FinishedAt time.Time `json:"finished_at,omitzero"`
 	Outcome    string    `json:"outcome"`
 	Error      string    `json:"error,omitempty"`
+	Steps      int       `json:"steps"`
 	Chunks     int       `json:"chunks"`
 	Delivered  int       `json:"delivered"`
+}
+
+// Duration is how long the turn took, or zero while it runs.
+func (t TurnRecord) Duration() time.Duration {
+	if t.FinishedAt.IsZero() {
+		return 0
+	}
+	return t.FinishedAt.Sub(t.StartedAt)
 }
 
 // DeliveryRecord maps one delivered chunk to the platform's message ID.
@@ -69,76 +170,14 @@ type DeliveryRecord struct {
 	PlatformMessageID string `json:"platform_message_id"`
 }
 
-func (s *State) seen(id string) bool {
-	for _, v := range s.Seen {
-		if v == id {
-			return true
-		}
-	}
-	return false
-}
-
-func (s *State) remember(id string) {
-	s.Seen = append(s.Seen, id)
-	if over := len(s.Seen) - seenCapacity; over > 0 {
-		s.Seen = append([]string(nil), s.Seen[over:]...)
-	}
-}
-
-func (s *State) reaction(messageID string) *Reaction {
-	for i := range s.Reactions {
-		if s.Reactions[i].MessageID == messageID {
-			return &s.Reactions[i]
-		}
-	}
-	return nil
-}
-
-func (s *State) dropReaction(messageID string) {
-	kept := s.Reactions[:0]
-	for _, r := range s.Reactions {
-		if r.MessageID != messageID {
-			kept = append(kept, r)
-		}
-	}
-	s.Reactions = kept
-}
-
-func (s *State) recordDelivery(d DeliveryRecord) {
-	s.Deliveries = append(s.Deliveries, d)
-	if over := len(s.Deliveries) - deliveryWindow; over > 0 {
-		s.Deliveries = append([]DeliveryRecord(nil), s.Deliveries[over:]...)
-	}
-}
-
-// quiet is true when nothing is pending: no queued message, no reaction to
-// apply or clear. Only a quiet session may complete.
-func (s *State) quiet() bool {
-	return len(s.Queue) == 0 && len(s.ReactionChanges) == 0 && len(s.Reactions) == 0
-}
-
-// Snapshot is the answer to the "state" query: what an operator needs to
-// understand a session, without message text.
-type Snapshot struct {
-	Session         pipeline.SessionKey       `json:"session"`
-	Status          Status                    `json:"status"`
-	Settings        pipeline.Settings         `json:"settings"`
-	Queue           []QueuedMessage           `json:"queue"`
-	Reactions       []Reaction                `json:"reactions"`
-	ReactionChanges []pipeline.ReactionChange `json:"reaction_changes"`
-	TurnSeq         int                       `json:"turn_seq"`
-	LastTurn        *TurnRecord               `json:"last_turn,omitempty"`
-	Deliveries      []DeliveryRecord          `json:"deliveries"`
-	SeenMessages    int                       `json:"seen_messages"`
-	LastInboundAt   time.Time                 `json:"last_inbound_at,omitzero"`
-	HistoryLength   int                       `json:"history_length"`
-}
-
-// QueuedMessage describes a queued message without its text.
-type QueuedMessage struct {
-	MessageID  string    `json:"message_id"`
-	SenderID   string    `json:"sender_id"`
-	ThreadID   string    `json:"thread_id,omitempty"`
-	TextBytes  int       `json:"text_bytes"`
-	ReceivedAt time.Time `json:"received_at"`
+// Counters are running totals, for operators and tests.
+type Counters struct {
+	Inbound     int `json:"inbound"`
+	Duplicates  int `json:"duplicates"`
+	Turns       int `json:"turns"`
+	Dropped     int `json:"dropped"`
+	Steered     int `json:"steered"`
+	Interrupted int `json:"interrupted"`
+	Commands    int `json:"commands"`
+	Runs        int `json:"runs"`
 }

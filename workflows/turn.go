@@ -11,40 +11,131 @@ import (
 	"github.com/replyflow/replyflow/pipeline"
 )
 
-// runTurn answers the oldest queued message: ✍️, the agent turn, the reply
-// chunks in order, then ✅ and a scheduled clear (or ❌ on failure).
-func (s *session) runTurn() {
-	batch := s.st.Queue[:1]
-	s.st.Queue = s.st.Queue[1:]
-	anchor := batch[len(batch)-1]
+// startTurn takes the next batch (in collect mode, everything queued for
+// the same thread) off the queue and runs a turn for it in a coroutine.
+func (s *session) startTurn() {
+	batches := s.takeTurnBatches()
+	var msgs []pipeline.Inbound
+	texts := make([]string, len(batches))
+	for i, b := range batches {
+		msgs = append(msgs, b.Messages...)
+		texts[i] = b.Text()
+	}
+	text := texts[0]
+	if batches[0].Queue.Mode == pipeline.QueueCollect && batches[0].Queued {
+		text = pipeline.RenderCollected(texts)
+	}
+	refs := refsOf(msgs...)
+	if o := s.st.Overflow; o != nil {
+		text = pipeline.RenderOverflow(o.Dropped, o.Summaries) + "\n\n" + text
+		for _, id := range o.MessageIDs {
+			if r := s.st.reaction(id); r != nil {
+				refs = append(refs, msgRef{ID: id, Thread: r.ThreadID})
+			}
+		}
+		s.st.Overflow = nil
+	}
 	s.st.TurnSeq++
-	turn := &TurnRecord{
+	s.st.Counters.Turns++
+	now := workflow.Now(s.ctx)
+	a := &ActiveTurn{
 		TurnID:    workflow.GetInfo(s.ctx).FirstRunID + "." + strconv.Itoa(s.st.TurnSeq),
-		StartedAt: workflow.Now(s.ctx),
-		Outcome:   "running",
+		Messages:  msgs,
+		Phase:     PhaseModel,
+		StartedAt: now,
 	}
-	for _, in := range batch {
-		turn.MessageIDs = append(turn.MessageIDs, in.MessageID)
+	rec := &TurnRecord{TurnID: a.TurnID, StartedAt: now, Outcome: "running"}
+	for _, r := range refs {
+		rec.MessageIDs = append(rec.MessageIDs, r.ID)
 	}
-	s.st.LastTurn = turn
-	s.react(batch, pipeline.ReactionThinking)
-	s.setStatus(StatusThinking)
+	s.st.Active, s.st.LastTurn = a, rec
+	s.attrsDirty = true
+	s.react(refs, pipeline.ReactionThinking)
+	workflow.Go(s.ctx, func(ctx workflow.Context) { s.runTurn(ctx, a, rec, text, refs) })
+}
 
-	result, err := s.agentTurn(turn, anchor.ThreadID, batch)
-	if err != nil {
-		s.failTurn(turn, batch, "agent turn failed", err)
-		return
+func (s *session) takeTurnBatches() []Batch {
+	head := s.st.Queue[0]
+	if head.Queue.Mode != pipeline.QueueCollect {
+		s.st.Queue = s.st.Queue[1:]
+		return []Batch{head}
 	}
-	turn.Model = result.Model
-	chunks := pipeline.Chunk(result.Reply, s.settings.ChunkLimit)
-	turn.Chunks = len(chunks)
-	if len(chunks) > 0 {
-		s.setStatus(StatusDelivering)
+	// Collect never merges across threads (the reply must land in one),
+	// nor takes a batch that asked for another mode.
+	thread := head.Last().ThreadID
+	var taken, kept []Batch
+	for _, b := range s.st.Queue {
+		if b.Last().ThreadID == thread && b.Queue.Mode == pipeline.QueueCollect {
+			taken = append(taken, b)
+		} else {
+			kept = append(kept, b)
+		}
 	}
+	s.st.Queue = kept
+	return taken
+}
+
+// runTurn runs the model steps of a turn, then delivers the reply chunk by
+// chunk, recording each platform message ID before the next chunk.
+func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, text string, refs []msgRef) {
+	defer func() {
+		s.requeueSteered(a)
+		s.st.Active, s.cancelTurn = nil, nil
+		rec.FinishedAt = workflow.Now(ctx)
+		s.attrsDirty = true
+	}()
+	anchor := a.Messages[len(a.Messages)-1]
+	thinkingOn := idsOf(refs)
+	var result pipeline.TurnResult
+	for {
+		req := pipeline.TurnRequest{
+			Session: s.key, TurnID: a.TurnID, ThreadID: anchor.ThreadID, Step: a.Step,
+			Text: text, Messages: turnMessages(a.Messages), ThinkingOn: thinkingOn,
+		}
+		stepCtx, cancel := workflow.WithCancel(ctx)
+		s.cancelTurn = cancel
+		var err error
+		result, err = s.modelStep(stepCtx, req)
+		cancel()
+		if err != nil {
+			if a.Interrupted {
+				rec.Outcome = "interrupted"
+				// A cancelled step may still show ✍️ until it sees the
+				// cancellation at its next heartbeat: clear after that.
+				s.clearLater(refs, s.settings.TurnHeartbeatTimeout.D())
+				return
+			}
+			s.failTurn(rec, refs, "agent turn failed", err)
+			return
+		}
+		a.Step++
+		rec.Steps, rec.Model = a.Step, result.Model
+		injected := append(a.Steered, a.SteeredBacklog...)
+		if !result.Continue {
+			break
+		}
+		a.Steered, a.SteeredBacklog = nil, nil
+		thinkingOn = nil
+		if len(injected) > 0 {
+			text = pipeline.RenderSteered(text, textsOf(injected))
+			a.Messages = append(a.Messages, injected...)
+			refs = append(refs, refsOf(injected...)...)
+			thinkingOn = idsOf(refsOf(injected...))
+			s.react(refsOf(injected...), pipeline.ReactionThinking)
+		}
+	}
+	s.deliverReply(ctx, a, rec, result.Reply, anchor, refs)
+}
+
+func (s *session) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, reply string, anchor pipeline.Inbound, refs []msgRef) {
+	chunks := pipeline.Chunk(reply, s.settings.ChunkLimit)
+	rec.Chunks = len(chunks)
+	a.Phase = PhaseDelivering
+	s.attrsDirty = true
 	for i, text := range chunks {
 		d := pipeline.Delivery{
 			Session:        s.key,
-			IdempotencyKey: fmt.Sprintf("%s/%s/%d", s.key.WorkflowID(), turn.TurnID, i),
+			IdempotencyKey: fmt.Sprintf("%s/%s/%d", s.key.WorkflowID(), a.TurnID, i),
 			ThreadID:       anchor.ThreadID,
 			Text:           text,
 			Index:          i,
@@ -53,26 +144,45 @@ func (s *session) runTurn() {
 		if i == 0 {
 			d.ReplyTo = anchor.MessageID
 		}
-		platformID, err := s.deliver(d)
+		platformID, err := s.deliver(ctx, d)
 		if err != nil {
-			s.failTurn(turn, batch, fmt.Sprintf("delivery of chunk %d/%d failed", i+1, len(chunks)), err)
-			s.setStatus(StatusDeliveryFailed)
+			s.failTurn(rec, refs, fmt.Sprintf("delivery of chunk %d/%d failed", i+1, len(chunks)), err)
+			rec.Outcome = "delivery_failed"
 			return
 		}
-		s.st.recordDelivery(DeliveryRecord{TurnID: turn.TurnID, Chunk: i, PlatformMessageID: platformID})
-		turn.Delivered++
+		s.st.recordDelivery(DeliveryRecord{TurnID: a.TurnID, Chunk: i, PlatformMessageID: platformID})
+		rec.Delivered++
 	}
-	turn.Outcome, turn.FinishedAt = "answered", workflow.Now(s.ctx)
-	s.react(batch, pipeline.ReactionDone)
-	s.setStatus(StatusIdle)
+	rec.Outcome = "answered"
+	if len(chunks) == 0 {
+		rec.Outcome = "silent"
+	}
+	s.react(refs, pipeline.ReactionDone)
 }
 
-func (s *session) agentTurn(turn *TurnRecord, threadID string, batch []pipeline.Inbound) (pipeline.TurnResult, error) {
-	req := pipeline.TurnRequest{Session: s.key, TurnID: turn.TurnID, ThreadID: threadID}
-	for _, in := range batch {
-		req.Messages = append(req.Messages, pipeline.TurnMessage{MessageID: in.MessageID, SenderID: in.SenderID, SenderName: in.SenderName, Text: in.Text})
+// requeueSteered queues what was steered into a turn but never reached a
+// model step, so no message is lost.
+func (s *session) requeueSteered(a *ActiveTurn) {
+	if len(a.Steered) == 0 {
+		return
 	}
-	ctx := workflow.WithActivityOptions(s.ctx, workflow.ActivityOptions{
+	settings := s.queueSettings()
+	settings.Mode = pipeline.QueueFollowup
+	s.enqueue(Batch{Messages: a.Steered, Queue: settings, Queued: true})
+	a.Steered = nil
+}
+
+// interrupt cancels the running model step for a newer message.
+func (s *session) interrupt(a *ActiveTurn) {
+	a.Interrupted = true
+	s.st.Counters.Interrupted++
+	if s.cancelTurn != nil {
+		s.cancelTurn()
+	}
+}
+
+func (s *session) modelStep(ctx workflow.Context, req pipeline.TurnRequest) (pipeline.TurnResult, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: s.settings.TurnTimeout.D(),
 		HeartbeatTimeout:    s.settings.TurnHeartbeatTimeout.D(),
 		RetryPolicy: &temporal.RetryPolicy{
@@ -81,15 +191,15 @@ func (s *session) agentTurn(turn *TurnRecord, threadID string, batch []pipeline.
 			MaximumInterval:    30 * time.Second,
 			MaximumAttempts:    int32(s.settings.TurnAttempts),
 		},
-		Summary: fmt.Sprintf("agent turn %d (%d message(s))", s.st.TurnSeq, len(batch)),
+		Summary: fmt.Sprintf("turn %d step %d: %d message(s)", s.st.TurnSeq, req.Step+1, len(req.Messages)),
 	})
 	var result pipeline.TurnResult
 	err := workflow.ExecuteActivity(ctx, pipeline.ActivityAgentTurn, req).Get(ctx, &result)
 	return result, err
 }
 
-func (s *session) deliver(d pipeline.Delivery) (string, error) {
-	ctx := workflow.WithActivityOptions(s.ctx, workflow.ActivityOptions{
+func (s *session) deliver(ctx workflow.Context, d pipeline.Delivery) (string, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: s.settings.DeliveryTimeout.D(),
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
@@ -105,14 +215,36 @@ func (s *session) deliver(d pipeline.Delivery) (string, error) {
 }
 
 // failTurn marks the batch ❌ and records why, so the state query and the
-// UI's current details say what failed; the error clear is scheduled too.
-func (s *session) failTurn(turn *TurnRecord, batch []pipeline.Inbound, what string, err error) {
-	turn.Outcome, turn.FinishedAt = "failed", workflow.Now(s.ctx)
-	turn.Error = what
+// UI's current details say what failed.
+func (s *session) failTurn(rec *TurnRecord, refs []msgRef, what string, err error) {
+	rec.Outcome, rec.Error = "failed", what
 	if t := errorType(err); t != "" {
-		turn.Error += " (" + t + ")"
+		rec.Error += " (" + t + ")"
 	}
-	s.log.Error("Turn failed", "turn_id", turn.TurnID, "what", what, "error", err)
-	s.react(batch, pipeline.ReactionError)
-	s.setStatus(StatusIdle)
+	s.log.Error("Turn failed", "turn_id", rec.TurnID, "what", what, "error", err)
+	s.react(refs, pipeline.ReactionError)
+}
+
+func turnMessages(msgs []pipeline.Inbound) []pipeline.TurnMessage {
+	out := make([]pipeline.TurnMessage, len(msgs))
+	for i, in := range msgs {
+		out[i] = pipeline.TurnMessage{MessageID: in.MessageID, SenderID: in.SenderID, SenderName: in.SenderName, Text: in.Text}
+	}
+	return out
+}
+
+func textsOf(msgs []pipeline.Inbound) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Text
+	}
+	return out
+}
+
+func idsOf(refs []msgRef) []string {
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = r.ID
+	}
+	return out
 }

@@ -1,0 +1,81 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// runCommand answers a command from state, without the model, and out of
+// band: a running turn or a full queue does not delay it.
+func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
+	s.st.Counters.Commands++
+	var text string
+	switch {
+	case p.Error != "":
+		text = "⚠️ " + p.Error
+	case p.Command == pipeline.CommandStatus:
+		text = pipeline.RenderStatus(s.statusInfo())
+	case p.Command == pipeline.CommandQueue && p.QueueReset:
+		s.st.QueueOverride = nil
+		text = "Queue settings back to the defaults: " + s.queueSettings().Describe() + "."
+	case p.Command == pipeline.CommandQueue && p.Queue != nil:
+		s.st.QueueOverride = s.st.QueueOverride.Merge(p.Queue)
+		text = "Queue settings for this chat: " + s.queueSettings().Describe() + "."
+	default:
+		text = "Queue settings: " + s.queueSettings().Describe() + ". Change them with /queue <mode> [debounce:2s] [cap:25] [drop:old|new|summarize]."
+	}
+	r := DirectReply{MessageID: in.MessageID, ThreadID: in.ThreadID, Text: text}
+	s.st.Replies = append(s.st.Replies, r)
+	s.sendReply(r)
+}
+
+func (s *session) statusInfo() pipeline.StatusInfo {
+	info := pipeline.StatusInfo{
+		Session:    s.key.WorkflowID(),
+		Model:      s.settings.Model,
+		Queue:      s.queueSettings(),
+		QueueDepth: len(s.st.Queue),
+		State:      string(s.currentStatus()),
+		TurnsTotal: s.st.Counters.Turns,
+	}
+	if t := s.st.LastTurn; t != nil {
+		if t.Model != "" {
+			info.Model = t.Model
+		}
+		if !t.FinishedAt.IsZero() {
+			info.LastOutcome, info.LastTurn = t.Outcome, t.Duration()
+		}
+	}
+	return info
+}
+
+// sendReply delivers a direct reply in its own coroutine and marks the
+// command ✅ (or ❌).
+func (s *session) sendReply(r DirectReply) {
+	s.repliesInFlight++
+	workflow.Go(s.ctx, func(ctx workflow.Context) {
+		defer func() { s.repliesInFlight-- }()
+		_, err := s.deliver(ctx, pipeline.Delivery{
+			Session:        s.key,
+			IdempotencyKey: s.key.WorkflowID() + "/reply/" + r.MessageID,
+			ThreadID:       r.ThreadID,
+			ReplyTo:        r.MessageID,
+			Text:           r.Text,
+			Total:          1,
+		})
+		for i := range s.st.Replies {
+			if s.st.Replies[i].MessageID == r.MessageID {
+				s.st.Replies = append(s.st.Replies[:i:i], s.st.Replies[i+1:]...)
+				break
+			}
+		}
+		ref := []msgRef{{ID: r.MessageID, Thread: r.ThreadID}}
+		if err != nil {
+			s.log.Error("Command reply not delivered", "message_id", r.MessageID, "error", err)
+			s.react(ref, pipeline.ReactionError)
+			return
+		}
+		s.react(ref, pipeline.ReactionDone)
+	})
+}

@@ -1,0 +1,44 @@
+package workflows
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+func TestStatusAnswersFromStateAtOnceWhileATurnRuns(t *testing.T) {
+	env, p := newEnv(t, withSlowModel(5*time.Second))
+	signalAt(env, time.Second, inbound("m1", "think hard"))
+	signalAt(env, 2*time.Second, inbound("m2", "queued"))
+	signalAt(env, 3*time.Second, inbound("s1", "/status"))
+	signalAt(env, time.Minute, inbound("s2", "/status"))
+	run(t, env, nil)
+
+	byAnchor := map[string]sent{}
+	for _, s := range p.sent {
+		byAnchor[s.ReplyTo] = s
+	}
+	during := byAnchor["s1"]
+	assert.Equal(t, 3*time.Second, during.At, "not queued behind the running turn")
+	assert.Equal(t, "Session session:webchat:demo\nModel: demo/echo\nQueue: followup, debounce 0s, cap 20, drop summarize (depth 1)\nState: thinking\nLast turn: none yet (turns so far: 1)", during.Text)
+	assert.Contains(t, byAnchor["s2"].Text, "Last turn: answered in 5s (turns so far: 2)")
+	assert.Len(t, p.steps, 2, "status never calls the model")
+	assert.Equal(t, []pipeline.ReactionState{pipeline.ReactionReceived, pipeline.ReactionDone, pipeline.ReactionNone}, p.statesOf("s1"))
+}
+
+func TestQueueCommandShowsAndResetsSettings(t *testing.T) {
+	env, p := newEnv(t)
+	signalAt(env, time.Second, inbound("c1", "/queue interrupt debounce:2s"))
+	signalAt(env, 2*time.Second, inbound("c2", "/queue"))
+	signalAt(env, 3*time.Second, inbound("c3", "/queue default"))
+	run(t, env, nil)
+
+	require.Len(t, p.sent, 3)
+	assert.Equal(t, "Queue settings for this chat: interrupt, debounce 2s, cap 20, drop summarize.", p.sent[0].Text)
+	assert.Contains(t, p.sent[1].Text, "Queue settings: interrupt, debounce 2s, cap 20, drop summarize.")
+	assert.Equal(t, "Queue settings back to the defaults: followup, debounce 0s, cap 20, drop summarize.", p.sent[2].Text)
+}

@@ -1,0 +1,223 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// fakePlatform stands in for the activities: it records every side effect
+// with the simulated time at which it happened.
+type fakePlatform struct {
+	env      *testsuite.TestWorkflowEnvironment
+	start    time.Time
+	settings pipeline.Settings
+	// agentDelay is how long a model step takes in simulated time.
+	agentDelay time.Duration
+	// agent computes a model step's result; nil echoes the text.
+	agent func(pipeline.TurnRequest) (pipeline.TurnResult, error)
+
+	mu        sync.Mutex
+	steps     []step
+	sent      []sent
+	reactions []reactionCall
+}
+
+type step struct {
+	Req pipeline.TurnRequest
+	At  time.Duration
+}
+
+type sent struct {
+	pipeline.Delivery
+	At time.Duration
+}
+
+type reactionCall struct {
+	MessageID string
+	State     pipeline.ReactionState
+	At        time.Duration
+}
+
+var testStart = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+func testSettings() pipeline.Settings {
+	return pipeline.Settings{
+		Model:              "demo/echo",
+		ReactionClearDelay: pipeline.Duration(time.Minute), ErrorClearDelay: pipeline.Duration(10 * time.Minute),
+		IdleTTL: pipeline.Duration(24 * time.Hour), ChunkLimit: 4000,
+		TurnTimeout: pipeline.Duration(time.Minute), TurnHeartbeatTimeout: pipeline.Duration(20 * time.Second), TurnAttempts: 2,
+		DeliveryTimeout: pipeline.Duration(10 * time.Second), DeliveryAttempts: 3,
+		Queue: pipeline.QueueSettings{Mode: pipeline.QueueFollowup, Debounce: 0, Cap: 20, Drop: pipeline.DropSummarize},
+	}
+}
+
+// newEnv builds a test environment; options adjust the fake before the
+// activities are registered.
+func newEnv(t *testing.T, options ...func(*fakePlatform)) (*testsuite.TestWorkflowEnvironment, *fakePlatform) {
+	return newEnvAt(t, testStart, options...)
+}
+
+func newEnvAt(t *testing.T, start time.Time, options ...func(*fakePlatform)) (*testsuite.TestWorkflowEnvironment, *fakePlatform) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetStartTime(start)
+	p := &fakePlatform{env: env, start: testStart, settings: testSettings()}
+	for _, o := range options {
+		o(p)
+	}
+	env.RegisterWorkflowWithOptions(SessionWorkflow, workflow.RegisterOptions{Name: WorkflowName})
+	env.RegisterActivityWithOptions(func(context.Context, pipeline.SessionKey) (pipeline.Settings, error) {
+		return p.settings, nil
+	}, activity.RegisterOptions{Name: pipeline.ActivityLoadSettings})
+	env.RegisterActivityWithOptions(p.agentTurn, activity.RegisterOptions{Name: pipeline.ActivityAgentTurn})
+	env.RegisterActivityWithOptions(p.deliver, activity.RegisterOptions{Name: pipeline.ActivityDeliver})
+	env.RegisterActivityWithOptions(p.setReaction, activity.RegisterOptions{Name: pipeline.ActivitySetReaction})
+	if p.agentDelay > 0 {
+		env.OnActivity(pipeline.ActivityAgentTurn, mock.Anything, mock.Anything).After(p.agentDelay).Return(p.agentTurn)
+	}
+	return env, p
+}
+
+func withDebounce(d time.Duration) func(*fakePlatform) {
+	return func(p *fakePlatform) { p.settings.Queue.Debounce = pipeline.Duration(d) }
+}
+
+func withQueue(mode pipeline.QueueMode) func(*fakePlatform) {
+	return func(p *fakePlatform) { p.settings.Queue.Mode = mode }
+}
+
+func withSlowModel(d time.Duration) func(*fakePlatform) {
+	return func(p *fakePlatform) { p.agentDelay = d }
+}
+
+func (p *fakePlatform) elapsed() time.Duration { return p.env.Now().Sub(p.start) }
+
+func (p *fakePlatform) agentTurn(_ context.Context, req pipeline.TurnRequest) (pipeline.TurnResult, error) {
+	p.mu.Lock()
+	p.steps = append(p.steps, step{Req: req, At: p.elapsed()})
+	agent := p.agent
+	p.mu.Unlock()
+	if agent != nil {
+		return agent(req)
+	}
+	return pipeline.TurnResult{Reply: "echo " + req.Text, Model: "demo/echo"}, nil
+}
+
+func (p *fakePlatform) deliver(_ context.Context, d pipeline.Delivery) (pipeline.Delivered, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sent = append(p.sent, sent{Delivery: d, At: p.elapsed()})
+	return pipeline.Delivered{PlatformMessageID: fmt.Sprintf("bot-%d", len(p.sent))}, nil
+}
+
+func (p *fakePlatform) setReaction(_ context.Context, r pipeline.ReactionChange) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reactions = append(p.reactions, reactionCall{MessageID: r.MessageID, State: r.State, At: p.elapsed()})
+	return nil
+}
+
+// replies are the texts delivered, in order.
+func (p *fakePlatform) replies() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, len(p.sent))
+	for i, s := range p.sent {
+		out[i] = s.Text
+	}
+	return out
+}
+
+// turnTexts are the texts of every model step, in order.
+func (p *fakePlatform) turnTexts() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, len(p.steps))
+	for i, s := range p.steps {
+		out[i] = s.Req.Text
+	}
+	return out
+}
+
+func (p *fakePlatform) statesOf(messageID string) []pipeline.ReactionState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []pipeline.ReactionState
+	for _, r := range p.reactions {
+		if r.MessageID == messageID {
+			out = append(out, r.State)
+		}
+	}
+	return out
+}
+
+func (p *fakePlatform) clearedAt(messageID string) (time.Duration, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.reactions {
+		if r.MessageID == messageID && r.State == pipeline.ReactionNone {
+			return r.At, true
+		}
+	}
+	return 0, false
+}
+
+var demoSession = pipeline.SessionKey{Channel: "webchat", Chat: "demo"}
+
+func inbound(id, text string) pipeline.Inbound {
+	return pipeline.Inbound{Channel: "webchat", ChatID: "demo", MessageID: id, SenderID: "alice", Text: text, ReceivedAt: testStart}
+}
+
+func signalAt(env *testsuite.TestWorkflowEnvironment, at time.Duration, in pipeline.Inbound) {
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInbound, in) }, at)
+}
+
+// run executes the session until it completes (idle TTL) and fails the test
+// on a workflow error.
+func run(t *testing.T, env *testsuite.TestWorkflowEnvironment, state *State) {
+	t.Helper()
+	env.ExecuteWorkflow(WorkflowName, SessionParams{Session: demoSession, State: state})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+}
+
+// queryStateAt queries the state at a simulated time; the snapshot is
+// filled in once the workflow has run past it.
+func queryStateAt(t *testing.T, env *testsuite.TestWorkflowEnvironment, at time.Duration) *Snapshot {
+	snap := &Snapshot{}
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(QueryState)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(snap))
+	}, at)
+	return snap
+}
+
+// continuedState returns the state a run handed to continue-as-new.
+func continuedState(t *testing.T, env *testsuite.TestWorkflowEnvironment) *State {
+	t.Helper()
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &can)
+	if can.Input == nil || len(can.Input.Payloads) != 1 {
+		require.Fail(t, "continue-as-new has no single input")
+	}
+	var next SessionParams
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(can.Input.Payloads[0], &next))
+	require.NotNil(t, next.State)
+	return next.State
+}
+
+var errModelDown = errors.New("model down")

@@ -1,5 +1,0 @@
-package workflows
-
-import "go.temporal.io/sdk/converter"
-
-func converterDefault() converter.DataConverter { return converter.GetDefaultDataConverter() }

@@ -1,0 +1,179 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// published is what the search attributes last said, so only changes are
+// upserted (each upsert is a history event).
+type published struct {
+	status Status
+	depth  int
+	last   time.Time
+}
+
+// currentStatus derives the session's status from its state.
+func (s *session) currentStatus() Status {
+	if a := s.st.Active; a != nil {
+		if a.Phase == PhaseDelivering {
+			return StatusDelivering
+		}
+		return StatusThinking
+	}
+	if t := s.st.LastTurn; t != nil && t.Outcome == "delivery_failed" {
+		return StatusDeliveryFailed
+	}
+	if len(s.st.Buffers) > 0 {
+		return StatusDebouncing
+	}
+	return StatusIdle
+}
+
+func (s *session) updateStatus() {
+	if st := s.currentStatus(); st != s.st.Status {
+		s.st.Status = st
+		s.attrsDirty = true
+	}
+}
+
+// publish upserts the search attributes that changed, in one event, and
+// refreshes the current details shown in the UI.
+func (s *session) publish() {
+	if !s.attrsDirty {
+		return
+	}
+	s.attrsDirty = false
+	var updates []temporal.SearchAttributeUpdate
+	first := s.published.status == ""
+	if first {
+		updates = append(updates, AttrChannel.ValueSet(s.key.Channel), AttrChat.ValueSet(s.key.Chat),
+			AttrPendingProposals.ValueSet(0))
+	}
+	if s.published.status != s.st.Status {
+		updates = append(updates, AttrState.ValueSet(string(s.st.Status)))
+	}
+	if depth := len(s.st.Queue); first || depth != s.published.depth {
+		updates = append(updates, AttrQueueDepth.ValueSet(int64(depth)))
+	}
+	if !s.st.LastInboundAt.IsZero() && !s.st.LastInboundAt.Equal(s.published.last) {
+		updates = append(updates, AttrLastInboundAt.ValueSet(s.st.LastInboundAt))
+	}
+	s.published = published{status: s.st.Status, depth: len(s.st.Queue), last: s.st.LastInboundAt}
+	if len(updates) > 0 {
+		if err := workflow.UpsertTypedSearchAttributes(s.ctx, updates...); err != nil {
+			s.log.Warn("Search attributes not updated; is the namespace missing replyflow's attributes? See deploy/README.md", "error", err)
+		}
+	}
+	workflow.SetCurrentDetails(s.ctx, s.details())
+}
+
+// details is the markdown the Temporal UI shows as the current details.
+func (s *session) details() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**%s** · state `%s` · queue %d · mode `%s`\n\n", s.key.WorkflowID(), s.st.Status, len(s.st.Queue), s.queueSettings().Mode)
+	if a := s.st.Active; a != nil {
+		fmt.Fprintf(&b, "- running turn `%s` (%s, step %d, %d message(s))\n", a.TurnID, a.Phase, a.Step+1, len(a.Messages))
+	}
+	for _, buf := range s.st.Buffers {
+		fmt.Fprintf(&b, "- debounce: %d message(s) from %s in thread %s, flush at %s\n", len(buf.Messages), buf.Key.Sender, buf.Key.Thread, buf.FlushAt.Format(time.RFC3339))
+	}
+	for _, r := range s.st.Reactions {
+		if !r.ClearAt.IsZero() {
+			fmt.Fprintf(&b, "- clear %s on %s at %s\n", pipeline.DefaultEmoji[r.State], r.MessageID, r.ClearAt.Format(time.RFC3339))
+		}
+	}
+	if t := s.st.LastTurn; t != nil {
+		fmt.Fprintf(&b, "\nlast turn `%s`: %s", t.TurnID, t.Outcome)
+		if t.Error != "" {
+			b.WriteString(" — " + t.Error)
+		}
+	}
+	return b.String()
+}
+
+// Snapshot is the answer to the "state" query: what an operator needs to
+// understand a session, without message text.
+type Snapshot struct {
+	Session       pipeline.SessionKey       `json:"session"`
+	Status        Status                    `json:"status"`
+	Settings      pipeline.Settings         `json:"settings"`
+	Queue         pipeline.QueueSettings    `json:"queue_settings"`
+	Buffers       []BufferView              `json:"buffers"`
+	Queued        []BatchView               `json:"queued"`
+	Overflow      *Overflow                 `json:"overflow,omitempty"`
+	Active        *ActiveView               `json:"active,omitempty"`
+	Reactions     []Reaction                `json:"reactions"`
+	Pending       []pipeline.ReactionChange `json:"pending_reaction_changes"`
+	LastTurn      *TurnRecord               `json:"last_turn,omitempty"`
+	Deliveries    []DeliveryRecord          `json:"deliveries"`
+	Counters      Counters                  `json:"counters"`
+	TurnSeq       int                       `json:"turn_seq"`
+	SeenMessages  int                       `json:"seen_messages"`
+	LastInboundAt time.Time                 `json:"last_inbound_at,omitzero"`
+	HistoryLength int                       `json:"history_length"`
+}
+
+// BufferView, BatchView and ActiveView show messages by ID and sender only.
+type (
+	BufferView struct {
+		Sender     string    `json:"sender"`
+		Thread     string    `json:"thread,omitempty"`
+		MessageIDs []string  `json:"message_ids"`
+		FlushAt    time.Time `json:"flush_at"`
+	}
+	BatchView struct {
+		Mode       pipeline.QueueMode `json:"mode"`
+		MessageIDs []string           `json:"message_ids"`
+		Senders    []string           `json:"senders"`
+	}
+	ActiveView struct {
+		TurnID      string    `json:"turn_id"`
+		Phase       string    `json:"phase"`
+		Step        int       `json:"step"`
+		MessageIDs  []string  `json:"message_ids"`
+		Steered     []string  `json:"steered,omitempty"`
+		Interrupted bool      `json:"interrupted,omitempty"`
+		StartedAt   time.Time `json:"started_at"`
+	}
+)
+
+func (s *session) snapshot() (Snapshot, error) {
+	snap := Snapshot{
+		Session: s.key, Status: s.currentStatus(), Settings: s.settings, Queue: s.queueSettings(),
+		Buffers: []BufferView{}, Queued: []BatchView{}, Overflow: s.st.Overflow,
+		Reactions: s.st.Reactions, Pending: s.st.ReactionChanges, LastTurn: s.st.LastTurn,
+		Deliveries: s.st.Deliveries, Counters: s.st.Counters, TurnSeq: s.st.TurnSeq,
+		SeenMessages: len(s.st.Seen), LastInboundAt: s.st.LastInboundAt,
+		HistoryLength: workflow.GetInfo(s.ctx).GetCurrentHistoryLength(),
+	}
+	for _, b := range s.st.Buffers {
+		snap.Buffers = append(snap.Buffers, BufferView{Sender: b.Key.Sender, Thread: string(b.Key.Thread), MessageIDs: messageIDs(b.Messages), FlushAt: b.FlushAt})
+	}
+	for _, b := range s.st.Queue {
+		view := BatchView{Mode: b.Queue.Mode, MessageIDs: messageIDs(b.Messages)}
+		for _, m := range b.Messages {
+			view.Senders = append(view.Senders, m.SenderID)
+		}
+		snap.Queued = append(snap.Queued, view)
+	}
+	if a := s.st.Active; a != nil {
+		snap.Active = &ActiveView{TurnID: a.TurnID, Phase: a.Phase, Step: a.Step, MessageIDs: messageIDs(a.Messages),
+			Steered: messageIDs(append(a.Steered, a.SteeredBacklog...)), Interrupted: a.Interrupted, StartedAt: a.StartedAt}
+	}
+	return snap, nil
+}
+
+func messageIDs(msgs []pipeline.Inbound) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.MessageID
+	}
+	return out
+}
