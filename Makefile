@@ -27,12 +27,12 @@ unit: vet
 	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /cmd/)
 
 vet:
-	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	@unformatted=$$(gofmt -l .); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet ./...
 
 fmt:
-	gofmt -w $$(git ls-files '*.go')
+	gofmt -w .
 
 # Re-record the histories the replay test runs over (commit the result).
 record-histories: $(TEMPORAL)
@@ -41,6 +41,7 @@ record-histories: $(TEMPORAL)
 FUZZTIME ?= 30s
 fuzz:
 	go test ./pipeline -run '^$$' -fuzz FuzzChunk -fuzztime $(FUZZTIME)
+	go test ./pipeline -run '^$$' -fuzz FuzzParseMessage -fuzztime $(FUZZTIME)
 	go test ./adapters/webchat -run '^$$' -fuzz FuzzDecodeUserMessage -fuzztime $(FUZZTIME)
 
 clean:

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
@@ -29,11 +30,22 @@ type Config struct {
 	DeliveryAttempts     int           `envconfig:"DELIVERY_ATTEMPTS" default:"10"`
 	MaxHistoryEvents     int           `envconfig:"MAX_HISTORY_EVENTS" default:"10000"`
 	TypingInterval       time.Duration `envconfig:"TYPING_INTERVAL" default:"4s"`
+	ReactionCoalesce     time.Duration `envconfig:"REACTION_COALESCE" default:"700ms"`
+	DemoModelDelay       time.Duration `envconfig:"DEMO_MODEL_DELAY" default:"1s"`
+
+	Debounce           time.Duration            `envconfig:"DEBOUNCE" default:"1s"`
+	DebounceByChannel  map[string]time.Duration `envconfig:"DEBOUNCE_BY_CHANNEL"`
+	QueueMode          string                   `envconfig:"QUEUE_MODE" default:"followup"`
+	QueueModeByChannel map[string]string        `envconfig:"QUEUE_MODE_BY_CHANNEL"`
+	QueueCap           int                      `envconfig:"QUEUE_CAP" default:"20"`
+	QueueDrop          string                   `envconfig:"QUEUE_DROP" default:"summarize"`
 
 	WebchatEnabled  bool   `envconfig:"WEBCHAT_ENABLED" default:"true"`
 	WebchatAddr     string `envconfig:"WEBCHAT_ADDR" default:"127.0.0.1:8080"`
 	WebchatURL      string `envconfig:"WEBCHAT_URL" default:"http://127.0.0.1:8080"`
 	WebchatBotToken string `envconfig:"WEBCHAT_BOT_TOKEN"`
+	// WebchatEmoji overrides the web chat's reaction emoji, state:emoji.
+	WebchatEmoji map[string]string `envconfig:"WEBCHAT_EMOJI"`
 
 	LogLevel  string `envconfig:"LOG_LEVEL" default:"info"`
 	LogFormat string `envconfig:"LOG_FORMAT" default:"text"`
@@ -74,7 +86,51 @@ func (c Config) validate() error {
 	check(c.MaxHistoryEvents >= 0, "REPLYFLOW_MAX_HISTORY_EVENTS must not be negative")
 	check(c.TypingInterval >= 0, "REPLYFLOW_TYPING_INTERVAL must not be negative")
 	check(c.LogFormat == "text" || c.LogFormat == "json", "REPLYFLOW_LOG_FORMAT must be text or json, got %q", c.LogFormat)
+	check(c.ReactionCoalesce >= 0 && c.ReactionCoalesce <= 10*time.Second, "REPLYFLOW_REACTION_COALESCE must be between 0 and 10s, got %s", c.ReactionCoalesce)
+	check(c.DemoModelDelay >= 0, "REPLYFLOW_DEMO_MODEL_DELAY must not be negative")
+	check(c.QueueCap >= 1 && c.QueueCap <= pipeline.MaxQueueCap, "REPLYFLOW_QUEUE_CAP must be from 1 to %d, got %d", pipeline.MaxQueueCap, c.QueueCap)
+	if _, err := pipeline.ParseDropPolicy(c.QueueDrop); err != nil {
+		errs = append(errs, fmt.Errorf("REPLYFLOW_QUEUE_DROP: %w", err))
+	}
+	if _, err := pipeline.ParseQueueMode(c.QueueMode); err != nil {
+		errs = append(errs, fmt.Errorf("REPLYFLOW_QUEUE_MODE: %w", err))
+	}
+	for _, channel := range sortedKeys(c.QueueModeByChannel) {
+		if _, err := pipeline.ParseQueueMode(c.QueueModeByChannel[channel]); err != nil {
+			errs = append(errs, fmt.Errorf("REPLYFLOW_QUEUE_MODE_BY_CHANNEL for %s: %w", channel, err))
+		}
+	}
+	check(c.Debounce >= 0 && c.Debounce <= pipeline.MaxDebounce, "REPLYFLOW_DEBOUNCE must be between 0 and %s, got %s", pipeline.MaxDebounce, c.Debounce)
+	for _, channel := range sortedKeys(c.DebounceByChannel) {
+		d := c.DebounceByChannel[channel]
+		check(d >= 0 && d <= pipeline.MaxDebounce, "REPLYFLOW_DEBOUNCE_BY_CHANNEL for %s must be between 0 and %s, got %s", channel, pipeline.MaxDebounce, d)
+	}
+	for _, state := range sortedKeys(c.WebchatEmoji) {
+		if _, ok := pipeline.DefaultEmoji[pipeline.ReactionState(state)]; !ok {
+			errs = append(errs, fmt.Errorf("REPLYFLOW_WEBCHAT_EMOJI: unknown reaction state %q; use received, thinking, waiting_user, done or error", state))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// channelSettings applies the per-channel queue mode and debounce.
+func (c Config) channelSettings(key pipeline.SessionKey, s pipeline.Settings) pipeline.Settings {
+	if mode, ok := c.QueueModeByChannel[key.Channel]; ok {
+		s.Queue.Mode, _ = pipeline.ParseQueueMode(mode)
+	}
+	if d, ok := c.DebounceByChannel[key.Channel]; ok {
+		s.Queue.Debounce = pipeline.Duration(d)
+	}
+	return s
 }
 
 // settings are the defaults every session run loads.
@@ -91,5 +147,12 @@ func (c Config) settings(model string) pipeline.Settings {
 		DeliveryTimeout:      pipeline.Duration(c.DeliveryTimeout),
 		DeliveryAttempts:     c.DeliveryAttempts,
 		MaxHistoryEvents:     c.MaxHistoryEvents,
+		Queue:                c.queueDefaults(),
 	}
+}
+
+func (c Config) queueDefaults() pipeline.QueueSettings {
+	mode, _ := pipeline.ParseQueueMode(c.QueueMode)
+	drop, _ := pipeline.ParseDropPolicy(c.QueueDrop)
+	return pipeline.QueueSettings{Mode: mode, Debounce: pipeline.Duration(c.Debounce), Cap: c.QueueCap, Drop: drop}
 }

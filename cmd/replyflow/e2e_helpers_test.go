@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -86,6 +87,22 @@ func (s *eventStream) collectUntil(t *testing.T, within time.Duration, last func
 	}
 }
 
+func isReaction(messageID, emoji string) func(sseEvent) bool {
+	return func(ev sseEvent) bool { return ev.Type == "reaction" && ev.MessageID == messageID && ev.Emoji == emoji }
+}
+
+func isReplyTo(messageID string) func(sseEvent) bool {
+	return func(ev sseEvent) bool { return ev.Type == "message" && ev.ReplyTo == messageID }
+}
+
+func types(events []sseEvent) []string {
+	var out []string
+	for _, ev := range events {
+		out = append(out, ev.Type)
+	}
+	return out
+}
+
 func isClearOf(messageID string) func(sseEvent) bool {
 	return func(ev sseEvent) bool { return ev.Type == "reaction" && ev.MessageID == messageID && ev.Emoji == "" }
 }
@@ -120,8 +137,8 @@ func listRequest(query string) *workflowservice.ListWorkflowExecutionsRequest {
 	return &workflowservice.ListWorkflowExecutionsRequest{Namespace: "default", Query: query}
 }
 
-// recordHistory saves the session's history for the replay test when the
-// tests run with -record-histories (make record-histories).
+// recordHistory saves every run of the session's history for the replay
+// test when the tests run with -record-histories (make record-histories).
 func recordHistory(t *testing.T, c client.Client, chat, name string) {
 	if *recordTo == "" {
 		return
@@ -129,15 +146,21 @@ func recordHistory(t *testing.T, c client.Client, chat, name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	id := pipeline.SessionKey{Channel: "webchat", Chat: chat}.WorkflowID()
-	history := &historypb.History{}
-	iter := c.GetWorkflowHistory(ctx, id, "", false, 0)
-	for iter.HasNext() {
-		ev, err := iter.Next()
-		require.NoError(t, err)
-		history.Events = append(history.Events, ev)
-	}
-	data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(history)
+	runs, err := c.ListWorkflow(ctx, listRequest(fmt.Sprintf("WorkflowId = %q", id)))
 	require.NoError(t, err)
+	require.NotEmpty(t, runs.Executions)
 	require.NoError(t, os.MkdirAll(*recordTo, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(*recordTo, name+".json"), data, 0o644))
+	for i, run := range runs.Executions {
+		history := &historypb.History{}
+		iter := c.GetWorkflowHistory(ctx, id, run.Execution.RunId, false, 0)
+		for iter.HasNext() {
+			ev, err := iter.Next()
+			require.NoError(t, err)
+			history.Events = append(history.Events, ev)
+		}
+		data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(history)
+		require.NoError(t, err)
+		file := fmt.Sprintf("%s_run%d.json", name, len(runs.Executions)-i)
+		require.NoError(t, os.WriteFile(filepath.Join(*recordTo, file), data, 0o644))
+	}
 }

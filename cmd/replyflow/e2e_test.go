@@ -47,7 +47,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	var extra []string
+	// Sessions are told to continue as new after a few turns, so every
+	// test also crosses continue-as-new.
+	extra := []string{"--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=60"}
 	for _, sa := range workflows.SearchAttributes() {
 		extra = append(extra, "--search-attribute", sa)
 	}
@@ -82,6 +84,9 @@ func testConfig(t *testing.T) Config {
 	require.NoError(t, envconfig.Process("replyflow_test_unset", &cfg), "defaults must parse")
 	cfg.TaskQueue = fmt.Sprintf("test-%s-%d", t.Name(), queueSeq.Add(1))
 	cfg.ReactionClearDelay = 2 * time.Second
+	cfg.Debounce = 200 * time.Millisecond
+	cfg.ReactionCoalesce = 100 * time.Millisecond
+	cfg.DemoModelDelay = 0
 	cfg.TypingInterval = time.Second
 	cfg.TurnHeartbeatTimeout = 5 * time.Second
 	cfg.WebchatBotToken = "test-bot-token"
@@ -105,6 +110,48 @@ func startStack(t *testing.T, cfg Config) *stack {
 		assert.NoError(t, <-done)
 	})
 	return s
+}
+
+// testModel answers "You said: <text>" like the demo model. hold, when
+// set, returns a channel the answer waits for (nil: wait until cancelled);
+// started, when set, receives each step's text.
+type testModel struct {
+	hold    func(text string) <-chan struct{}
+	started chan string
+}
+
+func (*testModel) Name() string { return "test/model" }
+
+func (m *testModel) Reply(ctx context.Context, req pipeline.TurnRequest) (string, error) {
+	if m.started != nil {
+		select {
+		case m.started <- req.Text:
+		default:
+		}
+	}
+	if m.hold != nil {
+		select {
+		case <-m.hold(req.Text):
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	return "You said: " + req.Text, nil
+}
+
+func (m *testModel) waitStarted(t *testing.T, text string) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case got := <-m.started:
+			if got == text {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("the model never started a turn for %q", text)
+		}
+	}
 }
 
 // startWorker runs a worker with model (nil: the configured one) until the
@@ -150,7 +197,8 @@ func (s *stack) state(chat string) workflows.Snapshot {
 
 func TestMessageGetsReplyAndFullReactionLifecycle(t *testing.T) {
 	s := startStack(t, testConfig(t))
-	s.startWorker(nil)
+	release := make(chan struct{})
+	s.startWorker(&testModel{hold: func(string) <-chan struct{} { return release }})
 	chat := "lifecycle"
 	events := subscribe(t, s.baseURL, chat)
 
@@ -158,14 +206,18 @@ func TestMessageGetsReplyAndFullReactionLifecycle(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, code, body)
 	assert.JSONEq(t, `{"message_id":"m1"}`, body)
 
-	seen := events.collectUntil(t, 30*time.Second, isClearOf("m1"))
+	// The model answers only once ✍️ was shown, as a slow model would.
+	seen := events.collectUntil(t, 30*time.Second, isReaction("m1", "✍️"))
+	close(release)
+	seen = append(seen, events.collectUntil(t, 30*time.Second, isClearOf("m1"))...)
 	assert.Equal(t, []string{"reaction m1 👀", "reaction m1 ✍️", "message You said: hello there", "reaction m1 ✅", "reaction m1 "},
 		summarize(seen, "m1"))
+	assert.Contains(t, types(seen), "typing", "typing is shown while the model works")
 
 	snap := s.state(chat)
 	assert.Equal(t, workflows.StatusIdle, snap.Status)
 	assert.Equal(t, 1, snap.TurnSeq)
-	assert.Equal(t, "demo/echo", snap.LastTurn.Model)
+	assert.Equal(t, "test/model", snap.LastTurn.Model)
 	assert.Empty(t, snap.Reactions, "no reaction is left behind")
 	assertSearchAttributes(t, s.client, chat)
 	recordHistory(t, s.client, chat, "simple_turn")
@@ -202,34 +254,16 @@ func TestBadRequestsAreRefusedWithAReason(t *testing.T) {
 	}
 }
 
-// blockingModel never answers: it stands for a worker that dies mid-turn.
-type blockingModel struct{ called chan struct{} }
-
-func (blockingModel) Name() string { return "test/blocking" }
-
-func (m blockingModel) Reply(ctx context.Context, _ pipeline.TurnRequest) (string, error) {
-	select {
-	case m.called <- struct{}{}:
-	default:
-	}
-	<-ctx.Done()
-	return "", ctx.Err()
-}
-
 func TestTurnSurvivesWorkerRestart(t *testing.T) {
 	s := startStack(t, testConfig(t))
-	model := blockingModel{called: make(chan struct{}, 1)}
+	model := &testModel{started: make(chan string, 1), hold: func(string) <-chan struct{} { return nil }}
 	stopFirst := s.startWorker(model)
 	chat := "restart"
 	events := subscribe(t, s.baseURL, chat)
 
 	code, body := s.post(chat, `{"message_id":"r1","sender_id":"alice","text":"survive this"}`)
 	require.Equal(t, http.StatusAccepted, code, body)
-	select {
-	case <-model.called:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the first worker never started the turn")
-	}
+	model.waitStarted(t, "survive this")
 	stopFirst()
 	s.startWorker(nil)
 

@@ -22,6 +22,10 @@ Usage:
                       (Web UI on :8233), the worker and the gateway (web chat on :8080)
   replyflow worker    run the Temporal worker against TEMPORAL_ADDRESS
   replyflow gateway   run the platform connections against TEMPORAL_ADDRESS
+  replyflow sessions [--stuck] [--stuck-after 10m] [--channel X] [--all]
+                      list sessions from Temporal visibility
+  replyflow inspect [--json] <session>
+                      show one session's state (its "state" query)
   replyflow help      show this text
 
 Configuration is read from REPLYFLOW_* and TEMPORAL_* environment variables;
@@ -56,6 +60,10 @@ func run(args []string) error {
 		return workerCommand(ctx, cfg, logger)
 	case "gateway":
 		return gatewayCommand(ctx, cfg, logger)
+	case "sessions":
+		return sessionsCommand(ctx, args[1:], os.Stdout, quietLogger(cfg))
+	case "inspect":
+		return inspectCommand(ctx, args[1:], os.Stdout, quietLogger(cfg))
 	}
 	return fmt.Errorf("unknown command %q; run `replyflow help`", args[0])
 }
@@ -98,6 +106,15 @@ func newLogger(cfg Config) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// quietLogger keeps the Temporal client's routine messages out of an
+// operator verb's output.
+func quietLogger(cfg Config) *slog.Logger {
+	if strings.EqualFold(cfg.LogLevel, "debug") {
+		return newLogger(cfg)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // firstError returns the first non-nil error that is not a clean stop.

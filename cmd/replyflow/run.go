@@ -16,6 +16,7 @@ import (
 	"github.com/replyflow/replyflow/activities"
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/webchat"
+	"github.com/replyflow/replyflow/pipeline"
 	"github.com/replyflow/replyflow/workers"
 )
 
@@ -45,7 +46,7 @@ func dialTemporal(ctx context.Context, hostPort string, logger *slog.Logger) (cl
 
 // newActivities wires the model and the outbound adapters from the config.
 func newActivities(cfg Config, logger *slog.Logger) (*activities.Activities, error) {
-	model, err := activities.NewModel(cfg.Model)
+	model, err := activities.NewModel(cfg.Model, cfg.DemoModelDelay)
 	if err != nil {
 		return nil, err
 	}
@@ -55,14 +56,19 @@ func newActivities(cfg Config, logger *slog.Logger) (*activities.Activities, err
 		if err != nil {
 			return nil, err
 		}
+		for state, emoji := range cfg.WebchatEmoji {
+			wc.SetEmoji(pipeline.ReactionState(state), emoji)
+		}
 		outbound[webchat.Channel] = wc
 	}
 	return &activities.Activities{
-		Settings:       cfg.settings(model.Name()),
-		Model:          model,
-		Outbound:       outbound,
-		TypingInterval: cfg.TypingInterval,
-		Logger:         logger,
+		Settings:        cfg.settings(model.Name()),
+		Model:           model,
+		Outbound:        outbound,
+		TypingInterval:  cfg.TypingInterval,
+		ThinkingAfter:   cfg.ReactionCoalesce,
+		ChannelSettings: cfg.channelSettings,
+		Logger:          logger,
 	}, nil
 }
 

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// TestBurstsAcrossContinueAsNew: 20 sessions receive bursts at once; every
+// burst becomes exactly one turn, every message is answered once, and every
+// session continues as new on the way (the server suggests it after 60
+// events) without losing or doubling anything.
+func TestBurstsAcrossContinueAsNew(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Debounce = 2 * time.Second // a burst is posted well within it
+	s := startStack(t, cfg)
+	s.startWorker(nil)
+
+	const sessions, bursts, perBurst = 20, 3, 3
+	var wg sync.WaitGroup
+	for n := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			chat := fmt.Sprintf("burst-%02d", n)
+			events := subscribe(t, s.baseURL, chat)
+			var seen []sseEvent
+			for b := range bursts {
+				var texts []string
+				for m := range perBurst {
+					id := fmt.Sprintf("%s-b%d-m%d", chat, b, m)
+					texts = append(texts, id)
+					code, body := s.post(chat, fmt.Sprintf(`{"message_id":%q,"sender_id":"alice","text":%q}`, id, id))
+					if !assert.Equal(t, http.StatusAccepted, code, body) {
+						return
+					}
+				}
+				last := texts[len(texts)-1]
+				got := events.collectUntil(t, time.Minute, isReplyTo(last))
+				seen = append(seen, got...)
+				reply := got[len(got)-1].Text
+				assert.True(t, strings.HasPrefix(reply, "You said: "+strings.Join(texts, "\n")), "%s: burst %d is answered as one turn: %q", chat, b, reply)
+			}
+			lastID := fmt.Sprintf("%s-b%d-m%d", chat, bursts-1, perBurst-1)
+			seen = append(seen, events.collectUntil(t, time.Minute, isClearOf(lastID))...)
+			assert.Equal(t, bursts, countMessages(seen), "%s: one reply per burst, none doubled", chat)
+
+			snap := s.state(chat)
+			assert.Equal(t, bursts, snap.Counters.Turns, chat)
+			assert.Equal(t, bursts*perBurst, snap.Counters.Inbound, chat)
+			assert.Zero(t, snap.Counters.Duplicates, chat)
+			assert.Greater(t, snap.Counters.Runs, 1, "%s continued as new", chat)
+			assert.Equal(t, s.continuedRuns(chat), snap.Counters.Runs-1, chat)
+		}()
+	}
+	wg.Wait()
+	recordHistory(t, s.client, "burst-00", "bursts")
+}
+
+func TestQueuedFollowupIsAnsweredAfterTheRunningTurn(t *testing.T) {
+	s := startStack(t, testConfig(t))
+	release := make(chan struct{})
+	model := &testModel{started: make(chan string, 4), hold: func(text string) <-chan struct{} {
+		if text == "slow one" {
+			return release
+		}
+		return closed
+	}}
+	s.startWorker(model)
+	chat := "followup"
+	events := subscribe(t, s.baseURL, chat)
+
+	code, _ := s.post(chat, `{"message_id":"f1","sender_id":"alice","text":"slow one"}`)
+	require.Equal(t, http.StatusAccepted, code)
+	model.waitStarted(t, "slow one")
+	code, _ = s.post(chat, `{"message_id":"f2","sender_id":"alice","text":"and then this"}`)
+	require.Equal(t, http.StatusAccepted, code)
+	require.Eventually(t, func() bool { return len(s.state(chat).Queued) == 1 }, 30*time.Second, 50*time.Millisecond,
+		"f2 waits in the queue once its debounce window closed")
+	close(release)
+
+	seen := events.collectUntil(t, 30*time.Second, isClearOf("f2"))
+	var replies []string
+	for _, ev := range seen {
+		if ev.Type == "message" {
+			replies = append(replies, ev.ReplyTo)
+		}
+	}
+	assert.Equal(t, []string{"f1", "f2"}, replies, "one turn each, in order")
+	recordHistory(t, s.client, chat, "followup")
+}
+
+func TestInterruptCancelsTheRunningTurn(t *testing.T) {
+	s := startStack(t, testConfig(t))
+	model := &testModel{started: make(chan string, 4), hold: func(text string) <-chan struct{} {
+		if text == "long task" {
+			return nil // until cancelled
+		}
+		return closed
+	}}
+	s.startWorker(model)
+	chat := "interrupt"
+	events := subscribe(t, s.baseURL, chat)
+
+	code, _ := s.post(chat, `{"message_id":"i0","sender_id":"alice","text":"/queue interrupt"}`)
+	require.Equal(t, http.StatusAccepted, code)
+	events.collectUntil(t, 30*time.Second, isReplyTo("i0"))
+	code, _ = s.post(chat, `{"message_id":"i1","sender_id":"alice","text":"long task"}`)
+	require.Equal(t, http.StatusAccepted, code)
+	model.waitStarted(t, "long task")
+	code, _ = s.post(chat, `{"message_id":"i2","sender_id":"alice","text":"forget it, do this"}`)
+	require.Equal(t, http.StatusAccepted, code)
+
+	seen := events.collectUntil(t, 30*time.Second, isReplyTo("i2"))
+	assert.Equal(t, "You said: forget it, do this", firstLine(seen[len(seen)-1].Text))
+	seen = append(seen, events.collectUntil(t, 30*time.Second, isClearOf("i1"))...)
+	assert.Equal(t, 1, countMessages(seen), "the interrupted turn never replies")
+	snap := s.state(chat)
+	assert.Equal(t, 1, snap.Counters.Interrupted)
+	recordHistory(t, s.client, chat, "interrupt")
+}
+
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// continuedRuns counts the session's runs that ended in continue-as-new.
+func (s *stack) continuedRuns(chat string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	id := pipeline.SessionKey{Channel: "webchat", Chat: chat}.WorkflowID()
+	var n int
+	require.Eventually(s.t, func() bool {
+		resp, err := s.client.ListWorkflow(ctx, listRequest(fmt.Sprintf(`WorkflowId = %q AND ExecutionStatus = "ContinuedAsNew"`, id)))
+		if err != nil {
+			return false
+		}
+		n = len(resp.Executions)
+		return n > 0
+	}, 10*time.Second, 100*time.Millisecond, "visibility lists the continued runs of %s", id)
+	return n
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workflows"
+)
+
+// sessionsOptions are the flags of `replyflow sessions`.
+type sessionsOptions struct {
+	stuck      bool
+	stuckAfter time.Duration
+	channel    string
+	all        bool
+	limit      int
+}
+
+// sessionsQuery is the visibility query behind `replyflow sessions`; the
+// README's "Find a stuck conversation" gives the same queries for the UI.
+func sessionsQuery(o sessionsOptions, now time.Time) string {
+	parts := []string{fmt.Sprintf("WorkflowType = %q", workflows.WorkflowName)}
+	if !o.all {
+		parts = append(parts, `ExecutionStatus = "Running"`)
+	}
+	if o.channel != "" {
+		parts = append(parts, fmt.Sprintf("%s = %q", workflows.AttrChannel.GetName(), o.channel))
+	}
+	if o.stuck {
+		cutoff := now.Add(-o.stuckAfter).UTC().Format(time.RFC3339)
+		parts = append(parts, fmt.Sprintf(
+			`(ReplyflowState = "delivery_failed" OR (ReplyflowState IN ("thinking", "delivering", "debouncing", "gating") AND ReplyflowLastInboundAt < %q) OR (ReplyflowQueueDepth > 0 AND ReplyflowLastInboundAt < %q))`,
+			cutoff, cutoff))
+	}
+	return strings.Join(parts, " AND ")
+}
+
+func sessionsCommand(ctx context.Context, args []string, out io.Writer, logger *slog.Logger) error {
+	fs := flag.NewFlagSet("sessions", flag.ContinueOnError)
+	var o sessionsOptions
+	fs.BoolVar(&o.stuck, "stuck", false, "only sessions that look stuck: delivery failed, or busy or queued with no new message for --stuck-after")
+	fs.DurationVar(&o.stuckAfter, "stuck-after", 10*time.Minute, "how long a busy session may go before it counts as stuck")
+	fs.StringVar(&o.channel, "channel", "", "only this channel (webchat, telegram, ...)")
+	fs.BoolVar(&o.all, "all", false, "include sessions that completed or continued as new")
+	fs.IntVar(&o.limit, "limit", 100, "at most this many rows")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	c, err := dialTemporal(ctx, "", logger)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	query := sessionsQuery(o, time.Now())
+	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: int32(o.limit)})
+	if err != nil {
+		return fmt.Errorf("list sessions with %q (are replyflow's search attributes registered? see deploy/README.md): %w", query, err)
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "SESSION\tSTATE\tQUEUE\tLAST INBOUND\tSTATUS")
+	for _, e := range resp.Executions {
+		attrs := e.GetSearchAttributes().GetIndexedFields()
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", e.Execution.WorkflowId,
+			attrString(attrs, workflows.AttrState.GetName()), attrString(attrs, workflows.AttrQueueDepth.GetName()),
+			attrString(attrs, workflows.AttrLastInboundAt.GetName()), strings.ToLower(e.Status.String()))
+	}
+	if len(resp.Executions) == 0 {
+		fmt.Fprintln(w, "(none)")
+	}
+	return w.Flush()
+}
+
+func attrString(attrs map[string]*commonpb.Payload, name string) string {
+	p, ok := attrs[name]
+	if !ok {
+		return "-"
+	}
+	var v any
+	if err := converter.GetDefaultDataConverter().FromPayload(p, &v); err != nil {
+		return "?"
+	}
+	return fmt.Sprint(v)
+}
+
+func inspectCommand(ctx context.Context, args []string, out io.Writer, logger *slog.Logger) error {
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the raw state snapshot as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("usage: replyflow inspect [--json] <session>, for example session:webchat:demo")
+	}
+	id := fs.Arg(0)
+	if !strings.HasPrefix(id, pipeline.WorkflowIDPrefix) {
+		id = pipeline.WorkflowIDPrefix + id
+	}
+	c, err := dialTemporal(ctx, "", logger)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	snap, err := querySnapshot(ctx, c, id)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(snap)
+	}
+	_, err = io.WriteString(out, renderSnapshot(snap, time.Now()))
+	return err
+}
+
+func querySnapshot(ctx context.Context, c client.Client, id string) (workflows.Snapshot, error) {
+	var snap workflows.Snapshot
+	v, err := c.QueryWorkflow(ctx, id, "", workflows.QueryState)
+	if err != nil {
+		return snap, fmt.Errorf("query the state of %s (is it running? `replyflow sessions --all` lists every session): %w", id, err)
+	}
+	return snap, v.Get(&snap)
+}
+
+// renderSnapshot is the readable view of the state query.
+func renderSnapshot(s workflows.Snapshot, now time.Time) string {
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	row := func(k, format string, args ...any) { fmt.Fprintf(w, "%s\t"+format+"\n", append([]any{k}, args...)...) }
+	row("Session", "%s", s.Session.WorkflowID())
+	row("State", "%s", s.Status)
+	row("Model", "%s", s.Settings.Model)
+	row("Queue", "%s; %d batch(es) waiting", s.Queue.Describe(), len(s.Queued))
+	if t := s.LastTurn; t != nil {
+		last := fmt.Sprintf("%s, turn %s", t.Outcome, t.TurnID)
+		if d := t.Duration(); d > 0 {
+			last += " in " + d.Round(time.Millisecond).String()
+		}
+		if t.Error != "" {
+			last += ": " + t.Error
+		}
+		row("Last turn", "%s", last)
+	}
+	if a := s.Active; a != nil {
+		row("Running", "turn %s, %s, step %d, messages %s, for %s", a.TurnID, a.Phase, a.Step+1,
+			strings.Join(a.MessageIDs, " "), now.Sub(a.StartedAt).Round(time.Second))
+	}
+	for _, buf := range s.Buffers {
+		row("Debouncing", "%s from %s, flush in %s", strings.Join(buf.MessageIDs, " "), buf.Sender, buf.FlushAt.Sub(now).Round(time.Millisecond))
+	}
+	for i, q := range s.Queued {
+		row(fmt.Sprintf("Queued #%d", i+1), "%s (%s)", strings.Join(q.MessageIDs, " "), q.Mode)
+	}
+	for _, r := range s.Reactions {
+		when := "stays until acted on"
+		if !r.ClearAt.IsZero() {
+			when = "clears in " + r.ClearAt.Sub(now).Round(time.Second).String()
+		}
+		row("Reaction", "%s on %s, %s", r.State, r.MessageID, when)
+	}
+	c := s.Counters
+	row("Counters", "inbound %d, duplicates %d, turns %d, dropped %d, steered %d, interrupted %d, commands %d",
+		c.Inbound, c.Duplicates, c.Turns, c.Dropped, c.Steered, c.Interrupted, c.Commands)
+	row("History", "%d events in run %d", s.HistoryLength, c.Runs)
+	_ = w.Flush()
+	return b.String()
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workflows"
+)
+
+func TestSessionsQuery(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	assert.Equal(t, `WorkflowType = "session" AND ExecutionStatus = "Running"`, sessionsQuery(sessionsOptions{}, now))
+	assert.Equal(t, `WorkflowType = "session" AND ReplyflowChannel = "telegram"`, sessionsQuery(sessionsOptions{all: true, channel: "telegram"}, now))
+	assert.Equal(t, `WorkflowType = "session" AND ExecutionStatus = "Running" AND (ReplyflowState = "delivery_failed" OR `+
+		`(ReplyflowState IN ("thinking", "delivering", "debouncing", "gating") AND ReplyflowLastInboundAt < "2026-11-21T11:50:00Z") OR `+
+		`(ReplyflowQueueDepth > 0 AND ReplyflowLastInboundAt < "2026-11-21T11:50:00Z"))`,
+		sessionsQuery(sessionsOptions{stuck: true, stuckAfter: 10 * time.Minute}, now))
+}
+
+func TestRenderSnapshot(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	snap := workflows.Snapshot{
+		Session:  pipeline.SessionKey{Channel: "webchat", Chat: "demo"},
+		Status:   workflows.StatusThinking,
+		Settings: pipeline.Settings{Model: "demo/echo"},
+		Queue:    pipeline.QueueSettings{Mode: pipeline.QueueCollect, Debounce: pipeline.Duration(time.Second), Cap: 20, Drop: pipeline.DropOld},
+		Queued:   []workflows.BatchView{{Mode: pipeline.QueueCollect, MessageIDs: []string{"m3"}}},
+		Active:   &workflows.ActiveView{TurnID: "r.2", Phase: workflows.PhaseModel, MessageIDs: []string{"m2"}, StartedAt: now.Add(-3 * time.Second)},
+		LastTurn: &workflows.TurnRecord{TurnID: "r.2", Outcome: "running"},
+		Reactions: []workflows.Reaction{
+			{MessageID: "m1", State: pipeline.ReactionDone, ClearAt: now.Add(45 * time.Second)},
+		},
+		Counters:      workflows.Counters{Inbound: 3, Turns: 2, Runs: 1},
+		HistoryLength: 57,
+	}
+	out := oneSpace(renderSnapshot(snap, now))
+	for _, want := range []string{
+		"Session session:webchat:demo",
+		"State thinking",
+		"Queue collect, debounce 1s, cap 20, drop old; 1 batch(es) waiting",
+		"Running turn r.2, model, step 1, messages m2, for 3s",
+		"Queued #1 m3 (collect)",
+		"Reaction done on m1, clears in 45s",
+		"History 57 events in run 1",
+	} {
+		assert.Contains(t, out, want)
+	}
+}
+
+// oneSpace folds the table's column padding, which depends on the widest key.
+func oneSpace(s string) string { return regexp.MustCompile(` {2,}`).ReplaceAllString(s, " ") }
+
+func TestOperatorVerbsAgainstTheServer(t *testing.T) {
+	t.Setenv("TEMPORAL_ADDRESS", temporalServer.FrontendHostPort())
+	s := startStack(t, testConfig(t))
+	s.startWorker(nil)
+	chat := "operator"
+	events := subscribe(t, s.baseURL, chat)
+	code, _ := s.post(chat, `{"message_id":"o1","sender_id":"alice","text":"hello"}`)
+	require.Equal(t, 202, code)
+	events.collectUntil(t, 30*time.Second, isReplyTo("o1"))
+
+	var list bytes.Buffer
+	require.Eventually(t, func() bool {
+		list.Reset()
+		return sessionsCommand(context.Background(), []string{"--channel", "webchat"}, &list, s.logger) == nil &&
+			bytes.Contains(list.Bytes(), []byte("session:webchat:operator"))
+	}, 10*time.Second, 100*time.Millisecond, "sessions lists the session: %s", &list)
+
+	var view bytes.Buffer
+	require.NoError(t, inspectCommand(context.Background(), []string{"webchat:operator"}, &view, s.logger))
+	assert.Contains(t, oneSpace(view.String()), "Session session:webchat:operator")
+	assert.Contains(t, view.String(), "inbound 1, duplicates 0, turns 1")
+}
