@@ -75,7 +75,7 @@ func sessionsCommand(ctx context.Context, args []string, out io.Writer, logger *
 		attrs := e.GetSearchAttributes().GetIndexedFields()
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", e.Execution.WorkflowId,
 			attrString(attrs, workflows.AttrState.GetName()), attrString(attrs, workflows.AttrQueueDepth.GetName()),
-			attrString(attrs, workflows.AttrLastInboundAt.GetName()), strings.ToLower(e.Status.String()))
+			ago(attrString(attrs, workflows.AttrLastInboundAt.GetName()), time.Now()), strings.ToLower(e.Status.String()))
 	}
 	if len(resp.Executions) == 0 {
 		fmt.Fprintln(w, "(none)")
@@ -93,6 +93,15 @@ func attrString(attrs map[string]*commonpb.Payload, name string) string {
 		return "?"
 	}
 	return fmt.Sprint(v)
+}
+
+// ago renders an RFC 3339 time as its age, "3m ago"; anything else as is.
+func ago(value string, now time.Time) string {
+	t, err := time.Parse(time.RFC3339Nano, value)
+	if err != nil {
+		return value
+	}
+	return now.Sub(t).Round(time.Second).String() + " ago"
 }
 
 func inspectCommand(ctx context.Context, args []string, out io.Writer, logger *slog.Logger) error {

@@ -24,6 +24,12 @@ func TestSessionsQuery(t *testing.T) {
 		sessionsQuery(sessionsOptions{stuck: true, stuckAfter: 10 * time.Minute}, now))
 }
 
+func TestAgo(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	assert.Equal(t, "3m5s ago", ago("2026-11-21T11:56:55.2Z", now))
+	assert.Equal(t, "-", ago("-", now))
+}
+
 func TestRenderSnapshot(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	snap := workflows.Snapshot{
