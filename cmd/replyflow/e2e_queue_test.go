@@ -69,12 +69,7 @@ func TestBurstsAcrossContinueAsNew(t *testing.T) {
 func TestQueuedFollowupIsAnsweredAfterTheRunningTurn(t *testing.T) {
 	s := startStack(t, testConfig(t))
 	release := make(chan struct{})
-	model := &testModel{started: make(chan string, 4), hold: func(text string) <-chan struct{} {
-		if text == "slow one" {
-			return release
-		}
-		return closed
-	}}
+	model := holding("slow one", release)
 	s.startWorker(model)
 	chat := "followup"
 	events := subscribe(t, s.baseURL, chat)
@@ -101,12 +96,7 @@ func TestQueuedFollowupIsAnsweredAfterTheRunningTurn(t *testing.T) {
 
 func TestInterruptCancelsTheRunningTurn(t *testing.T) {
 	s := startStack(t, testConfig(t))
-	model := &testModel{started: make(chan string, 4), hold: func(text string) <-chan struct{} {
-		if text == "long task" {
-			return nil // until cancelled
-		}
-		return closed
-	}}
+	model := holding("long task", nil)
 	s.startWorker(model)
 	chat := "interrupt"
 	events := subscribe(t, s.baseURL, chat)
@@ -129,7 +119,18 @@ func TestInterruptCancelsTheRunningTurn(t *testing.T) {
 	recordHistory(t, s.client, chat, "interrupt")
 }
 
-var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+// holding is a model that holds its answer to text until until is closed
+// (nil: until cancelled) and answers everything else at once.
+func holding(text string, until <-chan struct{}) *testModel {
+	answerNow := make(chan struct{})
+	close(answerNow)
+	return &testModel{started: make(chan string, 4), hold: func(got string) <-chan struct{} {
+		if got == text {
+			return until
+		}
+		return answerNow
+	}}
+}
 
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
