@@ -27,7 +27,8 @@ func TestStatusAnswersFromStateAtOnceWhileATurnRuns(t *testing.T) {
 	assert.Equal(t, "Session session:webchat:demo\nModel: demo/echo\nQueue: followup, debounce 0s, cap 20, drop summarize (depth 1)\nState: thinking\nLast turn: none yet (turns so far: 1)", during.Text)
 	assert.Contains(t, byAnchor["s2"].Text, "Last turn: answered in 5s (turns so far: 2)")
 	assert.Len(t, p.steps, 2, "status never calls the model")
-	assert.Equal(t, []pipeline.ReactionState{pipeline.ReactionReceived, pipeline.ReactionDone, pipeline.ReactionNone}, p.statesOf("s1"))
+	assert.Equal(t, []pipeline.ReactionState{pipeline.ReactionDone, pipeline.ReactionNone}, p.statesOf("s1"),
+		"no 👀 on a command: its ✅ follows at once")
 }
 
 func TestQueueCommandShowsAndResetsSettings(t *testing.T) {

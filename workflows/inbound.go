@@ -32,15 +32,17 @@ func (s *session) accept(in pipeline.Inbound) {
 	s.st.Counters.Inbound++
 	s.st.LastInboundAt = now
 	s.attrsDirty = true
-	s.react(refsOf(in), pipeline.ReactionReceived)
 
 	parsed := pipeline.ParseMessage(in.Text)
 	key := pipeline.BufferKeyOf(in)
 	if parsed.Command != "" {
+		// No 👀: the answer comes at once and ✅ would replace it
+		// within the coalescing window.
 		s.flushBuffer(key)
 		s.runCommand(in, parsed)
 		return
 	}
+	s.react(refsOf(in), pipeline.ReactionReceived)
 	in.Text = parsed.Text
 	settings := parsed.Queue.Apply(s.queueSettings())
 	if parsed.IsDirective() || len(in.Media) > 0 || settings.Debounce <= 0 {
