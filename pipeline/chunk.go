@@ -2,49 +2,170 @@ package pipeline
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
-// Chunk splits a reply into pieces of at most limit runes each, in order,
-// preferring to break after a blank line, then a line end, then a space, and
-// splitting inside a word only when a word is longer than limit. Whitespace
-// at the edges of every chunk is trimmed and blank chunks are dropped; no
-// other character is lost or reordered.
-func Chunk(text string, limit int) []string {
-	if limit < 1 {
-		limit = 1
-	}
-	var chunks []string
-	rest := strings.TrimSpace(text)
-	for rest != "" {
-		if utf8.RuneCountInString(rest) <= limit {
-			chunks = append(chunks, rest)
-			break
-		}
-		cut := byteOffsetOfRune(rest, limit)
-		if at := breakPoint(rest[:cut]); at > 0 {
-			cut = at
-		}
-		if piece := strings.TrimSpace(rest[:cut]); piece != "" {
-			chunks = append(chunks, piece)
-		}
-		rest = strings.TrimSpace(rest[cut:])
-	}
-	return chunks
+// Channel message limits, in characters, used when no limit is configured.
+var channelChunkLimits = map[string]int{
+	"webchat":  8000,
+	"telegram": 4096,
+	"discord":  2000,
+	"slack":    4000,
 }
 
-// breakPoint finds the best place to end a chunk within window: just after
-// the last paragraph break, line break or space in its second half, so that
-// chunks do not come out tiny. Zero means none was found.
-func breakPoint(window string) int {
-	half := len(window) / 2
+// DefaultChunkLimit is the limit of a channel with none of its own.
+const DefaultChunkLimit = 4000
+
+// ChunkLimitOf is a channel's message limit.
+func ChunkLimitOf(channel string) int {
+	if n, ok := channelChunkLimits[channel]; ok {
+		return n
+	}
+	return DefaultChunkLimit
+}
+
+const fenceClose = "\n```"
+
+// Chunk splits a reply into messages of at most limit runes, in order. It
+// breaks at the last paragraph break that fits, else the last line break,
+// else the last white space, else it cuts hard, and never breaks inside
+// parentheses (a Markdown link's URL) when another break exists. A chunk
+// that would end inside a code fence closes the fence, and the next chunk
+// reopens it with the original opening line. No character is lost except
+// the white space at a break.
+func Chunk(text string, limit int) []string {
+	pieces := chunkPieces(text, limit)
+	if len(pieces) == 0 {
+		return nil
+	}
+	out := make([]string, len(pieces))
+	for i, p := range pieces {
+		out[i] = p.reopen + p.body + p.close
+	}
+	return out
+}
+
+// piece is one chunk: the fence line that reopens a code block cut by the
+// previous chunk, the text itself, and the fence that closes a block cut
+// by this one.
+type piece struct{ reopen, body, close string }
+
+// minFenceLimit is the smallest limit at which a cut code block is closed
+// and reopened; below it there is no room for the fence lines.
+const minFenceLimit = 16
+
+func chunkPieces(text string, limit int) []piece {
+	limit = max(limit, 1)
+	var out []piece
+	rest := strings.TrimSpace(text)
+	reopen := ""
+	for rest != "" {
+		p := piece{reopen: reopen}
+		budget := limit - runeLen(reopen)
+		if runeLen(rest) <= budget {
+			p.body = rest
+			out = append(out, p)
+			break
+		}
+		cut := breakAt(rest, budget)
+		fence := openFence(reopen, rest[:cut])
+		if fence != "" && limit >= minFenceLimit {
+			// Leave room for the closing fence, and never emit a block
+			// that holds nothing but its opening line.
+			room := budget - runeLen(fenceClose)
+			cut = breakAt(rest, room)
+			if fence = openFence(reopen, rest[:cut]); fence != "" && endsWithFenceLine(reopen+rest[:cut]) {
+				cut = byteOffsetOfRune(rest, room)
+				fence = openFence(reopen, rest[:cut])
+			}
+		}
+		p.body = strings.TrimRightFunc(rest[:cut], unicode.IsSpace)
+		reopen = ""
+		if fence != "" && limit >= minFenceLimit {
+			p.close = fenceClose
+			reopen = reopenLine(fence, limit) + "\n"
+		}
+		out = append(out, p)
+		rest = strings.TrimLeft(rest[cut:], " \t\r\n")
+	}
+	return out
+}
+
+// reopenLine is the line that reopens a cut code block: its original
+// opening line ("```go"), or a bare fence when that line is too long for
+// the limit.
+func reopenLine(fence string, limit int) string {
+	if runeLen(fence)+runeLen(fenceClose)+2 <= limit/2 {
+		return fence
+	}
+	return "```"
+}
+
+// endsWithFenceLine is true when s's last non-blank line is a fence line.
+func endsWithFenceLine(s string) bool {
+	lines := strings.Split(strings.TrimRightFunc(s, unicode.IsSpace), "\n")
+	return isFenceLine(lines[len(lines)-1])
+}
+
+// breakAt is the byte offset where a chunk of at most budget runes of s
+// should end.
+func breakAt(s string, budget int) int {
+	window := s[:byteOffsetOfRune(s, max(budget, 1))]
 	for _, sep := range []string{"\n\n", "\n", " "} {
-		if i := strings.LastIndex(window, sep); i >= half && i > 0 {
+		if i := lastBreakOutsideParens(window, sep); i > 0 {
 			return i + len(sep)
 		}
 	}
-	return 0
+	for _, sep := range []string{"\n\n", "\n", " "} {
+		if i := strings.LastIndex(window, sep); i > 0 {
+			return i + len(sep)
+		}
+	}
+	return len(window)
 }
+
+// lastBreakOutsideParens is the last index of sep in window at paren depth
+// zero, or -1.
+func lastBreakOutsideParens(window, sep string) int {
+	depth, last := 0, -1
+	for i := 0; i < len(window); i++ {
+		switch window[i] {
+		case '(':
+			depth++
+		case ')':
+			depth = max(depth-1, 0)
+		}
+		if depth == 0 && strings.HasPrefix(window[i:], sep) {
+			last = i
+		}
+	}
+	return last
+}
+
+// openFence returns the opening line of the code fence still open at the
+// end of reopen+body, or "".
+func openFence(reopen, body string) string {
+	open := ""
+	for _, line := range strings.Split(reopen+body, "\n") {
+		if !isFenceLine(line) {
+			continue
+		}
+		if open == "" {
+			open = strings.TrimSpace(line)
+		} else {
+			open = ""
+		}
+	}
+	return open
+}
+
+func isFenceLine(line string) bool {
+	trimmed := strings.TrimLeft(line, " ")
+	return len(line)-len(trimmed) <= 3 && strings.HasPrefix(trimmed, "```")
+}
+
+func runeLen(s string) int { return utf8.RuneCountInString(s) }
 
 func byteOffsetOfRune(s string, n int) int {
 	for i := range s {

@@ -153,3 +153,23 @@ func TestLongReplyIsDeliveredAsOrderedChunksWithDistinctKeys(t *testing.T) {
 	}
 	assert.Len(t, keys, len(p.sent))
 }
+
+func TestSilentAndHeartbeatRepliesAreShaped(t *testing.T) {
+	env, p := newEnv(t, func(p *fakePlatform) {
+		p.agent = func(req pipeline.TurnRequest) (pipeline.TurnResult, error) {
+			replies := map[string]string{"lurk": " no_reply ", "ping": "HEARTBEAT_OK all good", "glued": "NO_REPLYhello"}
+			return pipeline.TurnResult{Reply: replies[req.Text], Model: "demo/echo"}, nil
+		}
+	})
+	signalAt(env, time.Second, inbound("m1", "lurk"))
+	signalAt(env, 2*time.Second, inbound("m2", "ping"))
+	signalAt(env, 3*time.Second, inbound("m3", "glued"))
+	snap := queryStateAt(t, env, 1500*time.Millisecond)
+	run(t, env, nil)
+
+	assert.Equal(t, []string{"all good", "hello"}, p.replies(), "NO_REPLY is silent; the tokens are stripped")
+	require.NotNil(t, snap.LastTurn)
+	assert.Equal(t, "silent", snap.LastTurn.Outcome)
+	assert.Equal(t, []pipeline.ReactionState{pipeline.ReactionDone, pipeline.ReactionNone}, p.statesOf("m1"),
+		"a silent turn still ends ✅ and clears")
+}

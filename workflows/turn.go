@@ -128,7 +128,11 @@ func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, 
 }
 
 func (s *session) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, reply string, anchor pipeline.Inbound, refs []msgRef) {
-	chunks := pipeline.Chunk(reply, s.settings.ChunkLimit)
+	text, deliver := pipeline.NormalizeReply(reply)
+	var chunks []string
+	if deliver {
+		chunks = pipeline.Chunk(text, s.settings.ChunkLimit)
+	}
 	rec.Chunks = len(chunks)
 	a.Phase = PhaseDelivering
 	s.attrsDirty = true

@@ -22,7 +22,7 @@ type Config struct {
 	ReactionClearDelay   time.Duration `envconfig:"REACTION_CLEAR_DELAY" default:"60s"`
 	ErrorClearDelay      time.Duration `envconfig:"ERROR_CLEAR_DELAY" default:"10m"`
 	SessionIdleTTL       time.Duration `envconfig:"SESSION_IDLE_TTL" default:"24h"`
-	ChunkLimit           int           `envconfig:"CHUNK_LIMIT" default:"4000"`
+	ChunkLimit           int           `envconfig:"CHUNK_LIMIT" default:"0"`
 	TurnTimeout          time.Duration `envconfig:"TURN_TIMEOUT" default:"5m"`
 	TurnHeartbeatTimeout time.Duration `envconfig:"TURN_HEARTBEAT_TIMEOUT" default:"20s"`
 	TurnAttempts         int           `envconfig:"TURN_ATTEMPTS" default:"3"`
@@ -77,7 +77,7 @@ func (c Config) validate() error {
 		"REPLYFLOW_REACTION_CLEAR_DELAY must be between 0 and 10m, got %s", c.ReactionClearDelay)
 	check(c.ErrorClearDelay >= 0, "REPLYFLOW_ERROR_CLEAR_DELAY must not be negative")
 	check(c.SessionIdleTTL >= time.Second, "REPLYFLOW_SESSION_IDLE_TTL must be at least 1s, got %s", c.SessionIdleTTL)
-	check(c.ChunkLimit >= 16, "REPLYFLOW_CHUNK_LIMIT must be at least 16, got %d", c.ChunkLimit)
+	check(c.ChunkLimit == 0 || c.ChunkLimit >= 16, "REPLYFLOW_CHUNK_LIMIT must be 0 (each channel's own limit) or at least 16, got %d", c.ChunkLimit)
 	check(c.TurnTimeout > 0, "REPLYFLOW_TURN_TIMEOUT must be positive")
 	check(c.TurnHeartbeatTimeout >= time.Second, "REPLYFLOW_TURN_HEARTBEAT_TIMEOUT must be at least 1s, got %s", c.TurnHeartbeatTimeout)
 	check(c.TurnAttempts >= 1, "REPLYFLOW_TURN_ATTEMPTS must be at least 1")
@@ -122,8 +122,12 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// channelSettings applies the per-channel queue mode and debounce.
+// channelSettings applies the per-channel chunk limit, queue mode and
+// debounce.
 func (c Config) channelSettings(key pipeline.SessionKey, s pipeline.Settings) pipeline.Settings {
+	if s.ChunkLimit == 0 {
+		s.ChunkLimit = pipeline.ChunkLimitOf(key.Channel)
+	}
 	if mode, ok := c.QueueModeByChannel[key.Channel]; ok {
 		s.Queue.Mode, _ = pipeline.ParseQueueMode(mode)
 	}
