@@ -24,8 +24,10 @@ type Settings struct {
 	TurnHeartbeatTimeout Duration `json:"turn_heartbeat_timeout"`
 	TurnAttempts         int      `json:"turn_attempts"`
 	DeliveryTimeout      Duration `json:"delivery_timeout"`
-	DeliveryAttempts     int      `json:"delivery_attempts"`
-	MaxHistoryEvents     int      `json:"max_history_events"`
+	// DeliveryDeadline is how long a chunk may keep failing before the
+	// turn parks and waits for an operator's retry.
+	DeliveryDeadline Duration `json:"delivery_deadline"`
+	MaxHistoryEvents int      `json:"max_history_events"`
 	// Queue is the channel's default queue mode, debounce window, cap and
 	// drop policy; a session's /queue directive overrides it.
 	Queue QueueSettings `json:"queue"`
@@ -89,4 +91,6 @@ type ReactionChange struct {
 	MessageID string        `json:"message_id"`
 	ThreadID  string        `json:"thread_id,omitempty"`
 	State     ReactionState `json:"state"`
+	// Attempt counts earlier failed tries of this change.
+	Attempt int `json:"attempt,omitempty"`
 }

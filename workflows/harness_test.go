@@ -28,6 +28,12 @@ type fakePlatform struct {
 	agentDelay time.Duration
 	// agent computes a model step's result; nil echoes the text.
 	agent func(pipeline.TurnRequest) (pipeline.TurnResult, error)
+	// refuse, when set, fails the deliveries it returns an error for.
+	refuse   func(pipeline.Delivery) error
+	attempts int
+	// refuseReaction, when set, fails the reaction changes it returns an
+	// error for.
+	refuseReaction func(pipeline.ReactionChange) error
 
 	mu        sync.Mutex
 	steps     []step
@@ -59,7 +65,7 @@ func testSettings() pipeline.Settings {
 		ReactionClearDelay: pipeline.Duration(time.Minute), ErrorClearDelay: pipeline.Duration(10 * time.Minute),
 		IdleTTL: pipeline.Duration(24 * time.Hour), ChunkLimit: 4000,
 		TurnTimeout: pipeline.Duration(time.Minute), TurnHeartbeatTimeout: pipeline.Duration(20 * time.Second), TurnAttempts: 2,
-		DeliveryTimeout: pipeline.Duration(10 * time.Second), DeliveryAttempts: 3,
+		DeliveryTimeout: pipeline.Duration(10 * time.Second), DeliveryDeadline: pipeline.Duration(10 * time.Minute),
 		Queue: pipeline.QueueSettings{Mode: pipeline.QueueFollowup, Debounce: 0, Cap: 20, Drop: pipeline.DropSummarize},
 	}
 }
@@ -119,6 +125,12 @@ func (p *fakePlatform) agentTurn(_ context.Context, req pipeline.TurnRequest) (p
 func (p *fakePlatform) deliver(_ context.Context, d pipeline.Delivery) (pipeline.Delivered, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.attempts++
+	if p.refuse != nil {
+		if err := p.refuse(d); err != nil {
+			return pipeline.Delivered{}, err
+		}
+	}
 	p.sent = append(p.sent, sent{Delivery: d, At: p.elapsed()})
 	return pipeline.Delivered{PlatformMessageID: fmt.Sprintf("bot-%d", len(p.sent))}, nil
 }
@@ -126,6 +138,11 @@ func (p *fakePlatform) deliver(_ context.Context, d pipeline.Delivery) (pipeline
 func (p *fakePlatform) setReaction(_ context.Context, r pipeline.ReactionChange) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.refuseReaction != nil {
+		if err := p.refuseReaction(r); err != nil {
+			return err
+		}
+	}
 	p.reactions = append(p.reactions, reactionCall{MessageID: r.MessageID, State: r.State, At: p.elapsed()})
 	return nil
 }

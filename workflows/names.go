@@ -16,6 +16,9 @@ const (
 	SignalInbound = "inbound"
 	// QueryState returns a Snapshot as JSON.
 	QueryState = "state"
+	// SignalRetry resumes a parked delivery: the chunks not yet delivered
+	// are sent, in order. Its payload (who asked, why) is optional.
+	SignalRetry = "retry"
 )
 
 // Status is where a session stands, kept in the ReplyflowState search

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -24,8 +25,11 @@ func (s *session) react(refs []msgRef, state pipeline.ReactionState) {
 			s.st.Reactions = append(s.st.Reactions, Reaction{MessageID: ref.ID, ThreadID: ref.Thread})
 			r = &s.st.Reactions[len(s.st.Reactions)-1]
 		}
-		r.State, r.ClearAt = state, time.Time{}
+		unchanged := r.State == state && r.Shown && !s.reactionQueued(ref.ID)
+		r.State, r.ClearAt, r.RetryAt, r.Attempts = state, time.Time{}, time.Time{}, 0
 		switch {
+		case unchanged:
+			// Already showing; only its clear is rescheduled below.
 		case state == pipeline.ReactionThinking:
 			s.unqueueReaction(ref.ID)
 		case state == pipeline.ReactionNone && !r.Shown:
@@ -74,6 +78,15 @@ func (s *session) queueReaction(c pipeline.ReactionChange) {
 	s.st.ReactionChanges = append(s.st.ReactionChanges, c)
 }
 
+func (s *session) reactionQueued(messageID string) bool {
+	for _, c := range s.st.ReactionChanges {
+		if c.MessageID == messageID {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *session) unqueueReaction(messageID string) {
 	kept := s.st.ReactionChanges[:0]
 	for i, c := range s.st.ReactionChanges {
@@ -84,11 +97,15 @@ func (s *session) unqueueReaction(messageID string) {
 	s.st.ReactionChanges = kept
 }
 
-// rearmClears restarts the clear timers of a run that continued as new.
+// rearmClears restarts the clear and retry timers of a run that continued
+// as new.
 func (s *session) rearmClears() {
 	for _, r := range s.st.Reactions {
 		if !r.ClearAt.IsZero() {
 			s.armClear(r)
+		}
+		if !r.RetryAt.IsZero() {
+			s.armReactionRetry(r)
 		}
 	}
 }
@@ -115,19 +132,25 @@ func (s *session) armClear(r Reaction) {
 	})
 }
 
+// Reaction changes are sent by local activities, which hold the workflow
+// task while they run, so each gets one short try; a failed final state is
+// tried again later on a durable timer, so a platform that was down still
+// ends with every reaction cleared.
+const (
+	reactionTimeout     = 5 * time.Second
+	reactionRetries     = 6
+	reactionRetryBase   = 30 * time.Second
+	reactionRetryFactor = 2
+)
+
 // applyReactions sends reaction changes one at a time, in order. It runs
 // only once the main loop has taken every delivered signal, so the changes
 // of one workflow step are coalesced before any is sent. A change leaves
-// the queue only once applied, so continue-as-new carries the one pending.
+// the queue only once tried, so continue-as-new carries the one pending.
 func (s *session) applyReactions(ctx workflow.Context) {
 	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: localActivityTimeout,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    10 * time.Second,
-			MaximumAttempts:    5,
-		},
+		StartToCloseTimeout: reactionTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
 	for {
 		err := workflow.Await(ctx, func() bool { return len(s.st.ReactionChanges) > 0 && s.inbound.Len() == 0 })
@@ -141,16 +164,66 @@ func (s *session) applyReactions(ctx workflow.Context) {
 		}
 		err = workflow.ExecuteLocalActivity(ctx, pipeline.ActivitySetReaction, change).Get(ctx, nil)
 		s.reactionInFlight = false
-		if err != nil {
-			// Reactions are a courtesy: a platform that refuses one must
-			// not block the conversation. The failure is in history.
-			s.log.Warn("Reaction not applied", "message_id", change.MessageID, "state", change.State, "error", err)
-		}
 		s.st.ReactionChanges = s.st.ReactionChanges[1:]
+		if err != nil {
+			s.reactionFailed(change, err)
+			continue
+		}
 		if r := s.st.reaction(change.MessageID); r != nil && r.State == pipeline.ReactionNone && change.State == pipeline.ReactionNone {
 			s.st.dropReaction(change.MessageID)
 		}
 	}
+}
+
+// reactionFailed logs a change the platform refused and, for a final state
+// that may be retried, queues it again after a backoff unless a newer state
+// replaced it by then.
+func (s *session) reactionFailed(change pipeline.ReactionChange, err error) {
+	final := change.State == pipeline.ReactionNone || change.State == pipeline.ReactionDone || change.State == pipeline.ReactionError
+	retryable := errorType(err) != "PlatformRejected"
+	if !final || !retryable || change.Attempt >= reactionRetries {
+		// Reactions are a courtesy: this one is given up, visibly.
+		s.log.Warn("Reaction not applied; giving up on it", "message_id", change.MessageID, "state", change.State, "attempts", change.Attempt+1, "error", err)
+		if r := s.st.reaction(change.MessageID); r != nil && r.State == pipeline.ReactionNone {
+			s.st.dropReaction(change.MessageID)
+		}
+		return
+	}
+	s.log.Warn("Reaction not applied; will try again", "message_id", change.MessageID, "state", change.State, "attempt", change.Attempt+1, "error", err)
+	delay := reactionRetryBase
+	for range change.Attempt {
+		delay *= reactionRetryFactor
+	}
+	if r := s.st.reaction(change.MessageID); r != nil && r.State == change.State {
+		r.RetryAt, r.Attempts = workflow.Now(s.ctx).Add(delay), change.Attempt+1
+		s.armReactionRetry(*r)
+	}
+}
+
+// armReactionRetry queues r's state again at r.RetryAt, unless the message
+// moved to another state by then.
+func (s *session) armReactionRetry(r Reaction) {
+	delay := r.RetryAt.Sub(workflow.Now(s.ctx))
+	workflow.Go(s.ctx, func(ctx workflow.Context) {
+		if delay > 0 {
+			timer := workflow.NewTimerWithOptions(ctx, delay, workflow.TimerOptions{
+				Summary: fmt.Sprintf("retry reaction %q on %s in %s", r.State, r.MessageID, delay),
+			})
+			if timer.Get(ctx, nil) != nil {
+				return
+			}
+		}
+		current := s.st.reaction(r.MessageID)
+		if current == nil || !current.RetryAt.Equal(r.RetryAt) {
+			return
+		}
+		current.RetryAt = time.Time{}
+		if current.State == r.State && !s.reactionQueued(r.MessageID) {
+			s.st.ReactionChanges = append(s.st.ReactionChanges, pipeline.ReactionChange{
+				Session: s.key, MessageID: r.MessageID, ThreadID: r.ThreadID, State: r.State, Attempt: r.Attempts,
+			})
+		}
+	})
 }
 
 func (s *State) reaction(messageID string) *Reaction {

@@ -23,6 +23,7 @@ type session struct {
 	settings pipeline.Settings
 	log      log.Logger
 	inbound  workflow.ReceiveChannel
+	retries  workflow.ReceiveChannel
 	// cancelTurn cancels the running turn's model step (interrupt mode).
 	cancelTurn workflow.CancelFunc
 	// reactionInFlight and repliesInFlight count side effects under way,
@@ -47,6 +48,7 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 		st:      p.State,
 		log:     log.With(workflow.GetLogger(ctx), "session", p.Session.WorkflowID()),
 		inbound: workflow.GetSignalChannel(ctx, SignalInbound),
+		retries: workflow.GetSignalChannel(ctx, SignalRetry),
 	}
 	if s.st == nil {
 		s.st = &State{Status: StatusIdle}
@@ -116,7 +118,7 @@ func (s *session) run() error {
 			continue
 		}
 		err := workflow.Await(s.ctx, func() bool {
-			return s.inbound.Len() > 0 || s.attrsDirty || s.idle() ||
+			return s.inbound.Len() > 0 || s.retries.Len() > 0 || s.attrsDirty || s.idle() ||
 				(s.st.Active == nil && len(s.st.Queue) > 0) ||
 				(s.shouldContinueAsNew() && s.atQuietPoint())
 		})
@@ -128,6 +130,13 @@ func (s *session) run() error {
 
 // takeInbound accepts every signal delivered so far.
 func (s *session) takeInbound() {
+	for {
+		var r RetryRequest
+		if !s.retries.ReceiveAsync(&r) {
+			break
+		}
+		s.retry(r)
+	}
 	for {
 		var in pipeline.Inbound
 		if !s.inbound.ReceiveAsync(&in) {
@@ -141,7 +150,18 @@ func (s *session) takeInbound() {
 // complete.
 func (s *session) idle() bool {
 	return s.atQuietPoint() && len(s.st.Queue) == 0 && len(s.st.Buffers) == 0 &&
-		len(s.st.Reactions) == 0 && len(s.st.ReactionChanges) == 0 && s.inbound.Len() == 0
+		len(s.st.Reactions) == 0 && len(s.st.ReactionChanges) == 0 && s.inbound.Len() == 0 && s.retries.Len() == 0
+}
+
+// retry resumes a parked delivery; with nothing parked it changes nothing.
+func (s *session) retry(r RetryRequest) {
+	a := s.st.Active
+	if a == nil || a.Phase != PhaseParked {
+		s.log.Info("Retry ignored: nothing is parked", "by", r.By)
+		return
+	}
+	s.log.Info("Retrying a parked delivery", "turn_id", a.TurnID, "by", r.By, "reason", r.Reason)
+	a.RetryRequested = true
 }
 
 // atQuietPoint is true between turns with no side effect under way: the

@@ -173,3 +173,25 @@ func TestSilentAndHeartbeatRepliesAreShaped(t *testing.T) {
 	assert.Equal(t, []pipeline.ReactionState{pipeline.ReactionDone, pipeline.ReactionNone}, p.statesOf("m1"),
 		"a silent turn still ends ✅ and clears")
 }
+
+func TestAClearThePlatformRefusedIsTriedAgainLater(t *testing.T) {
+	failures := 0
+	env, p := newEnv(t, func(p *fakePlatform) {
+		p.refuseReaction = func(r pipeline.ReactionChange) error {
+			if r.State == pipeline.ReactionNone && failures < 2 {
+				failures++
+				return errModelDown
+			}
+			return nil
+		}
+	})
+	signalAt(env, time.Second, inbound("m1", "hi"))
+	snap := queryStateAt(t, env, 62*time.Second)
+	run(t, env, nil)
+
+	at, ok := p.clearedAt("m1")
+	require.True(t, ok, "the clear got through in the end")
+	assert.Equal(t, 61*time.Second+30*time.Second+time.Minute, at, "tried again after 30 s, then 1 min")
+	require.Len(t, snap.Reactions, 1, "a clear still owed keeps the session from completing")
+	assert.Equal(t, 1, snap.Reactions[0].Attempts)
+}

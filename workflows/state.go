@@ -102,6 +102,9 @@ type Overflow struct {
 const (
 	PhaseModel      = "model"
 	PhaseDelivering = "delivering"
+	// PhaseParked is a turn whose delivery failed past its deadline; it
+	// waits for a retry signal.
+	PhaseParked = "parked"
 )
 
 // ActiveTurn is the turn being run.
@@ -116,8 +119,10 @@ type ActiveTurn struct {
 	SteeredBacklog []pipeline.Inbound `json:"steered_backlog,omitempty"`
 	Step           int                `json:"step"`
 	// Interrupted is set when a newer message cancelled this turn.
-	Interrupted bool      `json:"interrupted,omitempty"`
-	StartedAt   time.Time `json:"started_at"`
+	Interrupted bool `json:"interrupted,omitempty"`
+	// RetryRequested is set by the retry signal while parked.
+	RetryRequested bool      `json:"retry_requested,omitempty"`
+	StartedAt      time.Time `json:"started_at"`
 }
 
 func (a *ActiveTurn) threadID() string { return a.Messages[len(a.Messages)-1].ThreadID }
@@ -139,6 +144,10 @@ type Reaction struct {
 	// Shown is true once a state was sent to the platform (or is being
 	// sent); a message never shown anything needs no clear.
 	Shown bool `json:"shown,omitempty"`
+	// RetryAt is when a state the platform failed to take is tried
+	// again; Attempts counts the failures.
+	RetryAt  time.Time `json:"retry_at,omitzero"`
+	Attempts int       `json:"attempts,omitempty"`
 }
 
 // TurnRecord is what an operator needs to know about the latest turn.
@@ -180,4 +189,10 @@ type Counters struct {
 	Interrupted int `json:"interrupted"`
 	Commands    int `json:"commands"`
 	Runs        int `json:"runs"`
+}
+
+// RetryRequest is the optional payload of the retry signal.
+type RetryRequest struct {
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }

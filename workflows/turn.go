@@ -11,6 +11,8 @@ import (
 	"github.com/replyflow/replyflow/pipeline"
 )
 
+const defaultDeliveryDeadline = 10 * time.Minute
+
 // startTurn takes the next batch (in collect mode, everything queued for
 // the same thread) off the queue and runs a turn for it in a coroutine.
 func (s *session) startTurn() {
@@ -136,12 +138,12 @@ func (s *session) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRec
 	rec.Chunks = len(chunks)
 	a.Phase = PhaseDelivering
 	s.attrsDirty = true
-	for i, text := range chunks {
+	for i := 0; i < len(chunks); {
 		d := pipeline.Delivery{
 			Session:        s.key,
 			IdempotencyKey: fmt.Sprintf("%s/%s/%d", s.key.WorkflowID(), a.TurnID, i),
 			ThreadID:       anchor.ThreadID,
-			Text:           text,
+			Text:           chunks[i],
 			Index:          i,
 			Total:          len(chunks),
 		}
@@ -150,18 +152,38 @@ func (s *session) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRec
 		}
 		platformID, err := s.deliver(ctx, d)
 		if err != nil {
-			s.failTurn(rec, refs, fmt.Sprintf("delivery of chunk %d/%d failed", i+1, len(chunks)), err)
-			rec.Outcome = "delivery_failed"
-			return
+			if !s.park(ctx, a, rec, refs, i, err) {
+				return
+			}
+			continue // the same chunk, with the same idempotency key
 		}
 		s.st.recordDelivery(DeliveryRecord{TurnID: a.TurnID, Chunk: i, PlatformMessageID: platformID})
 		rec.Delivered++
+		i++
 	}
-	rec.Outcome = "answered"
+	rec.Outcome, rec.Error = "answered", ""
 	if len(chunks) == 0 {
 		rec.Outcome = "silent"
 	}
 	s.react(refs, pipeline.ReactionDone)
+}
+
+// park holds a turn whose chunk could not be delivered within the deadline:
+// ❌ on the user's messages, state delivery_failed, and a wait for the retry
+// signal. It returns false if the wait was cancelled.
+func (s *session) park(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, refs []msgRef, chunk int, err error) bool {
+	s.failTurn(rec, refs, fmt.Sprintf("delivery of chunk %d/%d failed", chunk+1, rec.Chunks), err)
+	rec.Outcome = "delivery_failed"
+	a.Phase = PhaseParked
+	s.attrsDirty = true
+	s.log.Error("Delivery parked: fix the cause, then `replyflow retry` this session", "turn_id", a.TurnID, "chunk", chunk+1)
+	if werr := workflow.Await(ctx, func() bool { return a.RetryRequested }); werr != nil {
+		return false
+	}
+	a.RetryRequested, a.Phase = false, PhaseDelivering
+	rec.Outcome = "running"
+	s.attrsDirty = true
+	return true
 }
 
 // requeueSteered queues what was steered into a turn but never reached a
@@ -203,13 +225,17 @@ func (s *session) modelStep(ctx workflow.Context, req pipeline.TurnRequest) (pip
 }
 
 func (s *session) deliver(ctx workflow.Context, d pipeline.Delivery) (string, error) {
+	deadline := s.settings.DeliveryDeadline.D()
+	if deadline <= 0 {
+		deadline = defaultDeliveryDeadline
+	}
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: s.settings.DeliveryTimeout.D(),
+		StartToCloseTimeout:    s.settings.DeliveryTimeout.D(),
+		ScheduleToCloseTimeout: deadline,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
 			MaximumInterval:    time.Minute,
-			MaximumAttempts:    int32(s.settings.DeliveryAttempts),
 		},
 		Summary: fmt.Sprintf("deliver %d/%d to %s", d.Index+1, d.Total, s.key.Channel),
 	})

@@ -22,13 +22,13 @@ type published struct {
 // currentStatus derives the session's status from its state.
 func (s *session) currentStatus() Status {
 	if a := s.st.Active; a != nil {
-		if a.Phase == PhaseDelivering {
+		switch a.Phase {
+		case PhaseDelivering:
 			return StatusDelivering
+		case PhaseParked:
+			return StatusDeliveryFailed
 		}
 		return StatusThinking
-	}
-	if t := s.st.LastTurn; t != nil && t.Outcome == "delivery_failed" {
-		return StatusDeliveryFailed
 	}
 	if len(s.st.Buffers) > 0 {
 		return StatusDebouncing

@@ -27,7 +27,7 @@ type Config struct {
 	TurnHeartbeatTimeout time.Duration `envconfig:"TURN_HEARTBEAT_TIMEOUT" default:"20s"`
 	TurnAttempts         int           `envconfig:"TURN_ATTEMPTS" default:"3"`
 	DeliveryTimeout      time.Duration `envconfig:"DELIVERY_TIMEOUT" default:"30s"`
-	DeliveryAttempts     int           `envconfig:"DELIVERY_ATTEMPTS" default:"10"`
+	DeliveryDeadline     time.Duration `envconfig:"DELIVERY_DEADLINE" default:"10m"`
 	MaxHistoryEvents     int           `envconfig:"MAX_HISTORY_EVENTS" default:"10000"`
 	TypingInterval       time.Duration `envconfig:"TYPING_INTERVAL" default:"4s"`
 	ReactionCoalesce     time.Duration `envconfig:"REACTION_COALESCE" default:"700ms"`
@@ -82,7 +82,7 @@ func (c Config) validate() error {
 	check(c.TurnHeartbeatTimeout >= time.Second, "REPLYFLOW_TURN_HEARTBEAT_TIMEOUT must be at least 1s, got %s", c.TurnHeartbeatTimeout)
 	check(c.TurnAttempts >= 1, "REPLYFLOW_TURN_ATTEMPTS must be at least 1")
 	check(c.DeliveryTimeout > 0, "REPLYFLOW_DELIVERY_TIMEOUT must be positive")
-	check(c.DeliveryAttempts >= 1, "REPLYFLOW_DELIVERY_ATTEMPTS must be at least 1")
+	check(c.DeliveryDeadline >= c.DeliveryTimeout, "REPLYFLOW_DELIVERY_DEADLINE must be at least REPLYFLOW_DELIVERY_TIMEOUT")
 	check(c.MaxHistoryEvents >= 0, "REPLYFLOW_MAX_HISTORY_EVENTS must not be negative")
 	check(c.TypingInterval >= 0, "REPLYFLOW_TYPING_INTERVAL must not be negative")
 	check(c.LogFormat == "text" || c.LogFormat == "json", "REPLYFLOW_LOG_FORMAT must be text or json, got %q", c.LogFormat)
@@ -149,7 +149,7 @@ func (c Config) settings(model string) pipeline.Settings {
 		TurnHeartbeatTimeout: pipeline.Duration(c.TurnHeartbeatTimeout),
 		TurnAttempts:         c.TurnAttempts,
 		DeliveryTimeout:      pipeline.Duration(c.DeliveryTimeout),
-		DeliveryAttempts:     c.DeliveryAttempts,
+		DeliveryDeadline:     pipeline.Duration(c.DeliveryDeadline),
 		MaxHistoryEvents:     c.MaxHistoryEvents,
 		Queue:                c.queueDefaults(),
 	}

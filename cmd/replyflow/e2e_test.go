@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -77,6 +78,8 @@ type stack struct {
 	client  client.Client
 	baseURL string
 	logger  *slog.Logger
+	// stopGateway stops the running gateway (once).
+	stopGateway func()
 }
 
 func testConfig(t *testing.T) Config {
@@ -102,14 +105,30 @@ func startStack(t *testing.T, cfg Config) *stack {
 	if testing.Verbose() {
 		s.logger = slog.Default()
 	}
+	s.startGateway(ln)
+	return s
+}
+
+// startGateway serves the gateway on ln until stopGateway or the test ends.
+func (s *stack) startGateway(ln net.Listener) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serveGateway(ctx, ln, s.client, cfg, s.logger) }()
-	t.Cleanup(func() {
-		cancel()
-		assert.NoError(t, <-done)
-	})
-	return s
+	go func() { done <- serveGateway(ctx, ln, s.client, s.cfg, s.logger) }()
+	var once sync.Once
+	s.stopGateway = func() {
+		once.Do(func() {
+			cancel()
+			assert.NoError(s.t, <-done)
+		})
+	}
+	s.t.Cleanup(s.stopGateway)
+}
+
+// restartGateway listens again on the gateway's address.
+func (s *stack) restartGateway() {
+	ln, err := net.Listen("tcp", strings.TrimPrefix(s.baseURL, "http://"))
+	require.NoError(s.t, err)
+	s.startGateway(ln)
 }
 
 // testModel answers "You said: <text>" like the demo model. hold, when

@@ -26,6 +26,8 @@ Usage:
                       list sessions from Temporal visibility
   replyflow inspect [--json] <session>
                       show one session's state (its "state" query)
+  replyflow retry [--by name] [--reason text] <session>
+                      resume a parked delivery (only the chunks not yet delivered)
   replyflow help      show this text
 
 Configuration is read from REPLYFLOW_* and TEMPORAL_* environment variables;
@@ -64,6 +66,8 @@ func run(args []string) error {
 		return sessionsCommand(ctx, args[1:], os.Stdout, quietLogger(cfg))
 	case "inspect":
 		return inspectCommand(ctx, args[1:], os.Stdout, quietLogger(cfg))
+	case "retry":
+		return retryCommand(ctx, args[1:], os.Stdout, quietLogger(cfg))
 	}
 	return fmt.Errorf("unknown command %q; run `replyflow help`", args[0])
 }

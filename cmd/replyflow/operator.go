@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os/user"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -104,6 +105,59 @@ func ago(value string, now time.Time) string {
 	return now.Sub(t).Round(time.Second).String() + " ago"
 }
 
+func retryCommand(ctx context.Context, args []string, out io.Writer, logger *slog.Logger) error {
+	fs := flag.NewFlagSet("retry", flag.ContinueOnError)
+	by := fs.String("by", currentUser(), "who asks, for the session's log")
+	reason := fs.String("reason", "", "why, for the session's log")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("usage: replyflow retry [--by name] [--reason text] <session>")
+	}
+	id := sessionID(fs.Arg(0))
+	c, err := dialTemporal(ctx, "", logger)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	snap, err := querySnapshot(ctx, c, id)
+	if err != nil {
+		return err
+	}
+	a := snap.Active
+	if a == nil || a.Phase != workflows.PhaseParked {
+		fmt.Fprintf(out, "Nothing is parked in %s (state %s); nothing changed.\n", id, snap.Status)
+		return nil
+	}
+	req := workflows.RetryRequest{By: *by, Reason: *reason}
+	if err := c.SignalWorkflow(ctx, id, "", workflows.SignalRetry, req); err != nil {
+		return fmt.Errorf("signal retry to %s: %w", id, err)
+	}
+	delivered := 0
+	if snap.LastTurn != nil {
+		delivered = snap.LastTurn.Delivered
+	}
+	fmt.Fprintf(out, "Retry sent to %s: turn %s resumes from chunk %d; `replyflow inspect %s` shows how it goes.\n",
+		id, a.TurnID, delivered+1, fs.Arg(0))
+	return nil
+}
+
+func currentUser() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return "operator"
+}
+
+// sessionID accepts a workflow ID or the part after "session:".
+func sessionID(arg string) string {
+	if strings.HasPrefix(arg, pipeline.WorkflowIDPrefix) {
+		return arg
+	}
+	return pipeline.WorkflowIDPrefix + arg
+}
+
 func inspectCommand(ctx context.Context, args []string, out io.Writer, logger *slog.Logger) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print the raw state snapshot as JSON")
@@ -113,10 +167,7 @@ func inspectCommand(ctx context.Context, args []string, out io.Writer, logger *s
 	if fs.NArg() != 1 {
 		return fmt.Errorf("usage: replyflow inspect [--json] <session>, for example session:webchat:demo")
 	}
-	id := fs.Arg(0)
-	if !strings.HasPrefix(id, pipeline.WorkflowIDPrefix) {
-		id = pipeline.WorkflowIDPrefix + id
-	}
+	id := sessionID(fs.Arg(0))
 	c, err := dialTemporal(ctx, "", logger)
 	if err != nil {
 		return err
