@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // Limits on what a /queue directive may set.
@@ -23,7 +24,13 @@ const (
 	// CommandQueue is a /queue directive sent alone: it changes the
 	// session's queue settings (or, with no arguments, shows them).
 	CommandQueue CommandName = "queue"
+	// CommandStop aborts the running turn and clears the queue.
+	CommandStop CommandName = "stop"
 )
+
+// stopWords abort when they are the whole message, whatever the case and
+// trailing punctuation ("Stop!", "wait...").
+var stopWords = []string{"stop", "abort", "wait", "esc"}
 
 // Parsed is what the rules make of a message's text.
 type Parsed struct {
@@ -50,16 +57,29 @@ func (p Parsed) IsDirective() bool { return p.Command != "" || p.Queue != nil ||
 // "/shrug" reaches the model untouched.
 func ParseMessage(text string) Parsed {
 	trimmed := strings.TrimSpace(text)
+	if isStopWord(trimmed) {
+		return Parsed{Command: CommandStop}
+	}
 	name, rest := splitCommand(trimmed)
 	switch name {
-	case "status":
+	case "status", "stop":
 		if rest == "" {
-			return Parsed{Command: CommandStatus}
+			return Parsed{Command: CommandName(name)}
 		}
 	case "queue":
 		return parseQueue(rest)
 	}
 	return Parsed{Text: text}
+}
+
+func isStopWord(text string) bool {
+	word := strings.TrimRightFunc(text, func(r rune) bool { return unicode.IsPunct(r) || unicode.IsSpace(r) })
+	for _, w := range stopWords {
+		if strings.EqualFold(word, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // splitCommand returns the lower-cased command name of "/name@bot rest"

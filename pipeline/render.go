@@ -29,6 +29,12 @@ func RenderCollected(batches []string) string {
 	return b.String()
 }
 
+// AbortedNotice opens the text of the first turn after an abort.
+const AbortedNotice = "[The previous run was aborted by the user.]"
+
+// AbortedReply answers a stop command.
+const AbortedReply = "Agent was aborted."
+
 // SteerHeader introduces messages injected into a running turn.
 const SteerHeader = "[New message(s) while you were working]"
 

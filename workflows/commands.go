@@ -14,6 +14,9 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 	switch {
 	case p.Error != "":
 		text = "⚠️ " + p.Error
+	case p.Command == pipeline.CommandStop:
+		s.abort()
+		text = pipeline.AbortedReply
 	case p.Command == pipeline.CommandStatus:
 		text = pipeline.RenderStatus(s.statusInfo())
 	case p.Command == pipeline.CommandQueue && p.QueueReset:
@@ -28,6 +31,39 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 	r := DirectReply{MessageID: in.MessageID, ThreadID: in.ThreadID, Text: text}
 	s.st.Replies = append(s.st.Replies, r)
 	s.sendReply(r)
+}
+
+// abort stops the running turn (its model step is cancelled, no further
+// chunk is sent, a parked delivery is given up) and drops everything
+// waiting, so the next message starts afresh.
+func (s *session) abort() {
+	stopped := false
+	if a := s.st.Active; a != nil && !a.Aborted {
+		a.Aborted, stopped = true, true
+		if s.cancelTurn != nil {
+			s.cancelTurn()
+		}
+	}
+	for _, b := range s.st.Buffers {
+		s.drop(Batch{Messages: b.Messages}, "aborted")
+	}
+	for _, b := range s.st.Queue {
+		s.drop(b, "aborted")
+	}
+	if o := s.st.Overflow; o != nil {
+		for _, id := range o.MessageIDs {
+			if r := s.st.reaction(id); r != nil {
+				s.react([]msgRef{{ID: id, Thread: r.ThreadID}}, pipeline.ReactionNone)
+			}
+		}
+	}
+	stopped = stopped || len(s.st.Queue) > 0 || len(s.st.Buffers) > 0
+	s.st.Buffers, s.st.Queue, s.st.Overflow = nil, nil, nil
+	if stopped {
+		s.st.Counters.Aborted++
+		s.st.AbortedLastRun = true
+	}
+	s.attrsDirty = true
 }
 
 func (s *session) statusInfo() pipeline.StatusInfo {

@@ -43,3 +43,22 @@ func TestQueueCommandShowsAndResetsSettings(t *testing.T) {
 	assert.Contains(t, p.sent[1].Text, "Queue settings: interrupt, debounce 2s, cap 20, drop summarize.")
 	assert.Equal(t, "Queue settings back to the defaults: followup, debounce 0s, cap 20, drop summarize.", p.sent[2].Text)
 }
+
+func TestStopAbortsTheTurnClearsTheQueueAndTellsTheNextTurn(t *testing.T) {
+	env, p := newEnv(t, withSlowModel(5*time.Second))
+	signalAt(env, time.Second, inbound("m1", "long job"))
+	signalAt(env, 2*time.Second, inbound("m2", "queued"))
+	signalAt(env, 3*time.Second, inbound("s1", "Stop!"))
+	signalAt(env, 10*time.Second, inbound("m3", "new question"))
+	snap := queryStateAt(t, env, 4*time.Second)
+	run(t, env, nil)
+
+	assert.Equal(t, []string{pipeline.AbortedReply, "echo " + pipeline.AbortedNotice + "\n\nnew question"}, p.replies())
+	assert.Equal(t, []string{"long job", pipeline.AbortedNotice + "\n\nnew question"}, p.turnTexts(), "the queued message never ran")
+	assert.Equal(t, []pipeline.ReactionState{pipeline.ReactionReceived, pipeline.ReactionNone}, p.statesOf("m2"))
+	_, cleared := p.clearedAt("m1")
+	assert.True(t, cleared)
+	assert.Equal(t, "aborted", snap.LastTurn.Outcome)
+	assert.Empty(t, snap.Queued)
+	assert.Equal(t, 1, snap.Counters.Aborted)
+}

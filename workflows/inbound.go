@@ -182,12 +182,12 @@ func (s *session) enqueue(b Batch) {
 	if limit := max(b.Queue.Cap, 1); len(s.st.Queue) >= limit {
 		switch b.Queue.Drop {
 		case pipeline.DropNew:
-			s.drop(b)
+			s.drop(b, "the queue is at its cap")
 			return
 		case pipeline.DropSummarize:
 			s.summarize(s.st.Queue[0])
 		default:
-			s.drop(s.st.Queue[0])
+			s.drop(s.st.Queue[0], "the queue is at its cap")
 		}
 		s.st.Queue = s.st.Queue[1:]
 	}
@@ -197,10 +197,10 @@ func (s *session) enqueue(b Batch) {
 
 // drop gives up on a batch: its reactions are cleared, since it will get
 // no answer.
-func (s *session) drop(b Batch) {
+func (s *session) drop(b Batch, why string) {
 	s.st.Counters.Dropped += len(b.Messages)
 	for _, m := range b.Messages {
-		s.log.Info("Queued message dropped: the queue is at its cap", "message_id", m.MessageID)
+		s.log.Info("Queued message dropped", "why", why, "message_id", m.MessageID)
 	}
 	s.react(refsOf(b.Messages...), pipeline.ReactionNone)
 }

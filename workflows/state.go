@@ -36,6 +36,9 @@ type State struct {
 	Overflow *Overflow `json:"overflow,omitempty"`
 	// Active is the running turn.
 	Active *ActiveTurn `json:"active,omitempty"`
+	// AbortedLastRun makes the next turn's text say the previous run was
+	// aborted.
+	AbortedLastRun bool `json:"aborted_last_run,omitempty"`
 	// QueueOverride is the session's /queue setting, over the defaults.
 	QueueOverride *pipeline.QueuePatch `json:"queue_override,omitempty"`
 	// Reactions is the reaction state of user messages not yet cleared.
@@ -120,6 +123,8 @@ type ActiveTurn struct {
 	Step           int                `json:"step"`
 	// Interrupted is set when a newer message cancelled this turn.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Aborted is set by a stop command.
+	Aborted bool `json:"aborted,omitempty"`
 	// RetryRequested is set by the retry signal while parked.
 	RetryRequested bool      `json:"retry_requested,omitempty"`
 	StartedAt      time.Time `json:"started_at"`
@@ -188,6 +193,7 @@ type Counters struct {
 	Steered     int `json:"steered"`
 	Interrupted int `json:"interrupted"`
 	Commands    int `json:"commands"`
+	Aborted     int `json:"aborted"`
 	Runs        int `json:"runs"`
 }
 

@@ -28,6 +28,10 @@ func (s *session) startTurn() {
 		text = pipeline.RenderCollected(texts)
 	}
 	refs := refsOf(msgs...)
+	if s.st.AbortedLastRun {
+		text = pipeline.AbortedNotice + "\n\n" + text
+		s.st.AbortedLastRun = false
+	}
 	if o := s.st.Overflow; o != nil {
 		text = pipeline.RenderOverflow(o.Dropped, o.Summaries) + "\n\n" + text
 		for _, id := range o.MessageIDs {
@@ -100,8 +104,11 @@ func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, 
 		result, err = s.modelStep(stepCtx, req)
 		cancel()
 		if err != nil {
-			if a.Interrupted {
+			if a.Interrupted || a.Aborted {
 				rec.Outcome = "interrupted"
+				if a.Aborted {
+					rec.Outcome = "aborted"
+				}
 				// A cancelled step may still show ✍️ until it sees the
 				// cancellation at its next heartbeat: clear after that.
 				s.clearLater(refs, s.settings.TurnHeartbeatTimeout.D())
@@ -139,6 +146,11 @@ func (s *session) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRec
 	a.Phase = PhaseDelivering
 	s.attrsDirty = true
 	for i := 0; i < len(chunks); {
+		if a.Aborted {
+			rec.Outcome = "aborted"
+			s.react(refs, pipeline.ReactionNone)
+			return
+		}
 		d := pipeline.Delivery{
 			Session:        s.key,
 			IdempotencyKey: fmt.Sprintf("%s/%s/%d", s.key.WorkflowID(), a.TurnID, i),
@@ -155,7 +167,7 @@ func (s *session) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRec
 			if !s.park(ctx, a, rec, refs, i, err) {
 				return
 			}
-			continue // the same chunk, with the same idempotency key
+			continue // the same chunk (or the abort), with the same idempotency key
 		}
 		s.st.recordDelivery(DeliveryRecord{TurnID: a.TurnID, Chunk: i, PlatformMessageID: platformID})
 		rec.Delivered++
@@ -177,7 +189,7 @@ func (s *session) park(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, ref
 	a.Phase = PhaseParked
 	s.attrsDirty = true
 	s.log.Error("Delivery parked: fix the cause, then `replyflow retry` this session", "turn_id", a.TurnID, "chunk", chunk+1)
-	if werr := workflow.Await(ctx, func() bool { return a.RetryRequested }); werr != nil {
+	if werr := workflow.Await(ctx, func() bool { return a.RetryRequested || a.Aborted }); werr != nil {
 		return false
 	}
 	a.RetryRequested, a.Phase = false, PhaseDelivering
