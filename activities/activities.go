@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/pipeline"
 )
@@ -18,7 +20,10 @@ import (
 type Activities struct {
 	// Settings are the defaults every session gets.
 	Settings pipeline.Settings
-	Model    Model
+	// Models builds the model of each provider/model name.
+	Models ModelSource
+	// SystemPrompt is the persona every turn starts with.
+	SystemPrompt string
 	// Outbound maps a channel name to its adapter.
 	Outbound map[string]adapters.Outbound
 	// TypingInterval is how often the typing indicator is refreshed while
@@ -31,6 +36,12 @@ type Activities struct {
 	// (per-channel overrides); nil means Settings as they are.
 	ChannelSettings func(pipeline.SessionKey, pipeline.Settings) pipeline.Settings
 	Logger          *slog.Logger
+}
+
+// ModelSource gives the model of a provider/model name; *models.Registry
+// is the real one.
+type ModelSource interface {
+	Get(name string) (models.Model, error)
 }
 
 // LoadSettings returns the settings of a session run.
@@ -59,15 +70,37 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 	// The turn has not ended while a typing call is still in flight.
 	defer func() { stop(); <-refresherDone }()
 
-	reply, err := a.Model.Reply(turnCtx, req)
+	model, err := a.Models.Get(req.Model)
+	if err != nil {
+		return pipeline.TurnResult{}, modelError(req, err)
+	}
+	prompt := models.Prompt{System: a.SystemPrompt, Messages: []models.Message{{Role: "user", Text: req.Text}}}
+	reply, err := model.Complete(turnCtx, prompt)
 	if err != nil {
 		if ctx.Err() != nil {
 			return pipeline.TurnResult{}, ctx.Err()
 		}
-		return pipeline.TurnResult{}, temporal.NewApplicationErrorWithCause(
-			fmt.Sprintf("model %s failed for %s: %v", a.Model.Name(), req.Session.WorkflowID(), err), "ModelFailed", err)
+		return pipeline.TurnResult{}, modelError(req, err)
 	}
-	return pipeline.TurnResult{Reply: reply, Model: a.Model.Name()}, nil
+	return pipeline.TurnResult{Reply: reply, Model: req.Model}, nil
+}
+
+// modelError is the ApplicationError of a failed model attempt: its type
+// from the taxonomy, the provider's retry-after as NextRetryDelay, and
+// non-retryable where waiting cannot help. The workflow reads the type to
+// fall back, cool the model down, or reset the session.
+func modelError(req pipeline.TurnRequest, err error) error {
+	typ, retryAfter := pipeline.ErrOverloaded, time.Duration(0)
+	var me *models.Error
+	if errors.As(err, &me) {
+		typ, retryAfter = me.Type, me.RetryAfter
+	}
+	msg := fmt.Sprintf("model %s failed for %s (turn %s): %v", req.Model, req.Session.WorkflowID(), req.TurnID, err)
+	return temporal.NewApplicationErrorWithOptions(msg, typ, temporal.ApplicationErrorOptions{
+		NonRetryable:   !pipeline.Transient(typ),
+		NextRetryDelay: retryAfter,
+		Cause:          err,
+	})
 }
 
 // keepAlive heartbeats at a third of the heartbeat timeout, shows typing

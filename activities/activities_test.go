@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/pipeline"
 )
@@ -71,7 +72,7 @@ type slowModel struct{ out *fakeOutbound }
 
 func (slowModel) Name() string { return "test/slow" }
 
-func (m slowModel) Reply(ctx context.Context, _ pipeline.TurnRequest) (string, error) {
+func (m slowModel) Complete(ctx context.Context, _ models.Prompt) (string, error) {
 	for m.out.typing.Load() < 3 {
 		select {
 		case <-ctx.Done():
@@ -93,9 +94,9 @@ func newActivityEnv(acts *Activities) *testsuite.TestActivityEnvironment {
 
 func TestAgentTurnRefreshesTypingWhileTheModelWorksAndNotAfter(t *testing.T) {
 	out := &fakeOutbound{blockTypingFrom: 3}
-	acts := &Activities{Model: slowModel{out}, Outbound: map[string]adapters.Outbound{"webchat": out}, TypingInterval: time.Millisecond, Logger: slog.Default()}
+	acts := &Activities{Models: only{slowModel{out}}, Outbound: map[string]adapters.Outbound{"webchat": out}, TypingInterval: time.Millisecond, Logger: slog.Default()}
 	env := newActivityEnv(acts)
-	v, err := env.ExecuteActivity(acts.AgentTurn, pipeline.TurnRequest{Session: session, Messages: []pipeline.TurnMessage{{Text: "hi"}}})
+	v, err := env.ExecuteActivity(acts.AgentTurn, pipeline.TurnRequest{Session: session, Model: "test/slow", Messages: []pipeline.TurnMessage{{Text: "hi"}}})
 	require.NoError(t, err)
 	var res pipeline.TurnResult
 	require.NoError(t, v.Get(&res))
@@ -141,24 +142,48 @@ func TestUnknownChannelIsNotRetried(t *testing.T) {
 	assert.True(t, app.NonRetryable())
 }
 
-func TestDemoModelIsDeterministic(t *testing.T) {
-	req := pipeline.TurnRequest{Text: " hello\nworld "}
-	a, err := DemoModel{}.Reply(context.Background(), req)
-	require.NoError(t, err)
-	b, _ := DemoModel{}.Reply(context.Background(), req)
-	assert.Equal(t, a, b)
-	assert.Contains(t, a, "You said: hello\nworld")
+// only is a ModelSource with one model for every name.
+type only struct{ models.Model }
 
-	_, err = NewModel("openai/gpt-x", 0)
-	assert.ErrorContains(t, err, "leave REPLYFLOW_MODEL empty")
+func (o only) Get(string) (models.Model, error) { return o.Model, nil }
+
+func TestModelFailuresBecomeTypedApplicationErrors(t *testing.T) {
+	out := &fakeOutbound{}
+	failing := failingModel{err: &models.Error{Type: pipeline.ErrRateLimited, RetryAfter: 7 * time.Second, Model: "openai/x"}}
+	acts := &Activities{Models: only{failing}, Outbound: map[string]adapters.Outbound{"webchat": out}, Logger: slog.Default()}
+	_, err := newActivityEnv(acts).ExecuteActivity(acts.AgentTurn, pipeline.TurnRequest{Session: session, Model: "openai/x", TurnID: "t1"})
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	assert.Equal(t, pipeline.ErrRateLimited, app.Type())
+	assert.Equal(t, 7*time.Second, app.NextRetryDelay())
+	assert.False(t, app.NonRetryable())
+	assert.Contains(t, app.Error(), "session:webchat:room (turn t1)")
+
+	failing.err = &models.Error{Type: pipeline.ErrAuth, Model: "openai/x"}
+	acts.Models = only{failing}
+	_, err = newActivityEnv(acts).ExecuteActivity(acts.AgentTurn, pipeline.TurnRequest{Session: session, Model: "openai/x"})
+	require.ErrorAs(t, err, &app)
+	assert.Equal(t, pipeline.ErrAuth, app.Type())
+	assert.True(t, app.NonRetryable(), "a bad key does not get better by retrying")
+
+	acts.Models = &models.Registry{}
+	_, err = newActivityEnv(acts).ExecuteActivity(acts.AgentTurn, pipeline.TurnRequest{Session: session, Model: "nobody/x"})
+	require.ErrorAs(t, err, &app)
+	assert.Equal(t, pipeline.ErrModelNotFound, app.Type())
 }
+
+type failingModel struct{ err error }
+
+func (failingModel) Name() string { return "test/failing" }
+
+func (m failingModel) Complete(context.Context, models.Prompt) (string, error) { return "", m.err }
 
 // waitForThinking answers once the thinking reaction was shown.
 type waitForThinking struct{ out *fakeOutbound }
 
 func (waitForThinking) Name() string { return "test/wait" }
 
-func (m waitForThinking) Reply(ctx context.Context, _ pipeline.TurnRequest) (string, error) {
+func (m waitForThinking) Complete(ctx context.Context, _ models.Prompt) (string, error) {
 	for len(m.out.reacted()) == 0 {
 		select {
 		case <-ctx.Done():
@@ -173,7 +198,7 @@ func TestThinkingIsShownOnlyOnceTheStepOutlastsTheWindow(t *testing.T) {
 	req := pipeline.TurnRequest{Session: session, ThreadID: "t1", Text: "hi", ThinkingOn: []string{"m1", "m2"}}
 
 	slow := &fakeOutbound{}
-	acts := &Activities{Model: waitForThinking{slow}, Outbound: map[string]adapters.Outbound{"webchat": slow}, ThinkingAfter: time.Millisecond, Logger: slog.Default()}
+	acts := &Activities{Models: only{waitForThinking{slow}}, Outbound: map[string]adapters.Outbound{"webchat": slow}, ThinkingAfter: time.Millisecond, Logger: slog.Default()}
 	_, err := newActivityEnv(acts).ExecuteActivity(acts.AgentTurn, req)
 	require.NoError(t, err)
 	assert.Equal(t, []pipeline.ReactionChange{
@@ -182,7 +207,7 @@ func TestThinkingIsShownOnlyOnceTheStepOutlastsTheWindow(t *testing.T) {
 	}, slow.reacted())
 
 	fast := &fakeOutbound{}
-	acts = &Activities{Model: DemoModel{}, Outbound: map[string]adapters.Outbound{"webchat": fast}, ThinkingAfter: time.Hour, Logger: slog.Default()}
+	acts = &Activities{Models: only{models.Demo{}}, Outbound: map[string]adapters.Outbound{"webchat": fast}, ThinkingAfter: time.Hour, Logger: slog.Default()}
 	_, err = newActivityEnv(acts).ExecuteActivity(acts.AgentTurn, req)
 	require.NoError(t, err)
 	assert.Empty(t, fast.reacted(), "a step faster than the window never shows thinking")

@@ -26,6 +26,8 @@ const (
 	CommandQueue CommandName = "queue"
 	// CommandStop aborts the running turn and clears the queue.
 	CommandStop CommandName = "stop"
+	// CommandModel shows or sets the session's model (strict: no fallback).
+	CommandModel CommandName = "model"
 )
 
 // stopWords abort when they are the whole message, whatever the case and
@@ -41,6 +43,9 @@ type Parsed struct {
 	Queue *QueuePatch `json:"queue,omitempty"`
 	// QueueReset is true for "/queue default": drop the session's override.
 	QueueReset bool `json:"queue_reset,omitempty"`
+	// Model is the model /model chose; ModelReset is "/model default".
+	Model      string `json:"model,omitempty"`
+	ModelReset bool   `json:"model_reset,omitempty"`
 	// Text is the message without its directives.
 	Text string `json:"text"`
 	// Error explains a directive that could not be understood; the
@@ -68,6 +73,8 @@ func ParseMessage(text string) Parsed {
 		}
 	case "queue":
 		return parseQueue(rest)
+	case "model":
+		return parseModel(rest)
 	}
 	return Parsed{Text: text}
 }
@@ -95,6 +102,22 @@ func splitCommand(text string) (string, string) {
 	}
 	head, _, _ = strings.Cut(head, "@") // Telegram's /status@my_bot
 	return strings.ToLower(head), strings.TrimSpace(rest)
+}
+
+func parseModel(args string) Parsed {
+	fields := strings.Fields(args)
+	switch {
+	case len(fields) == 0:
+		return Parsed{Command: CommandModel}
+	case len(fields) > 1:
+		return Parsed{Command: CommandModel, Error: "use /model provider/model, or /model default"}
+	case strings.EqualFold(fields[0], "default") || strings.EqualFold(fields[0], "reset"):
+		return Parsed{Command: CommandModel, ModelReset: true}
+	}
+	if _, _, err := ParseModelName(fields[0]); err != nil {
+		return Parsed{Command: CommandModel, Error: err.Error()}
+	}
+	return Parsed{Command: CommandModel, Model: fields[0]}
 }
 
 func parseQueue(args string) Parsed {

@@ -15,7 +15,8 @@ const (
 // sees the same values) and a changed configuration takes effect at the next
 // run.
 type Settings struct {
-	Model                string   `json:"model"`
+	// Models is the fallback chain, primary first (provider/model).
+	Models               []string `json:"models"`
 	ReactionClearDelay   Duration `json:"reaction_clear_delay"`
 	ErrorClearDelay      Duration `json:"error_clear_delay"`
 	IdleTTL              Duration `json:"idle_ttl"`
@@ -47,6 +48,8 @@ type TurnRequest struct {
 	TurnID   string     `json:"turn_id"`
 	ThreadID string     `json:"thread_id,omitempty"`
 	Step     int        `json:"step"`
+	// Model is the provider/model to ask in this attempt.
+	Model string `json:"model"`
 	// Text is the user turn as the rules rendered it: the batch joined,
 	// the collect and overflow notices, messages steered in.
 	Text     string        `json:"text"`
@@ -94,3 +97,17 @@ type ReactionChange struct {
 	// Attempt counts earlier failed tries of this change.
 	Attempt int `json:"attempt,omitempty"`
 }
+
+// Model error types: every provider failure is an ApplicationError of one
+// of these types, and the workflow decides fallback and reset from it.
+const (
+	ErrRateLimited     = "RateLimited"
+	ErrOverloaded      = "Overloaded"
+	ErrTimeout         = "Timeout"
+	ErrAuth            = "Auth"
+	ErrBilling         = "Billing"
+	ErrContextOverflow = "ContextOverflow"
+	ErrContentFilter   = "ContentFilter"
+	ErrModelNotFound   = "ModelNotFound"
+	ErrFormat          = "Format"
+)

@@ -71,8 +71,10 @@ func RenderOverflow(dropped int, summaries []string) string {
 
 // StatusInfo is what /status reports; the workflow fills it from state.
 type StatusInfo struct {
-	Session     string
-	Model       string
+	Session string
+	Model   string
+	// Fallback says why the last turn's model was not the first choice.
+	Fallback    string
 	Queue       QueueSettings
 	QueueDepth  int
 	State       string
@@ -87,6 +89,10 @@ func RenderStatus(s StatusInfo) string {
 	if s.LastOutcome != "" {
 		last = fmt.Sprintf("%s in %s", s.LastOutcome, s.LastTurn.Round(time.Millisecond))
 	}
+	model := s.Model
+	if s.Fallback != "" {
+		model += " (after " + s.Fallback + ")"
+	}
 	return fmt.Sprintf("Session %s\nModel: %s\nQueue: %s (depth %d)\nState: %s\nLast turn: %s (turns so far: %d)",
-		s.Session, s.Model, s.Queue.Describe(), s.QueueDepth, s.State, last, s.TurnsTotal)
+		s.Session, model, s.Queue.Describe(), s.QueueDepth, s.State, last, s.TurnsTotal)
 }

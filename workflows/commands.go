@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"strings"
+
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/replyflow/replyflow/pipeline"
@@ -17,6 +19,14 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 	case p.Command == pipeline.CommandStop:
 		s.abort()
 		text = pipeline.AbortedReply
+	case p.Command == pipeline.CommandModel && p.ModelReset:
+		s.st.ModelOverride = ""
+		text = "Model back to the default chain: " + strings.Join(s.settings.Models, " → ") + "."
+	case p.Command == pipeline.CommandModel && p.Model != "":
+		s.st.ModelOverride = p.Model
+		text = "Model for this chat: " + p.Model + " (no fallback while it is chosen; /model default undoes it)."
+	case p.Command == pipeline.CommandModel:
+		text = "Model: " + s.primaryModel() + ". Chain: " + strings.Join(s.settings.Models, " → ") + ". Change it with /model provider/model."
 	case p.Command == pipeline.CommandStatus:
 		text = pipeline.RenderStatus(s.statusInfo())
 	case p.Command == pipeline.CommandQueue && p.QueueReset:
@@ -66,10 +76,17 @@ func (s *session) abort() {
 	s.attrsDirty = true
 }
 
+func (s *session) primaryModel() string {
+	if chain, _ := s.chain(); len(chain) > 0 {
+		return chain[0]
+	}
+	return ""
+}
+
 func (s *session) statusInfo() pipeline.StatusInfo {
 	info := pipeline.StatusInfo{
 		Session:    s.key.WorkflowID(),
-		Model:      s.settings.Model,
+		Model:      s.primaryModel(),
 		Queue:      s.queueSettings(),
 		QueueDepth: len(s.st.Queue),
 		State:      string(s.currentStatus()),
@@ -78,6 +95,7 @@ func (s *session) statusInfo() pipeline.StatusInfo {
 	if t := s.st.LastTurn; t != nil {
 		if t.Model != "" {
 			info.Model = t.Model
+			info.Fallback = strings.Join(t.Fallback, ", ")
 		}
 		if !t.FinishedAt.IsZero() {
 			info.LastOutcome, info.LastTurn = t.Outcome, t.Duration()
@@ -90,21 +108,32 @@ func (s *session) statusInfo() pipeline.StatusInfo {
 // command ✅ (or ❌).
 func (s *session) sendReply(r DirectReply) {
 	s.repliesInFlight++
+	key := s.key.WorkflowID() + "/reply/" + r.MessageID
+	if r.Key != "" {
+		key += "/" + r.Key
+	}
 	workflow.Go(s.ctx, func(ctx workflow.Context) {
 		defer func() { s.repliesInFlight-- }()
 		_, err := s.deliver(ctx, pipeline.Delivery{
 			Session:        s.key,
-			IdempotencyKey: s.key.WorkflowID() + "/reply/" + r.MessageID,
+			IdempotencyKey: key,
 			ThreadID:       r.ThreadID,
 			ReplyTo:        r.MessageID,
 			Text:           r.Text,
 			Total:          1,
 		})
 		for i := range s.st.Replies {
-			if s.st.Replies[i].MessageID == r.MessageID {
+			if s.st.Replies[i] == r {
 				s.st.Replies = append(s.st.Replies[:i:i], s.st.Replies[i+1:]...)
 				break
 			}
+		}
+		if r.Key != "" {
+			// A notice leaves the message's reaction to its turn.
+			if err != nil {
+				s.log.Error("Notice not delivered", "message_id", r.MessageID, "error", err)
+			}
+			return
 		}
 		ref := []msgRef{{ID: r.MessageID, Thread: r.ThreadID}}
 		if err != nil {

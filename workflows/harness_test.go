@@ -61,7 +61,7 @@ var testStart = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 func testSettings() pipeline.Settings {
 	return pipeline.Settings{
-		Model:              "demo/echo",
+		Models:             []string{"demo/echo"},
 		ReactionClearDelay: pipeline.Duration(time.Minute), ErrorClearDelay: pipeline.Duration(10 * time.Minute),
 		IdleTTL: pipeline.Duration(24 * time.Hour), ChunkLimit: 4000,
 		TurnTimeout: pipeline.Duration(time.Minute), TurnHeartbeatTimeout: pipeline.Duration(20 * time.Second), TurnAttempts: 2,
@@ -119,7 +119,7 @@ func (p *fakePlatform) agentTurn(_ context.Context, req pipeline.TurnRequest) (p
 	if agent != nil {
 		return agent(req)
 	}
-	return pipeline.TurnResult{Reply: "echo " + req.Text, Model: "demo/echo"}, nil
+	return pipeline.TurnResult{Reply: "echo " + req.Text, Model: req.Model}, nil
 }
 
 func (p *fakePlatform) deliver(_ context.Context, d pipeline.Delivery) (pipeline.Delivered, error) {

@@ -96,20 +96,20 @@ func TestContinueAsNewCarriesAnOpenDebounceWindow(t *testing.T) {
 func TestFailedTurnShowsErrorAndClearsItLater(t *testing.T) {
 	env, p := newEnv(t, func(p *fakePlatform) {
 		p.agent = func(pipeline.TurnRequest) (pipeline.TurnResult, error) {
-			return pipeline.TurnResult{}, temporal.NewNonRetryableApplicationError("model down", "ModelFailed", errModelDown)
+			return pipeline.TurnResult{}, temporal.NewNonRetryableApplicationError("bad output", pipeline.ErrFormat, errModelDown)
 		}
 	})
 	signalAt(env, time.Second, inbound("m1", "hi"))
 	snap := queryStateAt(t, env, 2*time.Minute)
 	run(t, env, nil)
 
-	assert.Empty(t, p.sent)
+	assert.Equal(t, []string{pipeline.ReplyFormatError}, p.replies(), "a short error reply")
 	assert.Equal(t, []pipeline.ReactionState{pipeline.ReactionError, pipeline.ReactionNone}, p.statesOf("m1"))
 	at, _ := p.clearedAt("m1")
 	assert.Equal(t, time.Second+10*time.Minute, at, "❌ is cleared after the error clear delay")
 	require.NotNil(t, snap.LastTurn)
 	assert.Equal(t, "failed", snap.LastTurn.Outcome)
-	assert.Contains(t, snap.LastTurn.Error, "ModelFailed")
+	assert.Contains(t, snap.LastTurn.Error, pipeline.ErrFormat)
 }
 
 func TestStateQueryShowsTheRunningTurnAndQueue(t *testing.T) {

@@ -39,6 +39,10 @@ type State struct {
 	// AbortedLastRun makes the next turn's text say the previous run was
 	// aborted.
 	AbortedLastRun bool `json:"aborted_last_run,omitempty"`
+	// ModelOverride is the model chosen with /model: strict, no fallback.
+	ModelOverride string `json:"model_override,omitempty"`
+	// Cooldowns are models skipped for a while after rate limits.
+	Cooldowns []Cooldown `json:"cooldowns,omitempty"`
 	// QueueOverride is the session's /queue setting, over the defaults.
 	QueueOverride *pipeline.QueuePatch `json:"queue_override,omitempty"`
 	// Reactions is the reaction state of user messages not yet cleared.
@@ -49,6 +53,7 @@ type State struct {
 	// Replies are direct answers (commands) not yet delivered.
 	Replies       []DirectReply    `json:"replies"`
 	TurnSeq       int              `json:"turn_seq"`
+	Notices       int              `json:"notices,omitempty"`
 	LastTurn      *TurnRecord      `json:"last_turn,omitempty"`
 	Deliveries    []DeliveryRecord `json:"deliveries"`
 	LastInboundAt time.Time        `json:"last_inbound_at"`
@@ -137,6 +142,9 @@ type DirectReply struct {
 	MessageID string `json:"message_id"`
 	ThreadID  string `json:"thread_id,omitempty"`
 	Text      string `json:"text"`
+	// Key tells apart several notices about one message; a command's
+	// answer has none.
+	Key string `json:"key,omitempty"`
 }
 
 // Reaction is the reaction a user message should show, and when it is due
@@ -157,9 +165,11 @@ type Reaction struct {
 
 // TurnRecord is what an operator needs to know about the latest turn.
 type TurnRecord struct {
-	TurnID     string    `json:"turn_id"`
-	MessageIDs []string  `json:"message_ids"`
-	Model      string    `json:"model,omitempty"`
+	TurnID     string   `json:"turn_id"`
+	MessageIDs []string `json:"message_ids"`
+	Model      string   `json:"model,omitempty"`
+	// Fallback lists the failed attempts before the answer, "model: type".
+	Fallback   []string  `json:"fallback,omitempty"`
 	StartedAt  time.Time `json:"started_at"`
 	FinishedAt time.Time `json:"finished_at,omitzero"`
 	Outcome    string    `json:"outcome"`
@@ -194,7 +204,9 @@ type Counters struct {
 	Interrupted int `json:"interrupted"`
 	Commands    int `json:"commands"`
 	Aborted     int `json:"aborted"`
-	Runs        int `json:"runs"`
+	// Resets counts context-overflow resets: a new transcript each.
+	Resets int `json:"resets"`
+	Runs   int `json:"runs"`
 }
 
 // RetryRequest is the optional payload of the retry signal.

@@ -93,6 +93,7 @@ func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, 
 	anchor := a.Messages[len(a.Messages)-1]
 	thinkingOn := idsOf(refs)
 	var result pipeline.TurnResult
+	reset := false
 	for {
 		req := pipeline.TurnRequest{
 			Session: s.key, TurnID: a.TurnID, ThreadID: anchor.ThreadID, Step: a.Step,
@@ -101,8 +102,15 @@ func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, 
 		stepCtx, cancel := workflow.WithCancel(ctx)
 		s.cancelTurn = cancel
 		var err error
-		result, err = s.modelStep(stepCtx, req)
+		result, err = s.askModels(stepCtx, req, rec)
 		cancel()
+		if err != nil && modelErrorType(err) == pipeline.ErrContextOverflow && !reset {
+			// A fresh session, told to the user, and one more try.
+			reset = true
+			s.st.Counters.Resets++
+			s.sendNotice(anchor, pipeline.ReplyContextReset)
+			result, err = s.askModels(ctx, req, rec)
+		}
 		if err != nil {
 			if a.Interrupted || a.Aborted {
 				rec.Outcome = "interrupted"
@@ -115,6 +123,7 @@ func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, 
 				return
 			}
 			s.failTurn(rec, refs, "agent turn failed", err)
+			s.sendNotice(anchor, failureReply(modelErrorType(err)))
 			return
 		}
 		a.Step++
@@ -219,21 +228,24 @@ func (s *session) interrupt(a *ActiveTurn) {
 	}
 }
 
-func (s *session) modelStep(ctx workflow.Context, req pipeline.TurnRequest) (pipeline.TurnResult, error) {
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: s.settings.TurnTimeout.D(),
-		HeartbeatTimeout:    s.settings.TurnHeartbeatTimeout.D(),
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    30 * time.Second,
-			MaximumAttempts:    int32(s.settings.TurnAttempts),
-		},
-		Summary: fmt.Sprintf("turn %d step %d: %d message(s)", s.st.TurnSeq, req.Step+1, len(req.Messages)),
-	})
-	var result pipeline.TurnResult
-	err := workflow.ExecuteActivity(ctx, pipeline.ActivityAgentTurn, req).Get(ctx, &result)
-	return result, err
+// failureReply is what the user is told when a turn fails.
+func failureReply(errType string) string {
+	switch errType {
+	case pipeline.ErrFormat:
+		return pipeline.ReplyFormatError
+	case pipeline.ErrContentFilter:
+		return pipeline.ReplyContentFilter
+	}
+	return pipeline.ReplyNoModel(errType)
+}
+
+// sendNotice delivers a short message from the session itself in the
+// anchor's thread, like a command's answer.
+func (s *session) sendNotice(anchor pipeline.Inbound, text string) {
+	s.st.Notices++
+	r := DirectReply{MessageID: anchor.MessageID, ThreadID: anchor.ThreadID, Text: text, Key: fmt.Sprintf("notice-%d", s.st.Notices)}
+	s.st.Replies = append(s.st.Replies, r)
+	s.sendReply(r)
 }
 
 func (s *session) deliver(ctx workflow.Context, d pipeline.Delivery) (string, error) {

@@ -105,6 +105,8 @@ type Snapshot struct {
 	Status        Status                    `json:"status"`
 	Settings      pipeline.Settings         `json:"settings"`
 	Queue         pipeline.QueueSettings    `json:"queue_settings"`
+	ModelOverride string                    `json:"model_override,omitempty"`
+	Cooldowns     []Cooldown                `json:"cooldowns,omitempty"`
 	Buffers       []BufferView              `json:"buffers"`
 	Queued        []BatchView               `json:"queued"`
 	Overflow      *Overflow                 `json:"overflow,omitempty"`
@@ -147,6 +149,7 @@ type (
 func (s *session) snapshot() (Snapshot, error) {
 	snap := Snapshot{
 		Session: s.key, Status: s.currentStatus(), Settings: s.settings, Queue: s.queueSettings(),
+		ModelOverride: s.st.ModelOverride, Cooldowns: s.st.Cooldowns,
 		Buffers: []BufferView{}, Queued: []BatchView{}, Overflow: s.st.Overflow,
 		Reactions: s.st.Reactions, Pending: s.st.ReactionChanges, LastTurn: s.st.LastTurn,
 		Deliveries: s.st.Deliveries, Counters: s.st.Counters, TurnSeq: s.st.TurnSeq,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kelseyhightower/envconfig"
 
+	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -16,8 +17,12 @@ import (
 // connection is not here: it is read the way every Temporal tool reads it
 // (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, profiles...), see dialTemporal.
 type Config struct {
-	TaskQueue string `envconfig:"TASK_QUEUE" default:"replyflow"`
-	Model     string `envconfig:"MODEL"`
+	TaskQueue      string   `envconfig:"TASK_QUEUE" default:"replyflow"`
+	Model          string   `envconfig:"MODEL"`
+	ModelFallbacks []string `envconfig:"MODEL_FALLBACKS"`
+	MaxTokens      int64    `envconfig:"MAX_TOKENS" default:"1024"`
+	// SystemPromptFile is the persona every turn starts with.
+	SystemPromptFile string `envconfig:"SYSTEM_PROMPT_FILE"`
 
 	ReactionClearDelay   time.Duration `envconfig:"REACTION_CLEAR_DELAY" default:"60s"`
 	ErrorClearDelay      time.Duration `envconfig:"ERROR_CLEAR_DELAY" default:"10m"`
@@ -88,6 +93,12 @@ func (c Config) validate() error {
 	check(c.LogFormat == "text" || c.LogFormat == "json", "REPLYFLOW_LOG_FORMAT must be text or json, got %q", c.LogFormat)
 	check(c.ReactionCoalesce >= 0 && c.ReactionCoalesce <= 10*time.Second, "REPLYFLOW_REACTION_COALESCE must be between 0 and 10s, got %s", c.ReactionCoalesce)
 	check(c.DemoModelDelay >= 0, "REPLYFLOW_DEMO_MODEL_DELAY must not be negative")
+	check(c.MaxTokens >= 1, "REPLYFLOW_MAX_TOKENS must be at least 1")
+	for _, m := range c.models() {
+		if _, _, err := pipeline.ParseModelName(m); err != nil {
+			errs = append(errs, fmt.Errorf("REPLYFLOW_MODEL / REPLYFLOW_MODEL_FALLBACKS: %w", err))
+		}
+	}
 	check(c.QueueCap >= 1 && c.QueueCap <= pipeline.MaxQueueCap, "REPLYFLOW_QUEUE_CAP must be from 1 to %d, got %d", pipeline.MaxQueueCap, c.QueueCap)
 	if _, err := pipeline.ParseDropPolicy(c.QueueDrop); err != nil {
 		errs = append(errs, fmt.Errorf("REPLYFLOW_QUEUE_DROP: %w", err))
@@ -137,10 +148,20 @@ func (c Config) channelSettings(key pipeline.SessionKey, s pipeline.Settings) pi
 	return s
 }
 
+// models is the fallback chain, primary first; the demo model when none is
+// configured.
+func (c Config) models() []string {
+	primary := c.Model
+	if primary == "" {
+		primary = models.DemoName
+	}
+	return append([]string{primary}, c.ModelFallbacks...)
+}
+
 // settings are the defaults every session run loads.
-func (c Config) settings(model string) pipeline.Settings {
+func (c Config) settings() pipeline.Settings {
 	return pipeline.Settings{
-		Model:                model,
+		Models:               c.models(),
 		ReactionClearDelay:   pipeline.Duration(c.ReactionClearDelay),
 		ErrorClearDelay:      pipeline.Duration(c.ErrorClearDelay),
 		IdleTTL:              pipeline.Duration(c.SessionIdleTTL),

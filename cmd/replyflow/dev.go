@@ -12,11 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/workflows"
 )
 
@@ -69,7 +71,7 @@ func runDev(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		errs[1] = serveGateway(runCtx, ln, c, cfg, logger)
 		cancel()
 	}()
-	printBanner(cfg, ln.Addr().String(), acts.Model.Name())
+	printBanner(cfg, ln.Addr().String(), strings.Join(cfg.models(), " → "))
 	select {
 	case <-runCtx.Done():
 	case <-server.exited:
@@ -90,7 +92,7 @@ replyflow dev is running (Ctrl-C stops everything)
   Temporal     %s:%d (namespace default, task queue %s)
   Data         %s (kept between runs)
 `, webchatAddr, cfg.DevTemporalIP, cfg.DevUIPort, cfg.DevTemporalIP, cfg.DevPort, cfg.TaskQueue, cfg.DevDir)
-	if model == "demo/echo" {
+	if model == models.DemoName {
 		fmt.Println("\n  Model        demo/echo: the offline demo model is in use (set REPLYFLOW_MODEL for a real one)")
 	} else {
 		fmt.Printf("\n  Model        %s\n", model)

@@ -22,7 +22,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/replyflow/replyflow/activities"
+	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/pipeline"
 	"github.com/replyflow/replyflow/workflows"
 )
@@ -141,22 +141,28 @@ type testModel struct {
 
 func (*testModel) Name() string { return "test/model" }
 
-func (m *testModel) Reply(ctx context.Context, req pipeline.TurnRequest) (string, error) {
+func (m *testModel) Complete(ctx context.Context, p models.Prompt) (string, error) {
+	text := p.Messages[len(p.Messages)-1].Text
 	if m.started != nil {
 		select {
-		case m.started <- req.Text:
+		case m.started <- text:
 		default:
 		}
 	}
 	if m.hold != nil {
 		select {
-		case <-m.hold(req.Text):
+		case <-m.hold(text):
 		case <-ctx.Done():
 			return "", ctx.Err()
 		}
 	}
-	return "You said: " + req.Text, nil
+	return "You said: " + text, nil
 }
+
+// fixedModels answers every model name with one model.
+type fixedModels struct{ models.Model }
+
+func (f fixedModels) Get(string) (models.Model, error) { return f.Model, nil }
 
 func (m *testModel) waitStarted(t *testing.T, text string) {
 	t.Helper()
@@ -175,11 +181,11 @@ func (m *testModel) waitStarted(t *testing.T, text string) {
 
 // startWorker runs a worker with model (nil: the configured one) until the
 // returned stop function is called or the test ends.
-func (s *stack) startWorker(model activities.Model) (stop func()) {
+func (s *stack) startWorker(model models.Model) (stop func()) {
 	acts, err := newActivities(s.cfg, s.logger)
 	require.NoError(s.t, err)
 	if model != nil {
-		acts.Model = model
+		acts.Models = fixedModels{model}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -236,7 +242,7 @@ func TestMessageGetsReplyAndFullReactionLifecycle(t *testing.T) {
 	snap := s.state(chat)
 	assert.Equal(t, workflows.StatusIdle, snap.Status)
 	assert.Equal(t, 1, snap.TurnSeq)
-	assert.Equal(t, "test/model", snap.LastTurn.Model)
+	assert.Equal(t, "demo/echo", snap.LastTurn.Model, "the chain's model answered")
 	assert.Empty(t, snap.Reactions, "no reaction is left behind")
 	assertSearchAttributes(t, s.client, chat)
 	recordHistory(t, s.client, chat, "simple_turn")

@@ -82,7 +82,7 @@ func workerCommand(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		return err
 	}
 	defer c.Close()
-	logger.Info("Worker running", "task_queue", cfg.TaskQueue, "model", acts.Model.Name())
+	logger.Info("Worker running", "task_queue", cfg.TaskQueue, "models", strings.Join(cfg.models(), ","))
 	return runWorker(ctx, c, cfg, acts)
 }
 

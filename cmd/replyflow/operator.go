@@ -202,7 +202,10 @@ func renderSnapshot(s workflows.Snapshot, now time.Time) string {
 	row := func(k, format string, args ...any) { fmt.Fprintf(w, "%s\t"+format+"\n", append([]any{k}, args...)...) }
 	row("Session", "%s", s.Session.WorkflowID())
 	row("State", "%s", s.Status)
-	row("Model", "%s", s.Settings.Model)
+	row("Models", "%s", strings.Join(s.Settings.Models, " → "))
+	if s.ModelOverride != "" {
+		row("Chosen", "%s (strict, set with /model)", s.ModelOverride)
+	}
 	row("Queue", "%s; %d batch(es) waiting", s.Queue.Describe(), len(s.Queued))
 	if t := s.LastTurn; t != nil {
 		last := fmt.Sprintf("%s, turn %s", t.Outcome, t.TurnID)

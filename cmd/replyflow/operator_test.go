@@ -35,7 +35,7 @@ func TestRenderSnapshot(t *testing.T) {
 	snap := workflows.Snapshot{
 		Session:  pipeline.SessionKey{Channel: "webchat", Chat: "demo"},
 		Status:   workflows.StatusThinking,
-		Settings: pipeline.Settings{Model: "demo/echo"},
+		Settings: pipeline.Settings{Models: []string{"demo/echo"}},
 		Queue:    pipeline.QueueSettings{Mode: pipeline.QueueCollect, Debounce: pipeline.Duration(time.Second), Cap: 20, Drop: pipeline.DropOld},
 		Queued:   []workflows.BatchView{{Mode: pipeline.QueueCollect, MessageIDs: []string{"m3"}}},
 		Active:   &workflows.ActiveView{TurnID: "r.2", Phase: workflows.PhaseModel, MessageIDs: []string{"m2"}, StartedAt: now.Add(-3 * time.Second)},

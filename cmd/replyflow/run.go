@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -14,6 +16,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/replyflow/replyflow/activities"
+	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/webchat"
 	"github.com/replyflow/replyflow/pipeline"
@@ -46,9 +49,13 @@ func dialTemporal(ctx context.Context, hostPort string, logger *slog.Logger) (cl
 
 // newActivities wires the model and the outbound adapters from the config.
 func newActivities(cfg Config, logger *slog.Logger) (*activities.Activities, error) {
-	model, err := activities.NewModel(cfg.Model, cfg.DemoModelDelay)
-	if err != nil {
-		return nil, err
+	var system string
+	if cfg.SystemPromptFile != "" {
+		data, err := os.ReadFile(cfg.SystemPromptFile)
+		if err != nil {
+			return nil, fmt.Errorf("read the system prompt (REPLYFLOW_SYSTEM_PROMPT_FILE): %w", err)
+		}
+		system = strings.TrimSpace(string(data))
 	}
 	outbound := map[string]adapters.Outbound{}
 	if cfg.WebchatEnabled {
@@ -62,8 +69,9 @@ func newActivities(cfg Config, logger *slog.Logger) (*activities.Activities, err
 		outbound[webchat.Channel] = wc
 	}
 	return &activities.Activities{
-		Settings:        cfg.settings(model.Name()),
-		Model:           model,
+		Settings:        cfg.settings(),
+		Models:          &models.Registry{MaxTokens: cfg.MaxTokens, DemoDelay: cfg.DemoModelDelay},
+		SystemPrompt:    system,
 		Outbound:        outbound,
 		TypingInterval:  cfg.TypingInterval,
 		ThinkingAfter:   cfg.ReactionCoalesce,

@@ -1,0 +1,38 @@
+package models
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// DemoName is the model used when none is configured.
+const DemoName = "demo/echo"
+
+// Demo answers offline and deterministically, so replyflow works on a
+// laptop with no model configured and tests have a stable reply.
+type Demo struct {
+	Delay time.Duration
+}
+
+// Name implements Model.
+func (Demo) Name() string { return DemoName }
+
+// Complete echoes the last user message with a hint that a real model can
+// be set.
+func (m Demo) Complete(ctx context.Context, p Prompt) (string, error) {
+	if m.Delay > 0 {
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(m.Delay):
+		}
+	}
+	last := ""
+	for _, msg := range p.Messages {
+		if msg.Role != "assistant" {
+			last = msg.Text
+		}
+	}
+	return "You said: " + strings.TrimSpace(last) + "\n\n(demo model: set REPLYFLOW_MODEL to talk to a real one)", nil
+}

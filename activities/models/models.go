@@ -1,0 +1,169 @@
+// Package models talks to model providers through their official SDKs
+// (OpenAI-compatible chat completions, Anthropic Messages) and the offline
+// demo model, and turns every provider failure into one error taxonomy
+// (pipeline.Err*), decided from the HTTP status and the provider's error
+// body. The SDKs' own retries are off: Temporal and the session workflow own
+// retries and fallback.
+//
+// This package must not import Temporal or the workflow code; the
+// activities turn its errors into ApplicationErrors.
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	anthropicopt "github.com/anthropics/anthropic-sdk-go/option"
+	openaiopt "github.com/openai/openai-go/v3/option"
+
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// Message is one turn of a prompt.
+type Message struct {
+	Role string // "user" or "assistant"
+	Text string
+}
+
+// Prompt is what a model is asked.
+type Prompt struct {
+	System   string
+	Messages []Message
+}
+
+// Model produces a reply to a prompt.
+type Model interface {
+	// Name is provider/model, as configured.
+	Name() string
+	Complete(ctx context.Context, p Prompt) (string, error)
+}
+
+// Error is a classified provider failure.
+type Error struct {
+	Type       string // one of pipeline.Err*
+	Status     int
+	RetryAfter time.Duration
+	Model      string
+	Err        error
+}
+
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("%s: %s", e.Model, e.Type)
+	if e.Status != 0 {
+		msg += fmt.Sprintf(" (HTTP %d)", e.Status)
+	}
+	if e.RetryAfter > 0 {
+		msg += fmt.Sprintf(", retry after %s", e.RetryAfter)
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Registry builds models by name ("openai/gpt-4o-mini",
+// "anthropic/claude-sonnet-4-5", "demo/echo"), one client per provider.
+type Registry struct {
+	// MaxTokens bounds a reply, where the provider needs a bound.
+	MaxTokens int64
+	// DemoDelay is how long the demo model "thinks".
+	DemoDelay time.Duration
+	// Extra client options (tests point them at fake servers); the SDKs
+	// read OPENAI_* and ANTHROPIC_* from the environment first.
+	OpenAIOptions    []openaiopt.RequestOption
+	AnthropicOptions []anthropicopt.RequestOption
+
+	mu     sync.Mutex
+	models map[string]Model
+}
+
+// Get returns the model of that name, building its client on first use.
+func (r *Registry) Get(name string) (Model, error) {
+	provider, model, err := pipeline.ParseModelName(name)
+	if err != nil {
+		return nil, &Error{Type: pipeline.ErrModelNotFound, Model: name, Err: err}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m, ok := r.models[name]; ok {
+		return m, nil
+	}
+	var m Model
+	switch provider {
+	case "openai":
+		m = newOpenAI(name, model, r.MaxTokens, r.OpenAIOptions)
+	case "anthropic":
+		m = newAnthropic(name, model, r.MaxTokens, r.AnthropicOptions)
+	default:
+		m = Demo{Delay: r.DemoDelay}
+	}
+	if r.models == nil {
+		r.models = map[string]Model{}
+	}
+	r.models[name] = m
+	return m, nil
+}
+
+// Classify decides the error type from what the provider said: its HTTP
+// status, its error type or code, and its message.
+func Classify(status int, kind, message string) string {
+	text := strings.ToLower(kind + " " + message)
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if strings.Contains(text, w) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("insufficient_quota", "billing", "credit balance", "payment required", "quota exceeded"):
+		return pipeline.ErrBilling
+	case has("context_length_exceeded", "context length", "context window", "prompt is too long", "too many tokens", "maximum context"):
+		return pipeline.ErrContextOverflow
+	case has("content_filter", "content policy", "content_policy", "safety system", "flagged"):
+		return pipeline.ErrContentFilter
+	case status == 429 || has("rate_limit"):
+		return pipeline.ErrRateLimited
+	case status == 529 || status == 503 || has("overloaded"):
+		return pipeline.ErrOverloaded
+	case status == 401 || status == 403 || has("authentication_error", "permission_error", "invalid_api_key"):
+		return pipeline.ErrAuth
+	case status == 402:
+		return pipeline.ErrBilling
+	case status == 404 || has("model_not_found", "not_found_error", "does not exist"):
+		return pipeline.ErrModelNotFound
+	case status == 408 || status == 504 || has("timeout", "timed out"):
+		return pipeline.ErrTimeout
+	case status >= 500:
+		return pipeline.ErrOverloaded
+	}
+	return pipeline.ErrFormat
+}
+
+// transportError classifies a failure with no HTTP answer: a timeout or an
+// unreachable provider is worth trying elsewhere.
+func transportError(name string, err error) error {
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	return &Error{Type: pipeline.ErrTimeout, Model: name, Err: err}
+}
+
+// retryAfter reads a Retry-After header in seconds (or retry-after-ms).
+func retryAfter(ms, seconds string) time.Duration {
+	var n float64
+	if _, err := fmt.Sscanf(ms, "%g", &n); err == nil && n > 0 {
+		return time.Duration(n * float64(time.Millisecond))
+	}
+	if _, err := fmt.Sscanf(seconds, "%g", &n); err == nil && n > 0 {
+		return time.Duration(n * float64(time.Second))
+	}
+	return 0
+}

@@ -1,0 +1,187 @@
+// Package modeltest has fake model provider servers for tests: an
+// OpenAI-compatible chat completions endpoint and the Anthropic Messages
+// endpoint, on loopback, scriptable per request, spoken to by the real SDK
+// clients.
+package modeltest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Step scripts the answer to one request.
+type Step struct {
+	Status       int    // 0 means 200
+	RetryAfter   string // Retry-After header, seconds
+	ErrorType    string // the provider's error type (or OpenAI's code)
+	Message      string // the error message
+	Text         string // the reply on success; "" echoes the last user text
+	FinishReason string // OpenAI finish_reason / Anthropic stop_reason
+	Latency      time.Duration
+}
+
+// Request is what the fake saw.
+type Request struct {
+	Model    string
+	System   string
+	Messages []string // "role: text"
+}
+
+// Server is a fake provider.
+type Server struct {
+	*httptest.Server
+	anthropic bool
+	mu        sync.Mutex
+	script    []Step
+	requests  []Request
+}
+
+// NewOpenAI starts a fake OpenAI-compatible server; point the client's base
+// URL at URL()+"/v1".
+func NewOpenAI() *Server { return start(false) }
+
+// NewAnthropic starts a fake Anthropic server; point the client's base URL
+// at URL().
+func NewAnthropic() *Server { return start(true) }
+
+func start(anthropic bool) *Server {
+	s := &Server{anthropic: anthropic}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// Push scripts the next answers, in order; with none left, requests succeed.
+func (s *Server) Push(steps ...Step) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.script = append(s.script, steps...)
+}
+
+// Requests returns what the server was asked so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+type wireMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type wireRequest struct {
+	Model    string          `json:"model"`
+	System   json.RawMessage `json:"system"`
+	Messages []wireMessage   `json:"messages"`
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	wantPath := "/v1/chat/completions"
+	if s.anthropic {
+		wantPath = "/v1/messages"
+	}
+	if r.Method != http.MethodPost || r.URL.Path != wantPath {
+		http.Error(w, `{"error":{"message":"no such route"}}`, http.StatusNotFound)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	var req wireRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
+		return
+	}
+	seen := Request{Model: req.Model, System: text(req.System)}
+	last := ""
+	for _, m := range req.Messages {
+		t := text(m.Content)
+		if m.Role == "system" {
+			seen.System = t
+			continue
+		}
+		seen.Messages = append(seen.Messages, m.Role+": "+t)
+		if m.Role == "user" {
+			last = t
+		}
+	}
+	s.mu.Lock()
+	s.requests = append(s.requests, seen)
+	var step Step
+	if len(s.script) > 0 {
+		step, s.script = s.script[0], s.script[1:]
+	}
+	s.mu.Unlock()
+
+	if step.Latency > 0 {
+		select {
+		case <-time.After(step.Latency):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if step.RetryAfter != "" {
+		w.Header().Set("Retry-After", step.RetryAfter)
+	}
+	if step.Status >= 300 {
+		w.WriteHeader(step.Status)
+		_ = json.NewEncoder(w).Encode(s.errorBody(step))
+		return
+	}
+	reply := step.Text
+	if reply == "" {
+		reply = "echo: " + last
+	}
+	_ = json.NewEncoder(w).Encode(s.successBody(req.Model, reply, step.FinishReason))
+}
+
+func (s *Server) errorBody(step Step) any {
+	if s.anthropic {
+		return map[string]any{"type": "error", "error": map[string]string{"type": step.ErrorType, "message": step.Message}}
+	}
+	return map[string]any{"error": map[string]any{"message": step.Message, "type": step.ErrorType, "code": step.ErrorType, "param": nil}}
+}
+
+func (s *Server) successBody(model, reply, finish string) any {
+	if s.anthropic {
+		if finish == "" {
+			finish = "end_turn"
+		}
+		return map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "model": model,
+			"content":     []map[string]string{{"type": "text", "text": reply}},
+			"stop_reason": finish, "usage": map[string]int{"input_tokens": 1, "output_tokens": 1}}
+	}
+	if finish == "" {
+		finish = "stop"
+	}
+	return map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": model,
+		"choices": []map[string]any{{"index": 0, "message": map[string]any{"role": "assistant", "content": reply}, "finish_reason": finish}},
+		"usage":   map[string]int{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+}
+
+// text reads a content field that is either a string or a list of blocks.
+func text(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &blocks) != nil {
+		return fmt.Sprintf("<%s>", raw)
+	}
+	parts := make([]string, len(blocks))
+	for i, b := range blocks {
+		parts[i] = b.Text
+	}
+	return strings.Join(parts, "")
+}
