@@ -1,0 +1,324 @@
+// Package store keeps what outlives a workflow run: session entries,
+// transcripts, the internal-to-platform message ID map and reaction
+// feedback. SQLite (a pure-Go driver, no cgo) is the embedded default;
+// PostgreSQL serves several workers. Migrations are embedded.
+//
+// Only activities use it. Every write is idempotent, keyed by turn and
+// message IDs, because activities run at least once.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // PostgreSQL driver "pgx"
+	_ "modernc.org/sqlite"             // SQLite driver "sqlite"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Store is the database behind the activities.
+type Store struct {
+	db       *sql.DB
+	postgres bool
+}
+
+// Open opens the store named by dsn: a postgres:// (or postgresql://) URL,
+// or a SQLite file path (its folder is created), and applies migrations.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	s := &Store{}
+	var err error
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		s.postgres = true
+		s.db, err = sql.Open("pgx", dsn)
+	} else {
+		if dir := filepath.Dir(dsn); dir != "." {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("create the store's folder %s: %w", dir, err)
+			}
+		}
+		s.db, err = sql.Open("sqlite", "file:"+dsn+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)")
+		if err == nil {
+			// SQLite allows one writer; one connection avoids lock errors.
+			s.db.SetMaxOpenConns(1)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open the store: %w", err)
+	}
+	if err := s.db.PingContext(ctx); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("reach the store (REPLYFLOW_STORE_DSN): %w", err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+func (s *Store) migrate(ctx context.Context) error {
+	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY)`); err != nil {
+		return fmt.Errorf("prepare migrations: %w", err)
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		version := strings.TrimSuffix(filepath.Base(name), ".sql")
+		var seen string
+		err := s.db.QueryRowContext(ctx, s.q(`SELECT version FROM schema_migrations WHERE version = ?`), version).Scan(&seen)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("read migrations: %w", err)
+		}
+		body, _ := migrations.ReadFile(name)
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		for _, stmt := range strings.Split(string(body), ";") {
+			if strings.TrimSpace(stripComments(stmt)) == "" {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				_ = tx.Rollback()
+				return fmt.Errorf("migration %s: %w", version, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO schema_migrations (version) VALUES (?)`), version); err != nil {
+			_ = tx.Rollback()
+			return fmt.Errorf("migration %s: %w", version, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migration %s: %w", version, err)
+		}
+	}
+	return nil
+}
+
+func stripComments(stmt string) string {
+	var out []string
+	for _, line := range strings.Split(stmt, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// q turns ? placeholders into PostgreSQL's $n.
+func (s *Store) q(query string) string {
+	if !s.postgres {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Entry is a session's settings that outlive its workflow runs.
+type Entry struct {
+	SessionID     string
+	TranscriptID  string
+	ModelOverride string
+	ThinkLevel    string
+	QueueJSON     string
+	Activation    string
+	UpdatedAt     time.Time
+}
+
+// SessionEntry returns the session's entry, creating it (with a first
+// transcript) if it has none.
+func (s *Store) SessionEntry(ctx context.Context, sessionID string) (Entry, error) {
+	now := time.Now().UTC()
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO sessions (session_id, transcript_id, updated_at) VALUES (?, ?, ?) ON CONFLICT (session_id) DO NOTHING`),
+		sessionID, sessionID+"#1", now)
+	if err != nil {
+		return Entry{}, fmt.Errorf("create the session entry of %s: %w", sessionID, err)
+	}
+	e := Entry{SessionID: sessionID}
+	err = s.db.QueryRowContext(ctx, s.q(`SELECT transcript_id, model_override, think_level, queue_json, activation, updated_at FROM sessions WHERE session_id = ?`), sessionID).
+		Scan(&e.TranscriptID, &e.ModelOverride, &e.ThinkLevel, &e.QueueJSON, &e.Activation, &e.UpdatedAt)
+	if err != nil {
+		return Entry{}, fmt.Errorf("read the session entry of %s: %w", sessionID, err)
+	}
+	return e, nil
+}
+
+// SaveSettings stores the session's settings, keeping its transcript.
+func (s *Store) SaveSettings(ctx context.Context, e Entry) error {
+	if _, err := s.SessionEntry(ctx, e.SessionID); err != nil {
+		return err
+	}
+	_, err := s.db.ExecContext(ctx, s.q(`UPDATE sessions SET model_override = ?, think_level = ?, queue_json = ?, activation = ?, updated_at = ? WHERE session_id = ?`),
+		e.ModelOverride, e.ThinkLevel, e.QueueJSON, e.Activation, time.Now().UTC(), e.SessionID)
+	if err != nil {
+		return fmt.Errorf("save the settings of %s: %w", e.SessionID, err)
+	}
+	return nil
+}
+
+// StartTranscript points the session at a new transcript named by key
+// (a turn ID, so a repeated call does nothing new) and keeps its settings.
+func (s *Store) StartTranscript(ctx context.Context, sessionID, key string) (string, error) {
+	if _, err := s.SessionEntry(ctx, sessionID); err != nil {
+		return "", err
+	}
+	id := sessionID + "#" + key
+	_, err := s.db.ExecContext(ctx, s.q(`UPDATE sessions SET transcript_id = ?, updated_at = ? WHERE session_id = ?`), id, time.Now().UTC(), sessionID)
+	if err != nil {
+		return "", fmt.Errorf("start a new transcript for %s: %w", sessionID, err)
+	}
+	return id, nil
+}
+
+// Message is one message of a transcript. Key makes its write idempotent
+// (for example "<turn>/user" or "<turn>/assistant").
+type Message struct {
+	Key       string
+	Role      string // "user" or "assistant"
+	Sender    string
+	Body      string
+	CreatedAt time.Time
+}
+
+// Append adds messages to a transcript, in order; a message whose key is
+// already there is skipped.
+func (s *Store) Append(ctx context.Context, transcriptID string, msgs []Message) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("append to transcript %s: %w", transcriptID, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var seq int64
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT COALESCE(MAX(seq), 0) FROM transcript_messages WHERE transcript_id = ?`), transcriptID).Scan(&seq); err != nil {
+		return fmt.Errorf("append to transcript %s: %w", transcriptID, err)
+	}
+	for _, m := range msgs {
+		seq++
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO transcript_messages (transcript_id, message_key, seq, role, sender, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (transcript_id, message_key) DO NOTHING`),
+			transcriptID, m.Key, seq, m.Role, m.Sender, m.Body, m.CreatedAt.UTC())
+		if err != nil {
+			return fmt.Errorf("append %s to transcript %s: %w", m.Key, transcriptID, err)
+		}
+	}
+	return tx.Commit()
+}
+
+// Recent returns up to limit of a transcript's last messages, oldest first.
+func (s *Store) Recent(ctx context.Context, transcriptID string, limit int) ([]Message, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT message_key, role, sender, body, created_at FROM transcript_messages WHERE transcript_id = ? ORDER BY seq DESC LIMIT ?`), transcriptID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read transcript %s: %w", transcriptID, err)
+	}
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		var m Message
+		if err := rows.Scan(&m.Key, &m.Role, &m.Sender, &m.Body, &m.CreatedAt); err != nil {
+			return nil, fmt.Errorf("read transcript %s: %w", transcriptID, err)
+		}
+		out = append(out, m)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, rows.Err()
+}
+
+// MapMessage records the platform's ID of an internal message.
+func (s *Store) MapMessage(ctx context.Context, sessionID, internalID, platformID string) error {
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO message_ids (session_id, internal_id, platform_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (session_id, internal_id) DO NOTHING`),
+		sessionID, internalID, platformID, time.Now().UTC())
+	if err != nil {
+		return fmt.Errorf("map message %s of %s: %w", internalID, sessionID, err)
+	}
+	return nil
+}
+
+// PlatformID returns the platform's ID of an internal message.
+func (s *Store) PlatformID(ctx context.Context, sessionID, internalID string) (string, bool, error) {
+	return s.lookup(ctx, `SELECT platform_id FROM message_ids WHERE session_id = ? AND internal_id = ?`, sessionID, internalID)
+}
+
+// InternalID returns the internal ID of a platform message.
+func (s *Store) InternalID(ctx context.Context, sessionID, platformID string) (string, bool, error) {
+	return s.lookup(ctx, `SELECT internal_id FROM message_ids WHERE session_id = ? AND platform_id = ?`, sessionID, platformID)
+}
+
+func (s *Store) lookup(ctx context.Context, query, sessionID, id string) (string, bool, error) {
+	var out string
+	err := s.db.QueryRowContext(ctx, s.q(query), sessionID, id).Scan(&out)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("look up message %s of %s: %w", id, sessionID, err)
+	}
+	return out, true, nil
+}
+
+// Feedback is a user's reaction on one of the bot's messages.
+type Feedback struct {
+	EventID    string // the platform's update ID, for idempotency
+	SessionID  string
+	MessageID  string // internal ID, or "<channel>:<chat>:<message>" when unresolved
+	Unresolved bool
+	SenderID   string
+	Emoji      string
+	CreatedAt  time.Time
+}
+
+// AddFeedback records a feedback event once.
+func (s *Store) AddFeedback(ctx context.Context, f Feedback) error {
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO feedback_events (event_id, session_id, message_id, unresolved, sender_id, emoji, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`),
+		f.EventID, f.SessionID, f.MessageID, f.Unresolved, f.SenderID, f.Emoji, f.CreatedAt.UTC())
+	if err != nil {
+		return fmt.Errorf("record feedback %s: %w", f.EventID, err)
+	}
+	return nil
+}
+
+// Feedbacks returns a session's feedback events, oldest first.
+func (s *Store) Feedbacks(ctx context.Context, sessionID string) ([]Feedback, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT event_id, message_id, unresolved, sender_id, emoji, created_at FROM feedback_events WHERE session_id = ? ORDER BY created_at, event_id`), sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("read feedback of %s: %w", sessionID, err)
+	}
+	defer rows.Close()
+	var out []Feedback
+	for rows.Next() {
+		f := Feedback{SessionID: sessionID}
+		if err := rows.Scan(&f.EventID, &f.MessageID, &f.Unresolved, &f.SenderID, &f.Emoji, &f.CreatedAt); err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}

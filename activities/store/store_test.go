@@ -1,0 +1,146 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The same suite runs on both databases.
+func TestStoreOnSQLite(t *testing.T) {
+	runSuite(t, func(t *testing.T) string { return filepath.Join(t.TempDir(), "nested", "store.db") })
+}
+
+func TestStoreOnPostgreSQL(t *testing.T) {
+	base := os.Getenv("REPLYFLOW_TEST_POSTGRES_DSN")
+	if base == "" {
+		base = "postgres://root@127.0.0.1:5432/test?sslmode=disable"
+	}
+	runSuite(t, func(t *testing.T) string {
+		admin, err := sql.Open("pgx", base)
+		require.NoError(t, err)
+		defer admin.Close()
+		b := make([]byte, 6)
+		_, _ = rand.Read(b)
+		schema := "replyflow_test_" + hex.EncodeToString(b)
+		_, err = admin.Exec("CREATE SCHEMA " + schema)
+		require.NoError(t, err, "the store tests need PostgreSQL at %s (set REPLYFLOW_TEST_POSTGRES_DSN)", base)
+		t.Cleanup(func() {
+			if admin, err := sql.Open("pgx", base); err == nil {
+				_, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE")
+				admin.Close()
+			}
+		})
+		sep := "?"
+		if strings.Contains(base, "?") {
+			sep = "&"
+		}
+		return base + sep + "search_path=" + schema
+	})
+}
+
+func runSuite(t *testing.T, dsn func(*testing.T) string) {
+	ctx := context.Background()
+	open := func(t *testing.T) (*Store, string) {
+		d := dsn(t)
+		s, err := Open(ctx, d)
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		return s, d
+	}
+
+	t.Run("session entries keep settings across a new transcript", func(t *testing.T) {
+		s, _ := open(t)
+		e, err := s.SessionEntry(ctx, "session:webchat:a")
+		require.NoError(t, err)
+		assert.Equal(t, "session:webchat:a#1", e.TranscriptID)
+		e.ModelOverride, e.QueueJSON = "anthropic/x", `{"mode":"collect"}`
+		require.NoError(t, s.SaveSettings(ctx, e))
+		id, err := s.StartTranscript(ctx, "session:webchat:a", "turn-7")
+		require.NoError(t, err)
+		again, err := s.StartTranscript(ctx, "session:webchat:a", "turn-7")
+		require.NoError(t, err)
+		assert.Equal(t, id, again, "idempotent by its key")
+		e, err = s.SessionEntry(ctx, "session:webchat:a")
+		require.NoError(t, err)
+		assert.Equal(t, id, e.TranscriptID)
+		assert.Equal(t, "anthropic/x", e.ModelOverride)
+		assert.Equal(t, `{"mode":"collect"}`, e.QueueJSON)
+	})
+
+	t.Run("transcripts are idempotent and ordered", func(t *testing.T) {
+		s, _ := open(t)
+		at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+		turn1 := []Message{{Key: "t1/user", Role: "user", Sender: "alice", Body: "hi", CreatedAt: at}, {Key: "t1/assistant", Role: "assistant", Body: "hello", CreatedAt: at}}
+		require.NoError(t, s.Append(ctx, "tr", turn1))
+		require.NoError(t, s.Append(ctx, "tr", turn1), "an activity that runs twice writes once")
+		require.NoError(t, s.Append(ctx, "tr", []Message{{Key: "t2/user", Role: "user", Body: "again", CreatedAt: at}}))
+		all, err := s.Recent(ctx, "tr", 10)
+		require.NoError(t, err)
+		var keys []string
+		for _, m := range all {
+			keys = append(keys, m.Key)
+		}
+		assert.Equal(t, []string{"t1/user", "t1/assistant", "t2/user"}, keys)
+		last, err := s.Recent(ctx, "tr", 2)
+		require.NoError(t, err)
+		assert.Equal(t, "t1/assistant", last[0].Key, "the window is the most recent, oldest first")
+		assert.Equal(t, at, last[0].CreatedAt.UTC())
+		other, err := s.Recent(ctx, "other", 10)
+		require.NoError(t, err)
+		assert.Empty(t, other)
+	})
+
+	t.Run("message ID map both ways", func(t *testing.T) {
+		s, _ := open(t)
+		require.NoError(t, s.MapMessage(ctx, "sess", "turn1/0", "4711"))
+		require.NoError(t, s.MapMessage(ctx, "sess", "turn1/0", "9999"), "the first mapping stays")
+		p, ok, err := s.PlatformID(ctx, "sess", "turn1/0")
+		require.NoError(t, err)
+		assert.True(t, ok)
+		assert.Equal(t, "4711", p)
+		i, ok, err := s.InternalID(ctx, "sess", "4711")
+		require.NoError(t, err)
+		assert.True(t, ok)
+		assert.Equal(t, "turn1/0", i)
+		_, ok, err = s.InternalID(ctx, "sess", "1")
+		require.NoError(t, err)
+		assert.False(t, ok)
+	})
+
+	t.Run("feedback once per event", func(t *testing.T) {
+		s, _ := open(t)
+		f := Feedback{EventID: "u1", SessionID: "sess", MessageID: "telegram:1:55", Unresolved: true, SenderID: "bob", Emoji: "👍", CreatedAt: time.Now()}
+		require.NoError(t, s.AddFeedback(ctx, f))
+		require.NoError(t, s.AddFeedback(ctx, f))
+		got, err := s.Feedbacks(ctx, "sess")
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		assert.True(t, got[0].Unresolved)
+		assert.Equal(t, "👍", got[0].Emoji)
+	})
+
+	t.Run("reopening keeps the data and migrates once", func(t *testing.T) {
+		d := dsn(t)
+		s, err := Open(ctx, d)
+		require.NoError(t, err)
+		require.NoError(t, s.MapMessage(ctx, "sess", "a", "b"))
+		s.Close()
+		s, err = Open(ctx, d)
+		require.NoError(t, err)
+		defer s.Close()
+		p, ok, err := s.PlatformID(ctx, "sess", "a")
+		require.NoError(t, err)
+		assert.True(t, ok)
+		assert.Equal(t, "b", p)
+	})
+}
