@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +25,13 @@ type Activities struct {
 	Models ModelSource
 	// SystemPrompt is the persona every turn starts with.
 	SystemPrompt string
+	// Store keeps transcripts, session entries and the message ID map;
+	// nil runs without memory.
+	Store Transcripts
+	// ContextTokens bounds the prompt; Location is the time zone of the
+	// dates the model sees.
+	ContextTokens int
+	Location      *time.Location
 	// Outbound maps a channel name to its adapter.
 	Outbound map[string]adapters.Outbound
 	// TypingInterval is how often the typing indicator is refreshed while
@@ -44,12 +52,35 @@ type ModelSource interface {
 	Get(name string) (models.Model, error)
 }
 
-// LoadSettings returns the settings of a session run.
-func (a *Activities) LoadSettings(_ context.Context, key pipeline.SessionKey) (pipeline.Settings, error) {
+// LoadSettings returns the settings of a session run, with what the
+// session's entry in the store saved.
+func (a *Activities) LoadSettings(ctx context.Context, key pipeline.SessionKey) (pipeline.Settings, error) {
+	s := a.Settings
 	if a.ChannelSettings != nil {
-		return a.ChannelSettings(key, a.Settings), nil
+		s = a.ChannelSettings(key, s)
 	}
-	return a.Settings, nil
+	if a.Store != nil {
+		entry, err := a.Store.SessionEntry(ctx, key.WorkflowID())
+		if err != nil {
+			return s, err
+		}
+		s.Saved.ModelOverride = entry.ModelOverride
+		if entry.QueueJSON != "" {
+			var q pipeline.QueuePatch
+			if err := json.Unmarshal([]byte(entry.QueueJSON), &q); err == nil {
+				s.Saved.Queue = &q
+			}
+		}
+	}
+	return s, nil
+}
+
+func mustJSON(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
 }
 
 // AgentTurn asks the model for a reply. While the model works it heartbeats
@@ -74,13 +105,19 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 	if err != nil {
 		return pipeline.TurnResult{}, modelError(req, err)
 	}
-	prompt := models.Prompt{System: a.SystemPrompt, Messages: []models.Message{{Role: "user", Text: req.Text}}}
-	reply, err := model.Complete(turnCtx, prompt)
+	transcriptID, history, err := a.transcript(turnCtx, req)
+	if err != nil {
+		return pipeline.TurnResult{}, fmt.Errorf("load the transcript of %s: %w", req.Session.WorkflowID(), err)
+	}
+	reply, err := model.Complete(turnCtx, a.prompt(req, history, time.Now()))
 	if err != nil {
 		if ctx.Err() != nil {
 			return pipeline.TurnResult{}, ctx.Err()
 		}
 		return pipeline.TurnResult{}, modelError(req, err)
+	}
+	if err := a.remember(turnCtx, transcriptID, req, reply, time.Now()); err != nil {
+		return pipeline.TurnResult{}, fmt.Errorf("save the turn of %s: %w", req.Session.WorkflowID(), err)
 	}
 	return pipeline.TurnResult{Reply: reply, Model: req.Model}, nil
 }
@@ -175,6 +212,12 @@ func (a *Activities) Deliver(ctx context.Context, d pipeline.Delivery) (pipeline
 	id, err := out.Send(ctx, d)
 	if err != nil {
 		return pipeline.Delivered{}, platformError(fmt.Sprintf("deliver chunk %d/%d of %s", d.Index+1, d.Total, d.Session.WorkflowID()), err)
+	}
+	if a.Store != nil {
+		// The chunk is out; a failed mapping must not send it again.
+		if err := a.Store.MapMessage(ctx, d.Session.WorkflowID(), d.IdempotencyKey, id); err != nil {
+			a.Logger.Warn("message ID not mapped", "session", d.Session.WorkflowID(), "internal_id", d.IdempotencyKey, "error", err)
+		}
 	}
 	return pipeline.Delivered{PlatformMessageID: id}, nil
 }

@@ -28,6 +28,9 @@ const (
 	CommandStop CommandName = "stop"
 	// CommandModel shows or sets the session's model (strict: no fallback).
 	CommandModel CommandName = "model"
+	// CommandNew starts a new transcript and keeps the settings (/new,
+	// /reset).
+	CommandNew CommandName = "new"
 )
 
 // stopWords abort when they are the whole message, whatever the case and
@@ -67,9 +70,13 @@ func ParseMessage(text string) Parsed {
 	}
 	name, rest := splitCommand(trimmed)
 	switch name {
-	case "status", "stop":
+	case "status", "stop", "new":
 		if rest == "" {
 			return Parsed{Command: CommandName(name)}
+		}
+	case "reset":
+		if rest == "" {
+			return Parsed{Command: CommandNew}
 		}
 	case "queue":
 		return parseQueue(rest)

@@ -1,5 +1,7 @@
 package pipeline
 
+import "time"
+
 // Activity names: the contract between the session workflow, which calls
 // activities by name so that it never imports their code, and the worker,
 // which registers them under these names.
@@ -8,7 +10,17 @@ const (
 	ActivityAgentTurn    = "AgentTurn"
 	ActivityDeliver      = "Deliver"
 	ActivitySetReaction  = "SetReaction"
+	// ActivitySaveSession stores a session's settings in its session
+	// entry, so they outlive the workflow run.
+	ActivitySaveSession = "SaveSessionSettings"
 )
+
+// SessionSettings are the settings a user changes in chat and the store
+// keeps across workflow runs.
+type SessionSettings struct {
+	ModelOverride string      `json:"model_override,omitempty"`
+	Queue         *QueuePatch `json:"queue,omitempty"`
+}
 
 // Settings are the knobs a session run works with. The workflow loads them
 // once per run through an activity, so they are recorded in history (replay
@@ -32,14 +44,17 @@ type Settings struct {
 	// Queue is the channel's default queue mode, debounce window, cap and
 	// drop policy; a session's /queue directive overrides it.
 	Queue QueueSettings `json:"queue"`
+	// Saved are the session's own settings from its session entry.
+	Saved SessionSettings `json:"saved"`
 }
 
 // TurnMessage is one user message as the model sees it.
 type TurnMessage struct {
-	MessageID  string `json:"message_id"`
-	SenderID   string `json:"sender_id"`
-	SenderName string `json:"sender_name,omitempty"`
-	Text       string `json:"text"`
+	MessageID  string    `json:"message_id"`
+	SenderID   string    `json:"sender_id"`
+	SenderName string    `json:"sender_name,omitempty"`
+	Text       string    `json:"text"`
+	At         time.Time `json:"at"`
 }
 
 // TurnRequest asks the agent for one model step of a turn.
@@ -54,6 +69,10 @@ type TurnRequest struct {
 	// the collect and overflow notices, messages steered in.
 	Text     string        `json:"text"`
 	Messages []TurnMessage `json:"messages"`
+	Group    bool          `json:"group,omitempty"`
+	// NewTranscript starts the session on a fresh transcript (after /new,
+	// or a context overflow) before this step.
+	NewTranscript bool `json:"new_transcript,omitempty"`
 	// ThinkingOn are the user messages to mark "thinking" once the step
 	// has run for the reaction coalescing window; a faster step never
 	// shows it, so a quick turn does not flicker.

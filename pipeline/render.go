@@ -32,6 +32,9 @@ func RenderCollected(batches []string) string {
 // AbortedNotice opens the text of the first turn after an abort.
 const AbortedNotice = "[The previous run was aborted by the user.]"
 
+// NewTranscriptReply answers /new and /reset.
+const NewTranscriptReply = "New conversation started; your settings are kept."
+
 // AbortedReply answers a stop command.
 const AbortedReply = "Agent was aborted."
 

@@ -34,6 +34,7 @@ func Register(r worker.Registry, acts *activities.Activities) {
 		pipeline.ActivityAgentTurn:    acts.AgentTurn,
 		pipeline.ActivityDeliver:      acts.Deliver,
 		pipeline.ActivitySetReaction:  acts.SetReaction,
+		pipeline.ActivitySaveSession:  acts.SaveSessionSettings,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

@@ -19,6 +19,9 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 	case p.Command == pipeline.CommandStop:
 		s.abort()
 		text = pipeline.AbortedReply
+	case p.Command == pipeline.CommandNew:
+		s.st.NewTranscript = true
+		text = pipeline.NewTranscriptReply
 	case p.Command == pipeline.CommandModel && p.ModelReset:
 		s.st.ModelOverride = ""
 		text = "Model back to the default chain: " + strings.Join(s.settings.Models, " → ") + "."
@@ -38,9 +41,29 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 	default:
 		text = "Queue settings: " + s.queueSettings().Describe() + ". Change them with /queue <mode> [debounce:2s] [cap:25] [drop:old|new|summarize]."
 	}
+	if p.Command == pipeline.CommandModel || p.Command == pipeline.CommandQueue {
+		s.saveSession()
+	}
 	r := DirectReply{MessageID: in.MessageID, ThreadID: in.ThreadID, Text: text}
 	s.st.Replies = append(s.st.Replies, r)
 	s.sendReply(r)
+}
+
+// saveSession stores the chat's settings in its session entry, so they
+// outlive this workflow run.
+func (s *session) saveSession() {
+	settings := pipeline.SessionSettings{ModelOverride: s.st.ModelOverride, Queue: s.st.QueueOverride}
+	s.repliesInFlight++
+	workflow.Go(s.ctx, func(ctx workflow.Context) {
+		defer func() { s.repliesInFlight-- }()
+		ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout: localActivityTimeout,
+			Summary:             "save session settings",
+		})
+		if err := workflow.ExecuteLocalActivity(ctx, pipeline.ActivitySaveSession, s.key, settings).Get(ctx, nil); err != nil {
+			s.log.Warn("Session settings not saved; they hold until the session completes", "error", err)
+		}
+	})
 }
 
 // abort stops the running turn (its model step is cancelled, no further

@@ -62,3 +62,27 @@ func TestStopAbortsTheTurnClearsTheQueueAndTellsTheNextTurn(t *testing.T) {
 	assert.Empty(t, snap.Queued)
 	assert.Equal(t, 1, snap.Counters.Aborted)
 }
+
+func TestChatSettingsAreSavedAndPickedUpByTheNextRun(t *testing.T) {
+	env, p := newEnv(t)
+	signalAt(env, time.Second, inbound("c1", "/queue collect"))
+	signalAt(env, 2*time.Second, inbound("c2", "/model anthropic/x"))
+	signalAt(env, 3*time.Second, inbound("c3", "/new"))
+	signalAt(env, 4*time.Second, inbound("m1", "hi"))
+	signalAt(env, 5*time.Second, inbound("m2", "again"))
+	run(t, env, nil)
+
+	require.Len(t, p.saved, 2, "each change is saved in the session entry")
+	assert.Equal(t, "anthropic/x", p.saved[1].ModelOverride)
+	require.NotNil(t, p.saved[1].Queue)
+	assert.Equal(t, pipeline.QueueCollect, *p.saved[1].Queue.Mode)
+	require.Len(t, p.steps, 2)
+	assert.True(t, p.steps[0].Req.NewTranscript, "/new makes the next turn start a fresh transcript")
+	assert.False(t, p.steps[1].Req.NewTranscript, "only that one")
+
+	next, p2 := newEnv(t, func(p *fakePlatform) { p.settings.Saved = pipeline.SessionSettings{ModelOverride: "anthropic/x"} })
+	next.RegisterDelayedCallback(func() { next.SignalWorkflow(SignalInbound, inbound("m3", "later")) }, time.Second)
+	run(t, next, nil)
+	require.Len(t, p2.steps, 1)
+	assert.Equal(t, "anthropic/x", p2.steps[0].Req.Model, "a new run starts with the saved model")
+}

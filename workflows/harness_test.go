@@ -36,6 +36,7 @@ type fakePlatform struct {
 	refuseReaction func(pipeline.ReactionChange) error
 
 	mu        sync.Mutex
+	saved     []pipeline.SessionSettings
 	steps     []step
 	sent      []sent
 	reactions []reactionCall
@@ -91,6 +92,12 @@ func newEnvAt(t *testing.T, start time.Time, options ...func(*fakePlatform)) (*t
 	env.RegisterActivityWithOptions(p.agentTurn, activity.RegisterOptions{Name: pipeline.ActivityAgentTurn})
 	env.RegisterActivityWithOptions(p.deliver, activity.RegisterOptions{Name: pipeline.ActivityDeliver})
 	env.RegisterActivityWithOptions(p.setReaction, activity.RegisterOptions{Name: pipeline.ActivitySetReaction})
+	env.RegisterActivityWithOptions(func(_ context.Context, _ pipeline.SessionKey, s pipeline.SessionSettings) error {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.saved = append(p.saved, s)
+		return nil
+	}, activity.RegisterOptions{Name: pipeline.ActivitySaveSession})
 	if p.agentDelay > 0 {
 		env.OnActivity(pipeline.ActivityAgentTurn, mock.Anything, mock.Anything).After(p.agentDelay).Return(p.agentTurn)
 	}

@@ -50,12 +50,17 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 		inbound: workflow.GetSignalChannel(ctx, SignalInbound),
 		retries: workflow.GetSignalChannel(ctx, SignalRetry),
 	}
-	if s.st == nil {
+	fresh := s.st == nil
+	if fresh {
 		s.st = &State{Status: StatusIdle}
 	}
 	s.st.Counters.Runs++
 	if err := s.loadSettings(); err != nil {
 		return err
+	}
+	if fresh {
+		// A session that starts again picks up what its entry saved.
+		s.st.ModelOverride, s.st.QueueOverride = s.settings.Saved.ModelOverride, s.settings.Saved.Queue
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryState, s.snapshot); err != nil {
 		return err

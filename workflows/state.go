@@ -39,6 +39,8 @@ type State struct {
 	// AbortedLastRun makes the next turn's text say the previous run was
 	// aborted.
 	AbortedLastRun bool `json:"aborted_last_run,omitempty"`
+	// NewTranscript makes the next turn start a fresh transcript.
+	NewTranscript bool `json:"new_transcript,omitempty"`
 	// ModelOverride is the model chosen with /model: strict, no fallback.
 	ModelOverride string `json:"model_override,omitempty"`
 	// Cooldowns are models skipped for a while after rate limits.

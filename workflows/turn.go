@@ -94,11 +94,15 @@ func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, 
 	thinkingOn := idsOf(refs)
 	var result pipeline.TurnResult
 	reset := false
+	newTranscript := s.st.NewTranscript
+	s.st.NewTranscript = false
 	for {
 		req := pipeline.TurnRequest{
 			Session: s.key, TurnID: a.TurnID, ThreadID: anchor.ThreadID, Step: a.Step,
 			Text: text, Messages: turnMessages(a.Messages), ThinkingOn: thinkingOn,
+			Group: anchor.ChatType == pipeline.ChatGroup, NewTranscript: newTranscript,
 		}
+		newTranscript = false
 		stepCtx, cancel := workflow.WithCancel(ctx)
 		s.cancelTurn = cancel
 		var err error
@@ -109,6 +113,7 @@ func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, 
 			reset = true
 			s.st.Counters.Resets++
 			s.sendNotice(anchor, pipeline.ReplyContextReset)
+			req.NewTranscript = true
 			result, err = s.askModels(ctx, req, rec)
 		}
 		if err != nil {
@@ -282,7 +287,7 @@ func (s *session) failTurn(rec *TurnRecord, refs []msgRef, what string, err erro
 func turnMessages(msgs []pipeline.Inbound) []pipeline.TurnMessage {
 	out := make([]pipeline.TurnMessage, len(msgs))
 	for i, in := range msgs {
-		out[i] = pipeline.TurnMessage{MessageID: in.MessageID, SenderID: in.SenderID, SenderName: in.SenderName, Text: in.Text}
+		out[i] = pipeline.TurnMessage{MessageID: in.MessageID, SenderID: in.SenderID, SenderName: in.SenderName, Text: in.Text, At: in.ReceivedAt}
 	}
 	return out
 }

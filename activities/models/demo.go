@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"time"
+
+	"github.com/replyflow/replyflow/pipeline"
 )
 
 // DemoName is the model used when none is configured.
@@ -34,5 +36,5 @@ func (m Demo) Complete(ctx context.Context, p Prompt) (string, error) {
 			last = msg.Text
 		}
 	}
-	return "You said: " + strings.TrimSpace(last) + "\n\n(demo model: set REPLYFLOW_MODEL to talk to a real one)", nil
+	return "You said: " + strings.TrimSpace(pipeline.StripEnvelope(last)) + "\n\n(demo model: set REPLYFLOW_MODEL to talk to a real one)", nil
 }

@@ -23,6 +23,10 @@ type Config struct {
 	MaxTokens      int64    `envconfig:"MAX_TOKENS" default:"1024"`
 	// SystemPromptFile is the persona every turn starts with.
 	SystemPromptFile string `envconfig:"SYSTEM_PROMPT_FILE"`
+	ContextTokens    int    `envconfig:"CONTEXT_TOKENS" default:"8000"`
+	Timezone         string `envconfig:"TIMEZONE" default:"UTC"`
+	// StoreDSN is a SQLite file path or a postgres:// URL.
+	StoreDSN string `envconfig:"STORE_DSN" default:".replyflow/replyflow.db"`
 
 	ReactionClearDelay   time.Duration `envconfig:"REACTION_CLEAR_DELAY" default:"60s"`
 	ErrorClearDelay      time.Duration `envconfig:"ERROR_CLEAR_DELAY" default:"10m"`
@@ -94,6 +98,10 @@ func (c Config) validate() error {
 	check(c.ReactionCoalesce >= 0 && c.ReactionCoalesce <= 10*time.Second, "REPLYFLOW_REACTION_COALESCE must be between 0 and 10s, got %s", c.ReactionCoalesce)
 	check(c.DemoModelDelay >= 0, "REPLYFLOW_DEMO_MODEL_DELAY must not be negative")
 	check(c.MaxTokens >= 1, "REPLYFLOW_MAX_TOKENS must be at least 1")
+	check(c.ContextTokens >= 256, "REPLYFLOW_CONTEXT_TOKENS must be at least 256, got %d", c.ContextTokens)
+	if _, err := time.LoadLocation(c.Timezone); err != nil {
+		errs = append(errs, fmt.Errorf("REPLYFLOW_TIMEZONE: %w", err))
+	}
 	for _, m := range c.models() {
 		if _, _, err := pipeline.ParseModelName(m); err != nil {
 			errs = append(errs, fmt.Errorf("REPLYFLOW_MODEL / REPLYFLOW_MODEL_FALLBACKS: %w", err))

@@ -30,13 +30,17 @@ func runDev(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		// Worker and gateway share this process, so a fresh secret will do.
 		cfg.WebchatBotToken = randomToken()
 	}
-	acts, err := newActivities(cfg, logger)
-	if err != nil {
-		return err
-	}
 	if err := os.MkdirAll(cfg.DevDir, 0o755); err != nil {
 		return fmt.Errorf("create %s (REPLYFLOW_DEV_DIR): %w", cfg.DevDir, err)
 	}
+	if os.Getenv("REPLYFLOW_STORE_DSN") == "" {
+		cfg.StoreDSN = filepath.Join(cfg.DevDir, "replyflow.db")
+	}
+	acts, db, err := newActivities(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
 	ln, err := net.Listen("tcp", cfg.WebchatAddr)
 	if err != nil {
 		return fmt.Errorf("listen for the web chat on %s (set REPLYFLOW_WEBCHAT_ADDR to another port): %w", cfg.WebchatAddr, err)

@@ -93,6 +93,7 @@ func testConfig(t *testing.T) Config {
 	cfg.TypingInterval = time.Second
 	cfg.TurnHeartbeatTimeout = 5 * time.Second
 	cfg.WebchatBotToken = "test-bot-token"
+	cfg.StoreDSN = filepath.Join(t.TempDir(), "replyflow.db")
 	require.NoError(t, cfg.validate())
 	return cfg
 }
@@ -142,7 +143,7 @@ type testModel struct {
 func (*testModel) Name() string { return "test/model" }
 
 func (m *testModel) Complete(ctx context.Context, p models.Prompt) (string, error) {
-	text := p.Messages[len(p.Messages)-1].Text
+	text := pipeline.StripEnvelope(p.Messages[len(p.Messages)-1].Text)
 	if m.started != nil {
 		select {
 		case m.started <- text:
@@ -182,8 +183,9 @@ func (m *testModel) waitStarted(t *testing.T, text string) {
 // startWorker runs a worker with model (nil: the configured one) until the
 // returned stop function is called or the test ends.
 func (s *stack) startWorker(model models.Model) (stop func()) {
-	acts, err := newActivities(s.cfg, s.logger)
+	acts, db, err := newActivities(context.Background(), s.cfg, s.logger)
 	require.NoError(s.t, err)
+	s.t.Cleanup(func() { db.Close() })
 	if model != nil {
 		acts.Models = fixedModels{model}
 	}

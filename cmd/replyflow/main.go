@@ -73,10 +73,11 @@ func run(args []string) error {
 }
 
 func workerCommand(ctx context.Context, cfg Config, logger *slog.Logger) error {
-	acts, err := newActivities(cfg, logger)
+	acts, db, err := newActivities(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
+	defer db.Close()
 	c, err := dialTemporal(ctx, "", logger)
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/replyflow/replyflow/activities"
 	"github.com/replyflow/replyflow/activities/models"
+	"github.com/replyflow/replyflow/activities/store"
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/webchat"
 	"github.com/replyflow/replyflow/pipeline"
@@ -47,8 +48,22 @@ func dialTemporal(ctx context.Context, hostPort string, logger *slog.Logger) (cl
 	return c, nil
 }
 
-// newActivities wires the model and the outbound adapters from the config.
-func newActivities(cfg Config, logger *slog.Logger) (*activities.Activities, error) {
+// newActivities wires the models, the store and the outbound adapters from
+// the config. The caller closes the store.
+func newActivities(ctx context.Context, cfg Config, logger *slog.Logger) (*activities.Activities, *store.Store, error) {
+	acts, err := buildActivities(cfg, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := store.Open(ctx, cfg.StoreDSN)
+	if err != nil {
+		return nil, nil, err
+	}
+	acts.Store = db
+	return acts, db, nil
+}
+
+func buildActivities(cfg Config, logger *slog.Logger) (*activities.Activities, error) {
 	var system string
 	if cfg.SystemPromptFile != "" {
 		data, err := os.ReadFile(cfg.SystemPromptFile)
@@ -72,12 +87,22 @@ func newActivities(cfg Config, logger *slog.Logger) (*activities.Activities, err
 		Settings:        cfg.settings(),
 		Models:          &models.Registry{MaxTokens: cfg.MaxTokens, DemoDelay: cfg.DemoModelDelay},
 		SystemPrompt:    system,
+		ContextTokens:   cfg.ContextTokens,
+		Location:        location(cfg.Timezone),
 		Outbound:        outbound,
 		TypingInterval:  cfg.TypingInterval,
 		ThinkingAfter:   cfg.ReactionCoalesce,
 		ChannelSettings: cfg.channelSettings,
 		Logger:          logger,
 	}, nil
+}
+
+func location(name string) *time.Location {
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
 }
 
 // runWorker serves session workflows and activities until ctx is done.

@@ -1,0 +1,152 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/replyflow/replyflow/activities/models"
+	"github.com/replyflow/replyflow/activities/store"
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// transcriptWindow is how many stored messages a prompt may look back on,
+// before the token budget trims it.
+const transcriptWindow = 200
+
+// Transcripts is the part of the store the activities use; *store.Store is
+// the real one.
+type Transcripts interface {
+	SessionEntry(ctx context.Context, sessionID string) (store.Entry, error)
+	SaveSettings(ctx context.Context, e store.Entry) error
+	StartTranscript(ctx context.Context, sessionID, key string) (string, error)
+	Append(ctx context.Context, transcriptID string, msgs []store.Message) error
+	Recent(ctx context.Context, transcriptID string, limit int) ([]store.Message, error)
+	MapMessage(ctx context.Context, sessionID, internalID, platformID string) error
+}
+
+// transcript returns the session's transcript ID and recent messages,
+// starting a new transcript first when the request asks for one.
+func (a *Activities) transcript(ctx context.Context, req pipeline.TurnRequest) (string, []store.Message, error) {
+	if a.Store == nil {
+		return "", nil, nil
+	}
+	sessionID := req.Session.WorkflowID()
+	var id string
+	if req.NewTranscript {
+		var err error
+		if id, err = a.Store.StartTranscript(ctx, sessionID, req.TurnID); err != nil {
+			return "", nil, err
+		}
+	} else {
+		entry, err := a.Store.SessionEntry(ctx, sessionID)
+		if err != nil {
+			return "", nil, err
+		}
+		id = entry.TranscriptID
+	}
+	recent, err := a.Store.Recent(ctx, id, transcriptWindow)
+	return id, recent, err
+}
+
+// prompt assembles what the model is asked: the persona and where and when
+// the conversation happens, the transcript window that fits the token
+// budget, and the new user turn, each user message in its envelope.
+func (a *Activities) prompt(req pipeline.TurnRequest, history []store.Message, now time.Time) models.Prompt {
+	system := pipeline.SystemContext(req.Session.Channel, req.Session.Chat, req.Group, now, a.Location)
+	if a.SystemPrompt != "" {
+		system = a.SystemPrompt + "\n\n" + system
+	}
+	last := lastMessage(req)
+	current := pipeline.Envelope(a.envelope(req, last.SenderName, last.At, prevTime(history)), req.Text)
+
+	texts := make([]string, len(history))
+	for i, m := range history {
+		texts[i] = m.Body
+	}
+	budget := a.ContextTokens
+	if budget <= 0 {
+		budget = 8000
+	}
+	keep := pipeline.FitBudget(texts, budget, pipeline.EstimateTokens(system)+pipeline.EstimateTokens(current))
+	history = history[len(history)-keep:]
+	// A window opens on a user message (providers require it).
+	for len(history) > 0 && history[0].Role != "user" {
+		history = history[1:]
+	}
+
+	p := models.Prompt{System: system}
+	var prev time.Time
+	for _, m := range history {
+		text := m.Body
+		if m.Role == "user" {
+			text = pipeline.Envelope(a.envelope(req, m.Sender, m.CreatedAt, prev), m.Body)
+			prev = m.CreatedAt
+		}
+		p.Messages = append(p.Messages, models.Message{Role: m.Role, Text: text})
+	}
+	p.Messages = append(p.Messages, models.Message{Role: "user", Text: current})
+	return p
+}
+
+func (a *Activities) envelope(req pipeline.TurnRequest, sender string, at, prev time.Time) pipeline.EnvelopeFields {
+	return pipeline.EnvelopeFields{Channel: req.Session.Channel, Sender: sender, Group: req.Group, At: at, Prev: prev, Loc: a.Location}
+}
+
+// remember appends the turn's user text and the reply to the transcript,
+// keyed by turn and step so a repeated attempt writes once.
+func (a *Activities) remember(ctx context.Context, transcriptID string, req pipeline.TurnRequest, reply string, now time.Time) error {
+	if a.Store == nil {
+		return nil
+	}
+	last := lastMessage(req)
+	key := fmt.Sprintf("%s/%d", req.TurnID, req.Step)
+	msgs := []store.Message{{Key: key + "/user", Role: "user", Sender: last.SenderName, Body: req.Text, CreatedAt: last.At}}
+	if reply != "" {
+		msgs = append(msgs, store.Message{Key: key + "/assistant", Role: "assistant", Body: reply, CreatedAt: now})
+	}
+	return a.Store.Append(ctx, transcriptID, msgs)
+}
+
+func lastMessage(req pipeline.TurnRequest) pipeline.TurnMessage {
+	var last pipeline.TurnMessage
+	if n := len(req.Messages); n > 0 {
+		last = req.Messages[n-1]
+		if last.SenderName == "" {
+			last.SenderName = last.SenderID
+		}
+	}
+	if last.At.IsZero() {
+		last.At = time.Now()
+	}
+	return last
+}
+
+// prevTime is when the last user message of the history was sent: the
+// envelope's "+elapsed" is the time between the user's messages.
+func prevTime(history []store.Message) time.Time {
+	for i := len(history) - 1; i >= 0; i-- {
+		if history[i].Role == "user" {
+			return history[i].CreatedAt
+		}
+	}
+	return time.Time{}
+}
+
+// SaveSessionSettings stores what a user changed in chat in the session
+// entry, so the next run of the session starts with it.
+func (a *Activities) SaveSessionSettings(ctx context.Context, key pipeline.SessionKey, s pipeline.SessionSettings) error {
+	if a.Store == nil {
+		return nil
+	}
+	entry, err := a.Store.SessionEntry(ctx, key.WorkflowID())
+	if err != nil {
+		return err
+	}
+	entry.ModelOverride = s.ModelOverride
+	entry.QueueJSON = ""
+	if s.Queue != nil {
+		entry.QueueJSON = mustJSON(s.Queue)
+	}
+	return a.Store.SaveSettings(ctx, entry)
+}
