@@ -35,8 +35,10 @@ type Activities struct {
 	// Outbound maps a channel name to its adapter.
 	Outbound map[string]adapters.Outbound
 	// TypingInterval is how often the typing indicator is refreshed while
-	// a turn runs; zero turns it off.
-	TypingInterval time.Duration
+	// a turn runs; zero turns it off. TypingByChannel overrides it per
+	// channel (Telegram's indicator lasts 5 s, Discord's 10 s).
+	TypingInterval  time.Duration
+	TypingByChannel map[string]time.Duration
 	// ThinkingAfter is the reaction coalescing window: a model step shows
 	// "thinking" on its messages only once it has run this long.
 	ThinkingAfter time.Duration
@@ -156,8 +158,8 @@ func (a *Activities) keepAlive(ctx context.Context, out adapters.Outbound, req p
 		thinking.Stop()
 	}
 	var typing <-chan time.Time
-	if a.TypingInterval > 0 {
-		ticker := time.NewTicker(a.TypingInterval)
+	if every := a.typingInterval(req.Session.Channel); every > 0 {
+		ticker := time.NewTicker(every)
 		defer ticker.Stop()
 		typing = ticker.C
 		a.showTyping(ctx, out, req)
@@ -186,6 +188,13 @@ func (a *Activities) keepAlive(ctx context.Context, out adapters.Outbound, req p
 			a.showThinking(ctx, out, req)
 		}
 	}
+}
+
+func (a *Activities) typingInterval(channel string) time.Duration {
+	if d, ok := a.TypingByChannel[channel]; ok {
+		return d
+	}
+	return a.TypingInterval
 }
 
 func (a *Activities) showThinking(ctx context.Context, out adapters.Outbound, req pipeline.TurnRequest) {

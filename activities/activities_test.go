@@ -92,6 +92,13 @@ func newActivityEnv(acts *Activities) *testsuite.TestActivityEnvironment {
 	return env
 }
 
+func TestTypingIntervalPerChannel(t *testing.T) {
+	acts := &Activities{TypingInterval: 4 * time.Second, TypingByChannel: map[string]time.Duration{"discord": 8 * time.Second, "quiet": 0}}
+	assert.Equal(t, 8*time.Second, acts.typingInterval("discord"))
+	assert.Equal(t, time.Duration(0), acts.typingInterval("quiet"), "0 turns typing off for that channel")
+	assert.Equal(t, 4*time.Second, acts.typingInterval("webchat"))
+}
+
 func TestAgentTurnRefreshesTypingWhileTheModelWorksAndNotAfter(t *testing.T) {
 	out := &fakeOutbound{blockTypingFrom: 3}
 	acts := &Activities{Models: only{slowModel{out}}, Outbound: map[string]adapters.Outbound{"webchat": out}, TypingInterval: time.Millisecond, Logger: slog.Default()}

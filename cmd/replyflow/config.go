@@ -28,19 +28,20 @@ type Config struct {
 	// StoreDSN is a SQLite file path or a postgres:// URL.
 	StoreDSN string `envconfig:"STORE_DSN" default:".replyflow/replyflow.db"`
 
-	ReactionClearDelay   time.Duration `envconfig:"REACTION_CLEAR_DELAY" default:"60s"`
-	ErrorClearDelay      time.Duration `envconfig:"ERROR_CLEAR_DELAY" default:"10m"`
-	SessionIdleTTL       time.Duration `envconfig:"SESSION_IDLE_TTL" default:"24h"`
-	ChunkLimit           int           `envconfig:"CHUNK_LIMIT" default:"0"`
-	TurnTimeout          time.Duration `envconfig:"TURN_TIMEOUT" default:"5m"`
-	TurnHeartbeatTimeout time.Duration `envconfig:"TURN_HEARTBEAT_TIMEOUT" default:"20s"`
-	TurnAttempts         int           `envconfig:"TURN_ATTEMPTS" default:"3"`
-	DeliveryTimeout      time.Duration `envconfig:"DELIVERY_TIMEOUT" default:"30s"`
-	DeliveryDeadline     time.Duration `envconfig:"DELIVERY_DEADLINE" default:"10m"`
-	MaxHistoryEvents     int           `envconfig:"MAX_HISTORY_EVENTS" default:"10000"`
-	TypingInterval       time.Duration `envconfig:"TYPING_INTERVAL" default:"4s"`
-	ReactionCoalesce     time.Duration `envconfig:"REACTION_COALESCE" default:"700ms"`
-	DemoModelDelay       time.Duration `envconfig:"DEMO_MODEL_DELAY" default:"1s"`
+	ReactionClearDelay   time.Duration            `envconfig:"REACTION_CLEAR_DELAY" default:"60s"`
+	ErrorClearDelay      time.Duration            `envconfig:"ERROR_CLEAR_DELAY" default:"10m"`
+	SessionIdleTTL       time.Duration            `envconfig:"SESSION_IDLE_TTL" default:"24h"`
+	ChunkLimit           int                      `envconfig:"CHUNK_LIMIT" default:"0"`
+	TurnTimeout          time.Duration            `envconfig:"TURN_TIMEOUT" default:"5m"`
+	TurnHeartbeatTimeout time.Duration            `envconfig:"TURN_HEARTBEAT_TIMEOUT" default:"20s"`
+	TurnAttempts         int                      `envconfig:"TURN_ATTEMPTS" default:"3"`
+	DeliveryTimeout      time.Duration            `envconfig:"DELIVERY_TIMEOUT" default:"30s"`
+	DeliveryDeadline     time.Duration            `envconfig:"DELIVERY_DEADLINE" default:"10m"`
+	MaxHistoryEvents     int                      `envconfig:"MAX_HISTORY_EVENTS" default:"10000"`
+	TypingInterval       time.Duration            `envconfig:"TYPING_INTERVAL" default:"4s"`
+	TypingByChannel      map[string]time.Duration `envconfig:"TYPING_INTERVAL_BY_CHANNEL"`
+	ReactionCoalesce     time.Duration            `envconfig:"REACTION_COALESCE" default:"700ms"`
+	DemoModelDelay       time.Duration            `envconfig:"DEMO_MODEL_DELAY" default:"1s"`
 
 	Debounce           time.Duration            `envconfig:"DEBOUNCE" default:"1s"`
 	DebounceByChannel  map[string]time.Duration `envconfig:"DEBOUNCE_BY_CHANNEL"`

@@ -91,6 +91,7 @@ func buildActivities(cfg Config, logger *slog.Logger) (*activities.Activities, e
 		Location:        location(cfg.Timezone),
 		Outbound:        outbound,
 		TypingInterval:  cfg.TypingInterval,
+		TypingByChannel: cfg.TypingByChannel,
 		ThinkingAfter:   cfg.ReactionCoalesce,
 		ChannelSettings: cfg.channelSettings,
 		Logger:          logger,
