@@ -24,6 +24,15 @@ type Step struct {
 	Text         string // the reply on success; "" echoes the last user text
 	FinishReason string // OpenAI finish_reason / Anthropic stop_reason
 	Latency      time.Duration
+	// ToolCalls are returned instead of (or with) text.
+	ToolCalls []ToolCall
+}
+
+// ToolCall is a tool the scripted model asks to call.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string // JSON object
 }
 
 // Request is what the fake saw.
@@ -76,6 +85,7 @@ type wireMessage struct {
 }
 
 type wireRequest struct {
+	Stream   bool            `json:"stream"`
 	Model    string          `json:"model"`
 	System   json.RawMessage `json:"system"`
 	Messages []wireMessage   `json:"messages"`
@@ -134,10 +144,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reply := step.Text
-	if reply == "" {
+	if reply == "" && len(step.ToolCalls) == 0 {
 		reply = "echo: " + last
 	}
-	_ = json.NewEncoder(w).Encode(s.successBody(req.Model, reply, step.FinishReason))
+	if req.Stream {
+		s.stream(w, req.Model, reply, step)
+		return
+	}
+	_ = json.NewEncoder(w).Encode(s.successBody(req.Model, reply, step))
 }
 
 func (s *Server) errorBody(step Step) any {
@@ -147,21 +161,90 @@ func (s *Server) errorBody(step Step) any {
 	return map[string]any{"error": map[string]any{"message": step.Message, "type": step.ErrorType, "code": step.ErrorType, "param": nil}}
 }
 
-func (s *Server) successBody(model, reply, finish string) any {
+func (s *Server) successBody(model, reply string, step Step) any {
+	finish := step.FinishReason
 	if s.anthropic {
+		content := []map[string]any{}
+		if reply != "" {
+			content = append(content, map[string]any{"type": "text", "text": reply})
+		}
+		for _, c := range step.ToolCalls {
+			content = append(content, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": json.RawMessage(c.Arguments)})
+		}
 		if finish == "" {
 			finish = "end_turn"
+			if len(step.ToolCalls) > 0 {
+				finish = "tool_use"
+			}
 		}
 		return map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "model": model,
-			"content":     []map[string]string{{"type": "text", "text": reply}},
-			"stop_reason": finish, "usage": map[string]int{"input_tokens": 1, "output_tokens": 1}}
+			"content": content, "stop_reason": finish, "usage": map[string]int{"input_tokens": 1, "output_tokens": 1}}
+	}
+	message := map[string]any{"role": "assistant", "content": reply}
+	if len(step.ToolCalls) > 0 {
+		var calls []map[string]any
+		for _, c := range step.ToolCalls {
+			calls = append(calls, map[string]any{"id": c.ID, "type": "function", "function": map[string]string{"name": c.Name, "arguments": c.Arguments}})
+		}
+		message["tool_calls"] = calls
+		if finish == "" {
+			finish = "tool_calls"
+		}
 	}
 	if finish == "" {
 		finish = "stop"
 	}
 	return map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": model,
-		"choices": []map[string]any{{"index": 0, "message": map[string]any{"role": "assistant", "content": reply}, "finish_reason": finish}},
+		"choices": []map[string]any{{"index": 0, "message": message, "finish_reason": finish}},
 		"usage":   map[string]int{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+}
+
+// stream answers as Server-Sent Events, the reply split into word-sized
+// deltas, in each provider's event format.
+func (s *Server) stream(w http.ResponseWriter, model, reply string, step Step) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	flusher, _ := w.(http.Flusher)
+	send := func(event string, data any) {
+		body, _ := json.Marshal(data)
+		if event != "" {
+			fmt.Fprintf(w, "event: %s\n", event)
+		}
+		fmt.Fprintf(w, "data: %s\n\n", body)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	pieces := strings.SplitAfter(reply, " ")
+	if s.anthropic {
+		finish := step.FinishReason
+		if finish == "" {
+			finish = "end_turn"
+		}
+		send("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "model": model,
+			"content": []any{}, "stop_reason": nil, "usage": map[string]int{"input_tokens": 1, "output_tokens": 0}}})
+		send("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]string{"type": "text", "text": ""}})
+		for _, p := range pieces {
+			send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]string{"type": "text_delta", "text": p}})
+		}
+		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+		send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": finish}, "usage": map[string]int{"output_tokens": len(pieces)}})
+		send("message_stop", map[string]any{"type": "message_stop"})
+		return
+	}
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		return map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model,
+			"choices": []map[string]any{{"index": 0, "delta": delta, "finish_reason": finish}}}
+	}
+	send("", chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	for _, p := range pieces {
+		send("", chunk(map[string]any{"content": p}, nil))
+	}
+	finish := step.FinishReason
+	if finish == "" {
+		finish = "stop"
+	}
+	send("", chunk(map[string]any{}, finish))
+	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 
 // text reads a content field that is either a string or a list of blocks.
