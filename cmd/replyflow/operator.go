@@ -115,7 +115,29 @@ func retryCommand(ctx context.Context, args []string, out io.Writer, logger *slo
 	if fs.NArg() != 1 {
 		return fmt.Errorf("usage: replyflow retry [--by name] [--reason text] <session>")
 	}
-	id := sessionID(fs.Arg(0))
+	return onSession(ctx, logger, fs.Arg(0), func(c client.Client, id string, snap workflows.Snapshot) error {
+		a := snap.Active
+		if a == nil || a.Phase != workflows.PhaseParked {
+			fmt.Fprintf(out, "Nothing is parked in %s (state %s); nothing changed.\n", id, snap.Status)
+			return nil
+		}
+		req := workflows.RetryRequest{By: *by, Reason: *reason}
+		if err := c.SignalWorkflow(ctx, id, "", workflows.SignalRetry, req); err != nil {
+			return fmt.Errorf("signal retry to %s: %w", id, err)
+		}
+		delivered := 0
+		if snap.LastTurn != nil {
+			delivered = snap.LastTurn.Delivered
+		}
+		fmt.Fprintf(out, "Retry sent to %s: turn %s resumes from chunk %d; `replyflow inspect %s` shows how it goes.\n",
+			id, a.TurnID, delivered+1, fs.Arg(0))
+		return nil
+	})
+}
+
+// onSession dials Temporal, queries the session's state, and hands both to do.
+func onSession(ctx context.Context, logger *slog.Logger, arg string, do func(client.Client, string, workflows.Snapshot) error) error {
+	id := sessionID(arg)
 	c, err := dialTemporal(ctx, "", logger)
 	if err != nil {
 		return err
@@ -125,22 +147,7 @@ func retryCommand(ctx context.Context, args []string, out io.Writer, logger *slo
 	if err != nil {
 		return err
 	}
-	a := snap.Active
-	if a == nil || a.Phase != workflows.PhaseParked {
-		fmt.Fprintf(out, "Nothing is parked in %s (state %s); nothing changed.\n", id, snap.Status)
-		return nil
-	}
-	req := workflows.RetryRequest{By: *by, Reason: *reason}
-	if err := c.SignalWorkflow(ctx, id, "", workflows.SignalRetry, req); err != nil {
-		return fmt.Errorf("signal retry to %s: %w", id, err)
-	}
-	delivered := 0
-	if snap.LastTurn != nil {
-		delivered = snap.LastTurn.Delivered
-	}
-	fmt.Fprintf(out, "Retry sent to %s: turn %s resumes from chunk %d; `replyflow inspect %s` shows how it goes.\n",
-		id, a.TurnID, delivered+1, fs.Arg(0))
-	return nil
+	return do(c, id, snap)
 }
 
 func currentUser() string {
@@ -167,23 +174,15 @@ func inspectCommand(ctx context.Context, args []string, out io.Writer, logger *s
 	if fs.NArg() != 1 {
 		return fmt.Errorf("usage: replyflow inspect [--json] <session>, for example session:webchat:demo")
 	}
-	id := sessionID(fs.Arg(0))
-	c, err := dialTemporal(ctx, "", logger)
-	if err != nil {
+	return onSession(ctx, logger, fs.Arg(0), func(_ client.Client, _ string, snap workflows.Snapshot) error {
+		if *asJSON {
+			enc := json.NewEncoder(out)
+			enc.SetIndent("", "  ")
+			return enc.Encode(snap)
+		}
+		_, err := io.WriteString(out, renderSnapshot(snap, time.Now()))
 		return err
-	}
-	defer c.Close()
-	snap, err := querySnapshot(ctx, c, id)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(snap)
-	}
-	_, err = io.WriteString(out, renderSnapshot(snap, time.Now()))
-	return err
+	})
 }
 
 func querySnapshot(ctx context.Context, c client.Client, id string) (workflows.Snapshot, error) {
