@@ -25,6 +25,8 @@ type Activities struct {
 	Models ModelSource
 	// SystemPrompt is the persona every turn starts with.
 	SystemPrompt string
+	// Tools are offered to the model; nil offers only skip_response.
+	Tools *Tools
 	// Store keeps transcripts, session entries and the message ID map;
 	// nil runs without memory.
 	Store Transcripts
@@ -111,17 +113,29 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 	if err != nil {
 		return pipeline.TurnResult{}, fmt.Errorf("load the transcript of %s: %w", req.Session.WorkflowID(), err)
 	}
-	reply, err := model.Complete(turnCtx, a.prompt(req, history, time.Now()))
+	prompt := a.prompt(req, history, time.Now())
+	if !req.NoTools {
+		prompt.Tools = a.Tools.specs()
+	}
+	answer, err := model.Complete(turnCtx, prompt)
 	if err != nil {
 		if ctx.Err() != nil {
 			return pipeline.TurnResult{}, ctx.Err()
 		}
 		return pipeline.TurnResult{}, modelError(req, err)
 	}
-	if err := a.remember(turnCtx, transcriptID, req, reply, time.Now()); err != nil {
-		return pipeline.TurnResult{}, fmt.Errorf("save the turn of %s: %w", req.Session.WorkflowID(), err)
+	result := pipeline.TurnResult{Reply: answer.Text, Model: req.Model, ToolCalls: answer.ToolCalls}
+	for i := range result.ToolCalls {
+		result.ToolCalls[i].RequiresApproval = a.Tools.requiresApproval(result.ToolCalls[i].Name)
 	}
-	return pipeline.TurnResult{Reply: reply, Model: req.Model}, nil
+	if len(result.ToolCalls) == 0 {
+		// The turn's final answer: the transcript keeps the user's text
+		// and this reply (tool rounds stay within the turn).
+		if err := a.remember(turnCtx, transcriptID, req, answer.Text, time.Now()); err != nil {
+			return pipeline.TurnResult{}, fmt.Errorf("save the turn of %s: %w", req.Session.WorkflowID(), err)
+		}
+	}
+	return result, nil
 }
 
 // modelError is the ApplicationError of a failed model attempt: its type

@@ -72,15 +72,15 @@ type slowModel struct{ out *fakeOutbound }
 
 func (slowModel) Name() string { return "test/slow" }
 
-func (m slowModel) Complete(ctx context.Context, _ models.Prompt) (string, error) {
+func (m slowModel) Complete(ctx context.Context, _ models.Prompt) (models.Completion, error) {
 	for m.out.typing.Load() < 3 {
 		select {
 		case <-ctx.Done():
-			return "", ctx.Err()
+			return models.Completion{}, ctx.Err()
 		case <-time.After(time.Millisecond):
 		}
 	}
-	return "done", nil
+	return models.Completion{Text: "done"}, nil
 }
 
 var session = pipeline.SessionKey{Channel: "webchat", Chat: "room"}
@@ -183,22 +183,24 @@ type failingModel struct{ err error }
 
 func (failingModel) Name() string { return "test/failing" }
 
-func (m failingModel) Complete(context.Context, models.Prompt) (string, error) { return "", m.err }
+func (m failingModel) Complete(context.Context, models.Prompt) (models.Completion, error) {
+	return models.Completion{}, m.err
+}
 
 // waitForThinking answers once the thinking reaction was shown.
 type waitForThinking struct{ out *fakeOutbound }
 
 func (waitForThinking) Name() string { return "test/wait" }
 
-func (m waitForThinking) Complete(ctx context.Context, _ models.Prompt) (string, error) {
+func (m waitForThinking) Complete(ctx context.Context, _ models.Prompt) (models.Completion, error) {
 	for len(m.out.reacted()) == 0 {
 		select {
 		case <-ctx.Done():
-			return "", ctx.Err()
+			return models.Completion{}, ctx.Err()
 		case <-time.After(time.Millisecond):
 		}
 	}
-	return "ok", nil
+	return models.Completion{Text: "ok"}, nil
 }
 
 func TestThinkingIsShownOnlyOnceTheStepOutlastsTheWindow(t *testing.T) {

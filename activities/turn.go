@@ -86,6 +86,12 @@ func (a *Activities) prompt(req pipeline.TurnRequest, history []store.Message, n
 		p.Messages = append(p.Messages, models.Message{Role: m.Role, Text: text})
 	}
 	p.Messages = append(p.Messages, models.Message{Role: "user", Text: current})
+	for _, r := range req.Rounds {
+		p.Messages = append(p.Messages, models.Message{Role: "assistant", Text: r.Text, ToolCalls: r.Calls})
+		for _, res := range r.Results {
+			p.Messages = append(p.Messages, models.Message{Role: "tool", ToolCallID: res.CallID, Text: res.Output, IsError: res.IsError})
+		}
+	}
 	return p
 }
 

@@ -26,11 +26,11 @@ type recordingModel struct {
 
 func (*recordingModel) Name() string { return "test/recording" }
 
-func (m *recordingModel) Complete(_ context.Context, p models.Prompt) (string, error) {
+func (m *recordingModel) Complete(_ context.Context, p models.Prompt) (models.Completion, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.prompts = append(m.prompts, p)
-	return "reply " + string(rune('0'+len(m.prompts))), nil
+	return models.Completion{Text: "reply " + string(rune('0'+len(m.prompts)))}, nil
 }
 
 func TestTurnsRememberTheConversationWithinTheBudget(t *testing.T) {

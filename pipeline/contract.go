@@ -10,6 +10,8 @@ const (
 	ActivityAgentTurn    = "AgentTurn"
 	ActivityDeliver      = "Deliver"
 	ActivitySetReaction  = "SetReaction"
+	// ActivityRunTool runs one tool call.
+	ActivityRunTool = "RunTool"
 	// ActivitySaveSession stores a session's settings in its session
 	// entry, so they outlive the workflow run.
 	ActivitySaveSession = "SaveSessionSettings"
@@ -41,6 +43,8 @@ type Settings struct {
 	// turn parks and waits for an operator's retry.
 	DeliveryDeadline Duration `json:"delivery_deadline"`
 	MaxHistoryEvents int      `json:"max_history_events"`
+	// MaxSteps bounds the model steps (tool rounds) of one turn.
+	MaxSteps int `json:"max_steps"`
 	// Queue is the channel's default queue mode, debounce window, cap and
 	// drop policy; a session's /queue directive overrides it.
 	Queue QueueSettings `json:"queue"`
@@ -73,6 +77,11 @@ type TurnRequest struct {
 	// NewTranscript starts the session on a fresh transcript (after /new,
 	// or a context overflow) before this step.
 	NewTranscript bool `json:"new_transcript,omitempty"`
+	// Rounds are the tool calls of the earlier steps of this turn, with
+	// their results.
+	Rounds []ToolRound `json:"rounds,omitempty"`
+	// NoTools asks for a text answer: the turn is at its last step.
+	NoTools bool `json:"no_tools,omitempty"`
 	// ThinkingOn are the user messages to mark "thinking" once the step
 	// has run for the reaction coalescing window; a faster step never
 	// shows it, so a quick turn does not flicker.
@@ -83,9 +92,44 @@ type TurnRequest struct {
 type TurnResult struct {
 	Reply string `json:"reply"`
 	Model string `json:"model"`
-	// Continue asks for another model step (to read tool results);
-	// messages steered into the turn are injected there.
-	Continue bool `json:"continue,omitempty"`
+	// ToolCalls ask for tools to run; their results go to the next model
+	// step, where messages steered into the turn are injected too.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+}
+
+// SkipResponseTool is the built-in tool a model calls to stay silent.
+const SkipResponseTool = "skip_response"
+
+// ToolCall is a tool the model asked to run.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"` // a JSON object
+	// RequiresApproval is set from the tool's declaration.
+	RequiresApproval bool `json:"requires_approval,omitempty"`
+}
+
+// ToolResult is what running a tool call gave.
+type ToolResult struct {
+	CallID  string `json:"call_id"`
+	Name    string `json:"name"`
+	Output  string `json:"output"`
+	IsError bool   `json:"is_error,omitempty"`
+}
+
+// ToolRound is one model step that called tools: what it said, what it
+// called, and what came back.
+type ToolRound struct {
+	Text    string       `json:"text,omitempty"`
+	Calls   []ToolCall   `json:"calls"`
+	Results []ToolResult `json:"results"`
+}
+
+// ToolInvocation asks the RunTool activity to run one call.
+type ToolInvocation struct {
+	Session SessionKey `json:"session"`
+	TurnID  string     `json:"turn_id"`
+	Call    ToolCall   `json:"call"`
 }
 
 // Delivery is one chunk of a reply. IdempotencyKey is derived from the

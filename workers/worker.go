@@ -35,6 +35,7 @@ func Register(r worker.Registry, acts *activities.Activities) {
 		pipeline.ActivityDeliver:      acts.Deliver,
 		pipeline.ActivitySetReaction:  acts.SetReaction,
 		pipeline.ActivitySaveSession:  acts.SaveSessionSettings,
+		pipeline.ActivityRunTool:      acts.RunTool,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

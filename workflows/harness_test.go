@@ -37,6 +37,7 @@ type fakePlatform struct {
 
 	mu        sync.Mutex
 	saved     []pipeline.SessionSettings
+	tools     []pipeline.ToolCall
 	steps     []step
 	sent      []sent
 	reactions []reactionCall
@@ -66,6 +67,7 @@ func testSettings() pipeline.Settings {
 		ReactionClearDelay: pipeline.Duration(time.Minute), ErrorClearDelay: pipeline.Duration(10 * time.Minute),
 		IdleTTL: pipeline.Duration(24 * time.Hour), ChunkLimit: 4000,
 		TurnTimeout: pipeline.Duration(time.Minute), TurnHeartbeatTimeout: pipeline.Duration(20 * time.Second), TurnAttempts: 2,
+		MaxSteps:        4,
 		DeliveryTimeout: pipeline.Duration(10 * time.Second), DeliveryDeadline: pipeline.Duration(10 * time.Minute),
 		Queue: pipeline.QueueSettings{Mode: pipeline.QueueFollowup, Debounce: 0, Cap: 20, Drop: pipeline.DropSummarize},
 	}
@@ -92,6 +94,12 @@ func newEnvAt(t *testing.T, start time.Time, options ...func(*fakePlatform)) (*t
 	env.RegisterActivityWithOptions(p.agentTurn, activity.RegisterOptions{Name: pipeline.ActivityAgentTurn})
 	env.RegisterActivityWithOptions(p.deliver, activity.RegisterOptions{Name: pipeline.ActivityDeliver})
 	env.RegisterActivityWithOptions(p.setReaction, activity.RegisterOptions{Name: pipeline.ActivitySetReaction})
+	env.RegisterActivityWithOptions(func(_ context.Context, inv pipeline.ToolInvocation) (pipeline.ToolResult, error) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.tools = append(p.tools, inv.Call)
+		return pipeline.ToolResult{CallID: inv.Call.ID, Name: inv.Call.Name, Output: "tool output for " + inv.Call.Name}, nil
+	}, activity.RegisterOptions{Name: pipeline.ActivityRunTool})
 	env.RegisterActivityWithOptions(func(_ context.Context, _ pipeline.SessionKey, s pipeline.SessionSettings) error {
 		p.mu.Lock()
 		defer p.mu.Unlock()

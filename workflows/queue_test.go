@@ -38,11 +38,15 @@ func TestCollectRunsOneTurnForEverythingQueued(t *testing.T) {
 	assert.Equal(t, "qc", p.sent[1].ReplyTo)
 }
 
-// continueOnce makes the first model step of the first turn ask for a
-// second step, as a tool call would.
+// continueOnce makes the first model step of the first turn call a tool,
+// so a second step follows.
 func continueOnce(p *fakePlatform) {
 	p.agent = func(req pipeline.TurnRequest) (pipeline.TurnResult, error) {
-		return pipeline.TurnResult{Reply: "echo " + req.Text, Model: "demo/echo", Continue: len(p.steps) == 1}, nil
+		r := pipeline.TurnResult{Reply: "echo " + req.Text, Model: "demo/echo"}
+		if len(p.steps) == 1 {
+			r.ToolCalls = []pipeline.ToolCall{{ID: "c1", Name: "lookup", Arguments: "{}"}}
+		}
+		return r, nil
 	}
 }
 

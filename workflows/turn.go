@@ -94,6 +94,8 @@ func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, 
 	thinkingOn := idsOf(refs)
 	var result pipeline.TurnResult
 	reset := false
+	var rounds []pipeline.ToolRound
+	maxSteps := max(s.settings.MaxSteps, 1)
 	newTranscript := s.st.NewTranscript
 	s.st.NewTranscript = false
 	for {
@@ -101,6 +103,7 @@ func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, 
 			Session: s.key, TurnID: a.TurnID, ThreadID: anchor.ThreadID, Step: a.Step,
 			Text: text, Messages: turnMessages(a.Messages), ThinkingOn: thinkingOn,
 			Group: anchor.ChatType == pipeline.ChatGroup, NewTranscript: newTranscript,
+			Rounds: rounds, NoTools: a.Step >= maxSteps-1,
 		}
 		newTranscript = false
 		stepCtx, cancel := workflow.WithCancel(ctx)
@@ -133,10 +136,30 @@ func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, 
 		}
 		a.Step++
 		rec.Steps, rec.Model = a.Step, result.Model
-		injected := append(a.Steered, a.SteeredBacklog...)
-		if !result.Continue {
+		if len(result.ToolCalls) == 0 {
 			break
 		}
+		if skipsResponse(result.ToolCalls) {
+			result.Reply = "" // the model chose silence
+			break
+		}
+		toolCtx, cancelTools := workflow.WithCancel(ctx)
+		s.cancelTurn = cancelTools
+		round := pipeline.ToolRound{Text: result.Reply, Calls: result.ToolCalls}
+		for _, call := range result.ToolCalls {
+			round.Results = append(round.Results, s.runTool(toolCtx, a, call))
+		}
+		cancelTools()
+		if a.Interrupted || a.Aborted {
+			rec.Outcome = "aborted"
+			if a.Interrupted {
+				rec.Outcome = "interrupted"
+			}
+			s.clearLater(refs, s.settings.TurnHeartbeatTimeout.D())
+			return
+		}
+		rounds = append(rounds, round)
+		injected := append(a.Steered, a.SteeredBacklog...)
 		a.Steered, a.SteeredBacklog = nil, nil
 		thinkingOn = nil
 		if len(injected) > 0 {
@@ -231,6 +254,35 @@ func (s *session) interrupt(a *ActiveTurn) {
 	if s.cancelTurn != nil {
 		s.cancelTurn()
 	}
+}
+
+// runTool runs one tool call as its own activity, once: a tool is not
+// assumed idempotent. Whatever happens becomes a result the model reads.
+func (s *session) runTool(ctx workflow.Context, a *ActiveTurn, call pipeline.ToolCall) pipeline.ToolResult {
+	if call.RequiresApproval {
+		return pipeline.ToolResult{CallID: call.ID, Name: call.Name, IsError: true,
+			Output: "This tool needs a person's approval, which this gateway cannot ask for yet, so it was not run. Tell the user."}
+	}
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: s.settings.TurnTimeout.D(),
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+		Summary:             fmt.Sprintf("tool %s (turn %d step %d)", call.Name, s.st.TurnSeq, a.Step),
+	})
+	inv := pipeline.ToolInvocation{Session: s.key, TurnID: a.TurnID, Call: call}
+	var result pipeline.ToolResult
+	if err := workflow.ExecuteActivity(ctx, pipeline.ActivityRunTool, inv).Get(ctx, &result); err != nil {
+		return pipeline.ToolResult{CallID: call.ID, Name: call.Name, Output: "the tool could not be run: " + err.Error(), IsError: true}
+	}
+	return result
+}
+
+func skipsResponse(calls []pipeline.ToolCall) bool {
+	for _, c := range calls {
+		if c.Name == pipeline.SkipResponseTool {
+			return true
+		}
+	}
+	return false
 }
 
 // failureReply is what the user is told when a turn fails.

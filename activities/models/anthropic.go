@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -28,18 +29,51 @@ func newAnthropic(name, model string, maxTokens int64, extra []option.RequestOpt
 
 func (m *anthropicModel) Name() string { return m.name }
 
-func (m *anthropicModel) Complete(ctx context.Context, p Prompt) (string, error) {
+func (m *anthropicModel) Complete(ctx context.Context, p Prompt) (Completion, error) {
 	params := anthropic.MessageNewParams{Model: anthropic.Model(m.model), MaxTokens: m.maxTokens}
 	if p.System != "" {
 		params.System = []anthropic.TextBlockParam{{Text: p.System}}
 	}
-	for _, msg := range p.Messages {
-		block := anthropic.NewTextBlock(msg.Text)
-		if msg.Role == "assistant" {
-			params.Messages = append(params.Messages, anthropic.NewAssistantMessage(block))
-		} else {
-			params.Messages = append(params.Messages, anthropic.NewUserMessage(block))
+	var results []anthropic.ContentBlockParamUnion
+	flushResults := func() {
+		if len(results) > 0 {
+			params.Messages = append(params.Messages, anthropic.NewUserMessage(results...))
+			results = nil
 		}
+	}
+	for _, msg := range p.Messages {
+		if msg.Role == "tool" {
+			// Tool results go back together, in one user message.
+			results = append(results, anthropic.NewToolResultBlock(msg.ToolCallID, msg.Text, msg.IsError))
+			continue
+		}
+		flushResults()
+		if msg.Role != "assistant" {
+			params.Messages = append(params.Messages, anthropic.NewUserMessage(anthropic.NewTextBlock(msg.Text)))
+			continue
+		}
+		var blocks []anthropic.ContentBlockParamUnion
+		if msg.Text != "" {
+			blocks = append(blocks, anthropic.NewTextBlock(msg.Text))
+		}
+		for _, c := range msg.ToolCalls {
+			blocks = append(blocks, anthropic.NewToolUseBlock(c.ID, json.RawMessage(c.Arguments), c.Name))
+		}
+		params.Messages = append(params.Messages, anthropic.NewAssistantMessage(blocks...))
+	}
+	flushResults()
+	for _, t := range p.Tools {
+		schema := anthropic.ToolInputSchemaParam{Properties: t.Parameters["properties"]}
+		if req, ok := t.Parameters["required"].([]any); ok {
+			for _, r := range req {
+				if s, ok := r.(string); ok {
+					schema.Required = append(schema.Required, s)
+				}
+			}
+		}
+		params.Tools = append(params.Tools, anthropic.ToolUnionParam{OfTool: &anthropic.ToolParam{
+			Name: t.Name, Description: anthropic.String(t.Description), InputSchema: schema,
+		}})
 	}
 	resp, err := m.client.Messages.New(ctx, params)
 	if err != nil {
@@ -50,18 +84,23 @@ func (m *anthropicModel) Complete(ctx context.Context, p Prompt) (string, error)
 			if apiErr.Response != nil {
 				e.RetryAfter = retryAfter(apiErr.Response.Header.Get("retry-after-ms"), apiErr.Response.Header.Get("retry-after"))
 			}
-			return "", e
+			return Completion{}, e
 		}
-		return "", transportError(m.name, err)
+		return Completion{}, transportError(m.name, err)
 	}
 	if resp.StopReason == "refusal" {
-		return "", &Error{Type: pipeline.ErrContentFilter, Model: m.name, Err: errors.New("the model refused to answer")}
+		return Completion{}, &Error{Type: pipeline.ErrContentFilter, Model: m.name, Err: errors.New("the model refused to answer")}
 	}
 	var b strings.Builder
+	var out Completion
 	for _, block := range resp.Content {
-		if block.Type == "text" {
+		switch block.Type {
+		case "text":
 			b.WriteString(block.Text)
+		case "tool_use":
+			out.ToolCalls = append(out.ToolCalls, pipeline.ToolCall{ID: block.ID, Name: block.Name, Arguments: string(block.Input)})
 		}
 	}
-	return strings.TrimSpace(b.String()), nil
+	out.Text = strings.TrimSpace(b.String())
+	return out, nil
 }

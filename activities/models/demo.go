@@ -22,19 +22,19 @@ func (Demo) Name() string { return DemoName }
 
 // Complete echoes the last user message with a hint that a real model can
 // be set.
-func (m Demo) Complete(ctx context.Context, p Prompt) (string, error) {
+func (m Demo) Complete(ctx context.Context, p Prompt) (Completion, error) {
 	if m.Delay > 0 {
 		select {
 		case <-ctx.Done():
-			return "", ctx.Err()
+			return Completion{}, ctx.Err()
 		case <-time.After(m.Delay):
 		}
 	}
 	last := ""
 	for _, msg := range p.Messages {
-		if msg.Role != "assistant" {
+		if msg.Role == "user" {
 			last = msg.Text
 		}
 	}
-	return "You said: " + strings.TrimSpace(pipeline.StripEnvelope(last)) + "\n\n(demo model: set REPLYFLOW_MODEL to talk to a real one)", nil
+	return Completion{Text: "You said: " + strings.TrimSpace(pipeline.StripEnvelope(last)) + "\n\n(demo model: set REPLYFLOW_MODEL to talk to a real one)"}, nil
 }

@@ -23,23 +23,44 @@ import (
 	"github.com/replyflow/replyflow/pipeline"
 )
 
-// Message is one turn of a prompt.
+// Message is one turn of a prompt: a user or assistant message, an
+// assistant's tool calls (Role "assistant" with ToolCalls), or a tool's
+// result (Role "tool").
 type Message struct {
-	Role string // "user" or "assistant"
-	Text string
+	Role      string // "user", "assistant" or "tool"
+	Text      string
+	ToolCalls []pipeline.ToolCall
+	// For Role "tool": the call answered and whether it failed.
+	ToolCallID string
+	IsError    bool
+}
+
+// Tool is a tool offered to the model.
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is the JSON schema of the arguments (an object).
+	Parameters map[string]any
 }
 
 // Prompt is what a model is asked.
 type Prompt struct {
 	System   string
 	Messages []Message
+	Tools    []Tool
 }
 
-// Model produces a reply to a prompt.
+// Completion is a model's answer: text, tool calls, or both.
+type Completion struct {
+	Text      string
+	ToolCalls []pipeline.ToolCall
+}
+
+// Model produces a completion of a prompt.
 type Model interface {
 	// Name is provider/model, as configured.
 	Name() string
-	Complete(ctx context.Context, p Prompt) (string, error)
+	Complete(ctx context.Context, p Prompt) (Completion, error)
 }
 
 // Error is a classified provider failure.

@@ -36,7 +36,7 @@ func TestProvidersSendThePromptAndReadTheReply(t *testing.T) {
 		require.NoError(t, err)
 		reply, err := m.Complete(context.Background(), prompt)
 		require.NoError(t, err, name)
-		assert.Equal(t, "echo: how are you", reply, name)
+		assert.Equal(t, "echo: how are you", reply.Text, name)
 		reqs := server.Requests()
 		require.Len(t, reqs, 1, name)
 		assert.Equal(t, "be brief", reqs[0].System, name)
@@ -111,4 +111,29 @@ func TestRegistryNames(t *testing.T) {
 		require.ErrorAs(t, err, &me, bad)
 		assert.Equal(t, pipeline.ErrModelNotFound, me.Type)
 	}
+}
+
+func TestToolCallsAndResultsRoundTrip(t *testing.T) {
+	r, oa, an := fakes(t)
+	tools := []Tool{{Name: "get_weather", Description: "weather by city", Parameters: map[string]any{
+		"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []any{"city"}}}}
+	for name, server := range map[string]*modeltest.Server{"openai/gpt-test": oa, "anthropic/claude-test": an} {
+		server.Push(modeltest.Step{Text: "let me look", ToolCalls: []modeltest.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: `{"city":"Oslo"}`}}})
+		m, _ := r.Get(name)
+		got, err := m.Complete(context.Background(), Prompt{Messages: []Message{{Role: "user", Text: "weather in Oslo?"}}, Tools: tools})
+		require.NoError(t, err, name)
+		require.Len(t, got.ToolCalls, 1, name)
+		assert.Equal(t, pipeline.ToolCall{ID: "call_1", Name: "get_weather", Arguments: `{"city":"Oslo"}`}, got.ToolCalls[0], name)
+
+		next := Prompt{Tools: tools, Messages: []Message{
+			{Role: "user", Text: "weather in Oslo?"},
+			{Role: "assistant", Text: got.Text, ToolCalls: got.ToolCalls},
+			{Role: "tool", ToolCallID: "call_1", Text: `{"temp":-3}`},
+		}}
+		final, err := m.Complete(context.Background(), next)
+		require.NoError(t, err, name)
+		assert.Equal(t, "echo: weather in Oslo?", final.Text, name)
+	}
+	last := oa.Requests()[len(oa.Requests())-1]
+	assert.Equal(t, []string{"user: weather in Oslo?", "assistant: let me look", `tool: {"temp":-3}`}, last.Messages)
 }

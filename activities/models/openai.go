@@ -8,6 +8,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/replyflow/replyflow/pipeline"
 )
@@ -27,19 +28,41 @@ func newOpenAI(name, model string, maxTokens int64, extra []option.RequestOption
 
 func (m *openAIModel) Name() string { return m.name }
 
-func (m *openAIModel) Complete(ctx context.Context, p Prompt) (string, error) {
+func (m *openAIModel) Complete(ctx context.Context, p Prompt) (Completion, error) {
 	var msgs []openai.ChatCompletionMessageParamUnion
 	if p.System != "" {
 		msgs = append(msgs, openai.SystemMessage(p.System))
 	}
 	for _, msg := range p.Messages {
-		if msg.Role == "assistant" {
+		switch {
+		case msg.Role == "tool":
+			msgs = append(msgs, openai.ToolMessage(msg.Text, msg.ToolCallID))
+		case msg.Role == "assistant" && len(msg.ToolCalls) > 0:
+			a := openai.ChatCompletionAssistantMessageParam{}
+			if msg.Text != "" {
+				a.Content.OfString = openai.String(msg.Text)
+			}
+			for _, c := range msg.ToolCalls {
+				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+						ID:       c.ID,
+						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.Arguments},
+					},
+				})
+			}
+			msgs = append(msgs, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		case msg.Role == "assistant":
 			msgs = append(msgs, openai.AssistantMessage(msg.Text))
-		} else {
+		default:
 			msgs = append(msgs, openai.UserMessage(msg.Text))
 		}
 	}
 	params := openai.ChatCompletionNewParams{Model: m.model, Messages: msgs}
+	for _, t := range p.Tools {
+		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name: t.Name, Description: openai.String(t.Description), Parameters: shared.FunctionParameters(t.Parameters),
+		}))
+	}
 	if m.maxTokens > 0 {
 		params.MaxCompletionTokens = openai.Int(m.maxTokens)
 	}
@@ -51,20 +74,23 @@ func (m *openAIModel) Complete(ctx context.Context, p Prompt) (string, error) {
 			if apiErr.Response != nil {
 				e.RetryAfter = retryAfter(apiErr.Response.Header.Get("retry-after-ms"), apiErr.Response.Header.Get("retry-after"))
 			}
-			return "", e
+			return Completion{}, e
 		}
-		return "", transportError(m.name, err)
+		return Completion{}, transportError(m.name, err)
 	}
 	if len(resp.Choices) == 0 {
-		return "", &Error{Type: pipeline.ErrFormat, Model: m.name, Err: errors.New("the response has no choices")}
+		return Completion{}, &Error{Type: pipeline.ErrFormat, Model: m.name, Err: errors.New("the response has no choices")}
 	}
 	choice := resp.Choices[0]
 	if choice.FinishReason == "content_filter" {
-		return "", &Error{Type: pipeline.ErrContentFilter, Model: m.name, Err: errors.New("the reply was withheld by the provider's content filter")}
+		return Completion{}, &Error{Type: pipeline.ErrContentFilter, Model: m.name, Err: errors.New("the reply was withheld by the provider's content filter")}
 	}
-	text := strings.TrimSpace(choice.Message.Content)
-	if text == "" && choice.Message.Refusal != "" {
-		return "", &Error{Type: pipeline.ErrContentFilter, Model: m.name, Err: fmt.Errorf("the model refused: %s", choice.Message.Refusal)}
+	out := Completion{Text: strings.TrimSpace(choice.Message.Content)}
+	for _, c := range choice.Message.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, pipeline.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
 	}
-	return text, nil
+	if out.Text == "" && len(out.ToolCalls) == 0 && choice.Message.Refusal != "" {
+		return Completion{}, &Error{Type: pipeline.ErrContentFilter, Model: m.name, Err: fmt.Errorf("the model refused: %s", choice.Message.Refusal)}
+	}
+	return out, nil
 }

@@ -24,6 +24,8 @@ type Config struct {
 	// SystemPromptFile is the persona every turn starts with.
 	SystemPromptFile string `envconfig:"SYSTEM_PROMPT_FILE"`
 	ContextTokens    int    `envconfig:"CONTEXT_TOKENS" default:"8000"`
+	ToolsFile        string `envconfig:"TOOLS_FILE"`
+	MaxSteps         int    `envconfig:"MAX_STEPS" default:"8"`
 	Timezone         string `envconfig:"TIMEZONE" default:"UTC"`
 	// StoreDSN is a SQLite file path or a postgres:// URL.
 	StoreDSN string `envconfig:"STORE_DSN" default:".replyflow/replyflow.db"`
@@ -99,6 +101,7 @@ func (c Config) validate() error {
 	check(c.ReactionCoalesce >= 0 && c.ReactionCoalesce <= 10*time.Second, "REPLYFLOW_REACTION_COALESCE must be between 0 and 10s, got %s", c.ReactionCoalesce)
 	check(c.DemoModelDelay >= 0, "REPLYFLOW_DEMO_MODEL_DELAY must not be negative")
 	check(c.MaxTokens >= 1, "REPLYFLOW_MAX_TOKENS must be at least 1")
+	check(c.MaxSteps >= 1 && c.MaxSteps <= 50, "REPLYFLOW_MAX_STEPS must be from 1 to 50, got %d", c.MaxSteps)
 	check(c.ContextTokens >= 256, "REPLYFLOW_CONTEXT_TOKENS must be at least 256, got %d", c.ContextTokens)
 	if _, err := time.LoadLocation(c.Timezone); err != nil {
 		errs = append(errs, fmt.Errorf("REPLYFLOW_TIMEZONE: %w", err))
@@ -181,6 +184,7 @@ func (c Config) settings() pipeline.Settings {
 		DeliveryTimeout:      pipeline.Duration(c.DeliveryTimeout),
 		DeliveryDeadline:     pipeline.Duration(c.DeliveryDeadline),
 		MaxHistoryEvents:     c.MaxHistoryEvents,
+		MaxSteps:             c.MaxSteps,
 		Queue:                c.queueDefaults(),
 	}
 }

@@ -142,8 +142,13 @@ type testModel struct {
 
 func (*testModel) Name() string { return "test/model" }
 
-func (m *testModel) Complete(ctx context.Context, p models.Prompt) (string, error) {
-	text := pipeline.StripEnvelope(p.Messages[len(p.Messages)-1].Text)
+func (m *testModel) Complete(ctx context.Context, p models.Prompt) (models.Completion, error) {
+	var text string
+	for _, msg := range p.Messages {
+		if msg.Role == "user" {
+			text = pipeline.StripEnvelope(msg.Text)
+		}
+	}
 	if m.started != nil {
 		select {
 		case m.started <- text:
@@ -154,10 +159,10 @@ func (m *testModel) Complete(ctx context.Context, p models.Prompt) (string, erro
 		select {
 		case <-m.hold(text):
 		case <-ctx.Done():
-			return "", ctx.Err()
+			return models.Completion{}, ctx.Err()
 		}
 	}
-	return "You said: " + text, nil
+	return models.Completion{Text: "You said: " + text}, nil
 }
 
 // fixedModels answers every model name with one model.

@@ -72,6 +72,10 @@ func buildActivities(cfg Config, logger *slog.Logger) (*activities.Activities, e
 		}
 		system = strings.TrimSpace(string(data))
 	}
+	tools, err := activities.LoadTools(cfg.ToolsFile)
+	if err != nil {
+		return nil, err
+	}
 	outbound := map[string]adapters.Outbound{}
 	if cfg.WebchatEnabled {
 		wc, err := webchat.NewClient(cfg.WebchatURL, cfg.WebchatBotToken, nil)
@@ -87,6 +91,7 @@ func buildActivities(cfg Config, logger *slog.Logger) (*activities.Activities, e
 		Settings:        cfg.settings(),
 		Models:          &models.Registry{MaxTokens: cfg.MaxTokens, DemoDelay: cfg.DemoModelDelay},
 		SystemPrompt:    system,
+		Tools:           tools,
 		ContextTokens:   cfg.ContextTokens,
 		Location:        location(cfg.Timezone),
 		Outbound:        outbound,

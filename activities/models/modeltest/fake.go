@@ -115,7 +115,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		seen.Messages = append(seen.Messages, m.Role+": "+t)
-		if m.Role == "user" {
+		if m.Role == "user" && t != "" {
 			last = t
 		}
 	}

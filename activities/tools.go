@@ -1,0 +1,182 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/replyflow/replyflow/activities/models"
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// maxToolOutput bounds what a tool's answer may put into the prompt (and
+// into workflow history).
+const maxToolOutput = 16 << 10
+
+// ToolDef declares an HTTP tool in the tools file.
+type ToolDef struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	Parameters  map[string]any `json:"parameters"`
+	URL         string         `json:"url"`
+	Method      string         `json:"method"`
+	// Headers are sent with every call; a value "env:NAME" is read from
+	// the environment when the call is made, so secrets stay out of files.
+	Headers          map[string]string `json:"headers"`
+	Timeout          pipeline.Duration `json:"timeout"`
+	RequiresApproval bool              `json:"requires_approval"`
+}
+
+// Tools is the set of tools offered to the model.
+type Tools struct {
+	defs   map[string]ToolDef
+	order  []string
+	client *http.Client
+}
+
+var skipResponse = models.Tool{
+	Name:        pipeline.SkipResponseTool,
+	Description: "Stay silent this turn: call this instead of answering when no reply is wanted (for example in a group conversation that is not addressed to you).",
+	Parameters:  map[string]any{"type": "object", "properties": map[string]any{}},
+}
+
+// LoadTools reads a tools file: a JSON list of ToolDef. An empty path
+// gives only the built-in skip_response.
+func LoadTools(path string) (*Tools, error) {
+	t := &Tools{defs: map[string]ToolDef{}, client: &http.Client{}}
+	if path == "" {
+		return t, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the tools file (REPLYFLOW_TOOLS_FILE): %w", err)
+	}
+	var defs []ToolDef
+	if err := json.Unmarshal(data, &defs); err != nil {
+		return nil, fmt.Errorf("tools file %s is not a JSON list of tools: %w", path, err)
+	}
+	for i, d := range defs {
+		switch {
+		case d.Name == "" || d.Name == pipeline.SkipResponseTool:
+			return nil, fmt.Errorf("tools file %s: tool %d needs a name other than %q", path, i+1, pipeline.SkipResponseTool)
+		case t.defs[d.Name].Name != "":
+			return nil, fmt.Errorf("tools file %s: tool %q is declared twice", path, d.Name)
+		}
+		if u, err := url.Parse(d.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+			return nil, fmt.Errorf("tools file %s: tool %q needs an http(s) url", path, d.Name)
+		}
+		if d.Method == "" {
+			d.Method = http.MethodPost
+		}
+		d.Method = strings.ToUpper(d.Method)
+		if d.Timeout <= 0 {
+			d.Timeout = pipeline.Duration(30 * time.Second)
+		}
+		if d.Parameters == nil {
+			d.Parameters = map[string]any{"type": "object", "properties": map[string]any{}}
+		}
+		t.defs[d.Name] = d
+		t.order = append(t.order, d.Name)
+	}
+	return t, nil
+}
+
+// specs are the tools as offered to the model, skip_response first.
+func (t *Tools) specs() []models.Tool {
+	out := []models.Tool{skipResponse}
+	if t == nil {
+		return out
+	}
+	for _, name := range t.order {
+		d := t.defs[name]
+		out = append(out, models.Tool{Name: d.Name, Description: d.Description, Parameters: d.Parameters})
+	}
+	return out
+}
+
+func (t *Tools) requiresApproval(name string) bool {
+	return t != nil && t.defs[name].RequiresApproval
+}
+
+// RunTool runs one tool call and returns its result. A failing tool is a
+// result the model reads (IsError), not an activity failure, and the call is
+// made once: tools are not assumed idempotent, so each request carries an
+// Idempotency-Key header from the turn and call IDs.
+func (a *Activities) RunTool(ctx context.Context, inv pipeline.ToolInvocation) (pipeline.ToolResult, error) {
+	res := pipeline.ToolResult{CallID: inv.Call.ID, Name: inv.Call.Name}
+	var def ToolDef
+	if a.Tools != nil {
+		def = a.Tools.defs[inv.Call.Name]
+	}
+	if def.Name == "" {
+		res.Output, res.IsError = fmt.Sprintf("there is no tool named %q", inv.Call.Name), true
+		return res, nil
+	}
+	output, err := a.Tools.call(ctx, def, inv)
+	if err != nil {
+		a.Logger.Warn("tool call failed", "session", inv.Session.WorkflowID(), "tool", def.Name, "error", err)
+		res.Output, res.IsError = err.Error(), true
+		return res, nil
+	}
+	res.Output = output
+	return res, nil
+}
+
+func (t *Tools) call(ctx context.Context, d ToolDef, inv pipeline.ToolInvocation) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.Timeout.D())
+	defer cancel()
+	args := map[string]any{}
+	if strings.TrimSpace(inv.Call.Arguments) != "" {
+		if err := json.Unmarshal([]byte(inv.Call.Arguments), &args); err != nil {
+			return "", fmt.Errorf("the arguments are not a JSON object: %v", err)
+		}
+	}
+	target, body := d.URL, io.Reader(nil)
+	if d.Method == http.MethodGet || d.Method == http.MethodDelete {
+		u, _ := url.Parse(d.URL)
+		q := u.Query()
+		for k, v := range args {
+			q.Set(k, fmt.Sprint(v))
+		}
+		u.RawQuery = q.Encode()
+		target = u.String()
+	} else {
+		payload, _ := json.Marshal(args)
+		body = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequestWithContext(ctx, d.Method, target, body)
+	if err != nil {
+		return "", err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Idempotency-Key", inv.TurnID+"/"+inv.Call.ID)
+	for k, v := range d.Headers {
+		if name, ok := strings.CutPrefix(v, "env:"); ok {
+			v = os.Getenv(name)
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("tool %s unreachable: %v", d.Name, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxToolOutput+1))
+	out := string(data)
+	if len(data) > maxToolOutput {
+		out = string(data[:maxToolOutput]) + "\n[output truncated]"
+	}
+	if resp.StatusCode >= 300 {
+		return "", fmt.Errorf("tool %s answered HTTP %d: %s", d.Name, resp.StatusCode, strings.TrimSpace(out))
+	}
+	return out, nil
+}
