@@ -245,6 +245,19 @@ func (a *Activities) Deliver(ctx context.Context, d pipeline.Delivery) (pipeline
 	return pipeline.Delivered{PlatformMessageID: id}, nil
 }
 
+// EditMessage replaces the text and buttons of a bot message (a decided
+// proposal).
+func (a *Activities) EditMessage(ctx context.Context, e pipeline.Edit) error {
+	out, err := a.outbound(e.Session.Channel)
+	if err != nil {
+		return err
+	}
+	if err := out.Edit(ctx, e); err != nil {
+		return platformError(fmt.Sprintf("edit message %s in %s", e.PlatformMessageID, e.Session.WorkflowID()), err)
+	}
+	return nil
+}
+
 // SetReaction sets a user message's reaction to a state, or clears it.
 func (a *Activities) SetReaction(ctx context.Context, r pipeline.ReactionChange) error {
 	out, err := a.outbound(r.Session.Channel)

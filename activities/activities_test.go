@@ -41,6 +41,8 @@ func (f *fakeOutbound) Send(_ context.Context, d pipeline.Delivery) (string, err
 	return "p-1", nil
 }
 
+func (f *fakeOutbound) Edit(context.Context, pipeline.Edit) error { return nil }
+
 func (f *fakeOutbound) SetReaction(_ context.Context, r pipeline.ReactionChange) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -45,6 +45,8 @@ type Outbound interface {
 	SetReaction(ctx context.Context, r pipeline.ReactionChange) error
 	// Typing shows the typing indicator once; callers refresh it.
 	Typing(ctx context.Context, session pipeline.SessionKey, threadID string) error
+	// Edit replaces the text and buttons of a message the bot sent.
+	Edit(ctx context.Context, e pipeline.Edit) error
 }
 
 // ErrorKind says whether retrying a failed platform call can help.

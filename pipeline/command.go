@@ -28,6 +28,8 @@ const (
 	CommandStop CommandName = "stop"
 	// CommandModel shows or sets the session's model (strict: no fallback).
 	CommandModel CommandName = "model"
+	// CommandDecide is /approve <id> or /reject <id> [reason].
+	CommandDecide CommandName = "decide"
 	// CommandNew starts a new transcript and keeps the settings (/new,
 	// /reset).
 	CommandNew CommandName = "new"
@@ -46,6 +48,9 @@ type Parsed struct {
 	Queue *QueuePatch `json:"queue,omitempty"`
 	// QueueReset is true for "/queue default": drop the session's override.
 	QueueReset bool `json:"queue_reset,omitempty"`
+	// Decision is the /approve or /reject command's (By is left to the
+	// session, which knows the sender).
+	Decision *Decision `json:"decision,omitempty"`
 	// Model is the model /model chose; ModelReset is "/model default".
 	Model      string `json:"model,omitempty"`
 	ModelReset bool   `json:"model_reset,omitempty"`
@@ -82,6 +87,12 @@ func ParseMessage(text string) Parsed {
 		return parseQueue(rest)
 	case "model":
 		return parseModel(rest)
+	case DecisionApprove, DecisionReject:
+		id, reason, _ := strings.Cut(rest, " ")
+		if id == "" {
+			return Parsed{Command: CommandDecide, Error: "use /" + name + " <proposal id>" + map[bool]string{true: " [reason]"}[name == DecisionReject]}
+		}
+		return Parsed{Command: CommandDecide, Decision: &Decision{ID: id, Decision: name, Reason: strings.TrimSpace(reason)}}
 	}
 	return Parsed{Text: text}
 }

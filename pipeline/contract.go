@@ -10,6 +10,8 @@ const (
 	ActivityAgentTurn    = "AgentTurn"
 	ActivityDeliver      = "Deliver"
 	ActivitySetReaction  = "SetReaction"
+	// ActivityEdit edits a message the bot sent (a decided proposal).
+	ActivityEdit = "EditMessage"
 	// ActivityRunTool runs one tool call.
 	ActivityRunTool = "RunTool"
 	// ActivitySaveSession stores a session's settings in its session
@@ -45,6 +47,12 @@ type Settings struct {
 	MaxHistoryEvents int      `json:"max_history_events"`
 	// MaxSteps bounds the model steps (tool rounds) of one turn.
 	MaxSteps int `json:"max_steps"`
+	// Owners may decide proposals ("provider:id", or "*" for anyone);
+	// the requester may too when RequesterMayDecide.
+	Owners             []string `json:"owners,omitempty"`
+	RequesterMayDecide bool     `json:"requester_may_decide"`
+	// ProposalTTL is how long a proposal waits before it expires.
+	ProposalTTL Duration `json:"proposal_ttl"`
 	// Queue is the channel's default queue mode, debounce window, cap and
 	// drop policy; a session's /queue directive overrides it.
 	Queue QueueSettings `json:"queue"`
@@ -143,6 +151,22 @@ type Delivery struct {
 	Text           string     `json:"text"`
 	Index          int        `json:"index"`
 	Total          int        `json:"total"`
+	Buttons        []Button   `json:"buttons,omitempty"`
+}
+
+// Button is an inline button under a bot message; pressing it comes back
+// as an Inbound whose Action is the button's.
+type Button struct {
+	Text   string `json:"text"`
+	Action string `json:"action"`
+}
+
+// Edit replaces the text (and buttons) of a message the bot sent.
+type Edit struct {
+	Session           SessionKey `json:"session"`
+	PlatformMessageID string     `json:"platform_message_id"`
+	Text              string     `json:"text"`
+	Buttons           []Button   `json:"buttons,omitempty"`
 }
 
 // Delivered is the platform's ID for a delivered chunk.

@@ -30,17 +30,20 @@ const (
 // the session workflow's "inbound" signal, so it must stay small and
 // JSON-friendly.
 type Inbound struct {
-	Channel    string    `json:"channel"`
-	Account    string    `json:"account,omitempty"`
-	ChatID     string    `json:"chat_id"`
-	ChatType   ChatType  `json:"chat_type,omitempty"`
-	MessageID  string    `json:"message_id"`
-	SenderID   string    `json:"sender_id"`
-	SenderName string    `json:"sender_name,omitempty"`
-	Text       string    `json:"text"`
-	ThreadID   string    `json:"thread_id,omitempty"`
-	ReplyTo    string    `json:"reply_to,omitempty"`
-	Media      []Media   `json:"media,omitempty"`
+	Channel    string   `json:"channel"`
+	Account    string   `json:"account,omitempty"`
+	ChatID     string   `json:"chat_id"`
+	ChatType   ChatType `json:"chat_type,omitempty"`
+	MessageID  string   `json:"message_id"`
+	SenderID   string   `json:"sender_id"`
+	SenderName string   `json:"sender_name,omitempty"`
+	Text       string   `json:"text"`
+	ThreadID   string   `json:"thread_id,omitempty"`
+	ReplyTo    string   `json:"reply_to,omitempty"`
+	Media      []Media  `json:"media,omitempty"`
+	// Action is a button press ("approve:p3-1"); ReplyTo is then the
+	// message that carried the button, and Text is empty.
+	Action     string    `json:"action,omitempty"`
 	ReceivedAt time.Time `json:"received_at"`
 }
 
@@ -90,7 +93,10 @@ func (in Inbound) Validate() error {
 	if len(in.SenderName) > MaxNameBytes || !utf8.ValidString(in.SenderName) {
 		return fmt.Errorf("sender_name must be valid UTF-8 of at most %d bytes", MaxNameBytes)
 	}
-	if strings.TrimSpace(in.Text) == "" && len(in.Media) == 0 {
+	if len(in.Action) > MaxIDBytes {
+		return fmt.Errorf("action is longer than %d bytes", MaxIDBytes)
+	}
+	if strings.TrimSpace(in.Text) == "" && len(in.Media) == 0 && in.Action == "" {
 		return errors.New("text is empty")
 	}
 	if len(in.Media) > MaxMedia {

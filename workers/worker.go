@@ -36,6 +36,7 @@ func Register(r worker.Registry, acts *activities.Activities) {
 		pipeline.ActivitySetReaction:  acts.SetReaction,
 		pipeline.ActivitySaveSession:  acts.SaveSessionSettings,
 		pipeline.ActivityRunTool:      acts.RunTool,
+		pipeline.ActivityEdit:         acts.EditMessage,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"strings"
 
 	"go.temporal.io/sdk/workflow"
@@ -19,6 +20,14 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 	case p.Command == pipeline.CommandStop:
 		s.abort()
 		text = pipeline.AbortedReply
+	case p.Command == pipeline.CommandDecide:
+		d := *p.Decision
+		d.By = in.Channel + ":" + in.SenderID
+		if out, err := s.decide(d); err != nil {
+			text = "⚠️ " + err.Error()
+		} else {
+			text = out
+		}
 	case p.Command == pipeline.CommandNew:
 		s.st.NewTranscript = true
 		text = pipeline.NewTranscriptReply
@@ -47,6 +56,23 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 	r := DirectReply{MessageID: in.MessageID, ThreadID: in.ThreadID, Text: text}
 	s.st.Replies = append(s.st.Replies, r)
 	s.sendReply(r)
+}
+
+// pressButton applies a button press; a refusal is told to the presser
+// under the proposal message, and a double click is one decision.
+func (s *session) pressButton(in pipeline.Inbound) {
+	decision, id, ok := pipeline.ParseAction(in.Action)
+	if !ok {
+		s.log.Warn("Unknown button action ignored", "action", in.Action)
+		return
+	}
+	_, err := s.decide(pipeline.Decision{ID: id, Decision: decision, By: in.Channel + ":" + in.SenderID})
+	if err != nil {
+		s.st.Notices++
+		r := DirectReply{MessageID: nonEmpty(in.ReplyTo, in.MessageID), ThreadID: in.ThreadID, Text: "⚠️ " + err.Error(), Key: fmt.Sprintf("notice-%d", s.st.Notices)}
+		s.st.Replies = append(s.st.Replies, r)
+		s.sendReply(r)
+	}
 }
 
 // saveSession stores the chat's settings in its session entry, so they

@@ -38,6 +38,7 @@ type fakePlatform struct {
 	mu        sync.Mutex
 	saved     []pipeline.SessionSettings
 	tools     []pipeline.ToolCall
+	edits     []pipeline.Edit
 	steps     []step
 	sent      []sent
 	reactions []reactionCall
@@ -68,6 +69,8 @@ func testSettings() pipeline.Settings {
 		IdleTTL: pipeline.Duration(24 * time.Hour), ChunkLimit: 4000,
 		TurnTimeout: pipeline.Duration(time.Minute), TurnHeartbeatTimeout: pipeline.Duration(20 * time.Second), TurnAttempts: 2,
 		MaxSteps:        4,
+		Owners:          []string{"webchat:boss"},
+		ProposalTTL:     pipeline.Duration(24 * time.Hour),
 		DeliveryTimeout: pipeline.Duration(10 * time.Second), DeliveryDeadline: pipeline.Duration(10 * time.Minute),
 		Queue: pipeline.QueueSettings{Mode: pipeline.QueueFollowup, Debounce: 0, Cap: 20, Drop: pipeline.DropSummarize},
 	}
@@ -94,6 +97,12 @@ func newEnvAt(t *testing.T, start time.Time, options ...func(*fakePlatform)) (*t
 	env.RegisterActivityWithOptions(p.agentTurn, activity.RegisterOptions{Name: pipeline.ActivityAgentTurn})
 	env.RegisterActivityWithOptions(p.deliver, activity.RegisterOptions{Name: pipeline.ActivityDeliver})
 	env.RegisterActivityWithOptions(p.setReaction, activity.RegisterOptions{Name: pipeline.ActivitySetReaction})
+	env.RegisterActivityWithOptions(func(_ context.Context, e pipeline.Edit) error {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.edits = append(p.edits, e)
+		return nil
+	}, activity.RegisterOptions{Name: pipeline.ActivityEdit})
 	env.RegisterActivityWithOptions(func(_ context.Context, inv pipeline.ToolInvocation) (pipeline.ToolResult, error) {
 		p.mu.Lock()
 		defer p.mu.Unlock()

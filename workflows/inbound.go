@@ -33,6 +33,10 @@ func (s *session) accept(in pipeline.Inbound) {
 	s.st.LastInboundAt = now
 	s.attrsDirty = true
 
+	if in.Action != "" {
+		s.pressButton(in)
+		return
+	}
 	parsed := pipeline.ParseMessage(in.Text)
 	key := pipeline.BufferKeyOf(in)
 	if parsed.Command != "" {

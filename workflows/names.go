@@ -16,6 +16,11 @@ const (
 	SignalInbound = "inbound"
 	// QueryState returns a Snapshot as JSON.
 	QueryState = "state"
+	// SignalProposal carries a pipeline.Decision.
+	SignalProposal = "proposal"
+	// UpdateDecide takes a pipeline.Decision and answers at once: a
+	// validator refuses what is not allowed, unknown or already decided.
+	UpdateDecide = "decide"
 	// SignalRetry resumes a parked delivery: the chunks not yet delivered
 	// are sent, in order. Its payload (who asked, why) is optional.
 	SignalRetry = "retry"

@@ -24,6 +24,8 @@ type session struct {
 	log      log.Logger
 	inbound  workflow.ReceiveChannel
 	retries  workflow.ReceiveChannel
+	// decisions carries proposal decisions sent as signals.
+	decisions workflow.ReceiveChannel
 	// cancelTurn cancels the running turn's model step (interrupt mode).
 	cancelTurn workflow.CancelFunc
 	// reactionInFlight and repliesInFlight count side effects under way,
@@ -43,12 +45,13 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 		return temporal.NewNonRetryableApplicationError("invalid session key: "+err.Error(), "InvalidSession", err)
 	}
 	s := &session{
-		ctx:     ctx,
-		key:     p.Session,
-		st:      p.State,
-		log:     log.With(workflow.GetLogger(ctx), "session", p.Session.WorkflowID()),
-		inbound: workflow.GetSignalChannel(ctx, SignalInbound),
-		retries: workflow.GetSignalChannel(ctx, SignalRetry),
+		ctx:       ctx,
+		key:       p.Session,
+		st:        p.State,
+		log:       log.With(workflow.GetLogger(ctx), "session", p.Session.WorkflowID()),
+		inbound:   workflow.GetSignalChannel(ctx, SignalInbound),
+		retries:   workflow.GetSignalChannel(ctx, SignalRetry),
+		decisions: workflow.GetSignalChannel(ctx, SignalProposal),
 	}
 	fresh := s.st == nil
 	if fresh {
@@ -63,6 +66,9 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 		s.st.ModelOverride, s.st.QueueOverride = s.settings.Saved.ModelOverride, s.settings.Saved.Queue
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryState, s.snapshot); err != nil {
+		return err
+	}
+	if err := s.registerDecisions(); err != nil {
 		return err
 	}
 	s.resume()
@@ -123,7 +129,7 @@ func (s *session) run() error {
 			continue
 		}
 		err := workflow.Await(s.ctx, func() bool {
-			return s.inbound.Len() > 0 || s.retries.Len() > 0 || s.attrsDirty || s.idle() ||
+			return s.inbound.Len() > 0 || s.retries.Len() > 0 || s.decisions.Len() > 0 || s.attrsDirty || s.idle() ||
 				(s.st.Active == nil && len(s.st.Queue) > 0) ||
 				(s.shouldContinueAsNew() && s.atQuietPoint())
 		})
@@ -135,6 +141,7 @@ func (s *session) run() error {
 
 // takeInbound accepts every signal delivered so far.
 func (s *session) takeInbound() {
+	s.takeDecisionSignals()
 	for {
 		var r RetryRequest
 		if !s.retries.ReceiveAsync(&r) {
@@ -155,7 +162,7 @@ func (s *session) takeInbound() {
 // complete.
 func (s *session) idle() bool {
 	return s.atQuietPoint() && len(s.st.Queue) == 0 && len(s.st.Buffers) == 0 &&
-		len(s.st.Reactions) == 0 && len(s.st.ReactionChanges) == 0 && s.inbound.Len() == 0 && s.retries.Len() == 0
+		len(s.st.Reactions) == 0 && len(s.st.ReactionChanges) == 0 && s.inbound.Len() == 0 && s.retries.Len() == 0 && s.decisions.Len() == 0
 }
 
 // retry resumes a parked delivery; with nothing parked it changes nothing.

@@ -52,6 +52,10 @@ type State struct {
 	// ReactionChanges are reaction updates not yet applied, at most one
 	// per message (a newer state replaces one not yet sent).
 	ReactionChanges []pipeline.ReactionChange `json:"reaction_changes"`
+	// Proposals are the tool calls waiting for (or recently given) a
+	// person's decision.
+	Proposals   []Proposal `json:"proposals,omitempty"`
+	ProposalSeq int        `json:"proposal_seq,omitempty"`
 	// Replies are direct answers (commands) not yet delivered.
 	Replies       []DirectReply    `json:"replies"`
 	TurnSeq       int              `json:"turn_seq"`
@@ -111,6 +115,7 @@ type Overflow struct {
 // Turn phases.
 const (
 	PhaseModel      = "model"
+	PhaseWaiting    = "waiting_user"
 	PhaseDelivering = "delivering"
 	// PhaseParked is a turn whose delivery failed past its deadline; it
 	// waits for a retry signal.

@@ -53,18 +53,6 @@ func TestSkipResponseKeepsTheTurnSilent(t *testing.T) {
 	assert.Equal(t, "silent", snap.LastTurn.Outcome)
 }
 
-func TestToolThatNeedsApprovalIsNotRunYet(t *testing.T) {
-	env, p := newEnv(t, toolScript([]pipeline.ToolCall{{ID: "c1", Name: "transfer_money", Arguments: "{}", RequiresApproval: true}}))
-	signalAt(env, time.Second, inbound("m1", "send 100 to bob"))
-	run(t, env, nil)
-
-	assert.Empty(t, p.tools)
-	require.Len(t, p.steps, 2)
-	result := p.steps[1].Req.Rounds[0].Results[0]
-	assert.True(t, result.IsError)
-	assert.Contains(t, result.Output, "needs a person's approval")
-}
-
 func TestStepsAreBoundedAndTheLastMustAnswer(t *testing.T) {
 	loop := []pipeline.ToolCall{{ID: "c", Name: "again", Arguments: "{}"}}
 	env, p := newEnv(t, toolScript(loop, loop, loop, loop, loop, loop))

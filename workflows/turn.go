@@ -146,9 +146,8 @@ func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, 
 		toolCtx, cancelTools := workflow.WithCancel(ctx)
 		s.cancelTurn = cancelTools
 		round := pipeline.ToolRound{Text: result.Reply, Calls: result.ToolCalls}
-		for _, call := range result.ToolCalls {
-			round.Results = append(round.Results, s.runTool(toolCtx, a, call))
-		}
+		var waited bool
+		round.Results, waited = s.runTools(toolCtx, a, result.ToolCalls, anchor, refs)
 		cancelTools()
 		if a.Interrupted || a.Aborted {
 			rec.Outcome = "aborted"
@@ -162,6 +161,9 @@ func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, 
 		injected := append(a.Steered, a.SteeredBacklog...)
 		a.Steered, a.SteeredBacklog = nil, nil
 		thinkingOn = nil
+		if waited {
+			thinkingOn = idsOf(refs) // back from ⏳ to ✍️
+		}
 		if len(injected) > 0 {
 			text = pipeline.RenderSteered(text, textsOf(injected))
 			a.Messages = append(a.Messages, injected...)
@@ -256,13 +258,51 @@ func (s *session) interrupt(a *ActiveTurn) {
 	}
 }
 
+// runTools runs a step's tool calls in order. Calls that need approval
+// are proposed first, all at once, and the turn waits (⏳ on the user's
+// messages) until each is decided or expires; then everything runs in the
+// order the model asked.
+func (s *session) runTools(ctx workflow.Context, a *ActiveTurn, calls []pipeline.ToolCall, origin pipeline.Inbound, refs []msgRef) ([]pipeline.ToolResult, bool) {
+	proposals := map[string]string{}
+	var ids []string
+	for _, call := range calls {
+		if call.RequiresApproval {
+			id := s.propose(ctx, a, call, origin)
+			proposals[call.ID] = id
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) > 0 {
+		a.Phase = PhaseWaiting
+		s.react(refs, pipeline.ReactionWaitingUser)
+		s.attrsDirty = true
+		if err := s.waitForDecisions(ctx, a, ids); err != nil {
+			s.log.Warn("Waiting for decisions ended", "error", err)
+		}
+		a.Phase = PhaseModel
+		s.react(refs, pipeline.ReactionThinking)
+		s.attrsDirty = true
+	}
+	results := make([]pipeline.ToolResult, 0, len(calls))
+	for _, call := range calls {
+		if id, ok := proposals[call.ID]; ok {
+			if res := s.closeProposal(ctx, id); res.IsError {
+				results = append(results, res)
+				continue
+			}
+		}
+		if a.Aborted {
+			results = append(results, pipeline.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Output: "the turn was aborted"})
+			continue
+		}
+		results = append(results, s.runTool(ctx, a, call))
+	}
+	return results, len(ids) > 0
+}
+
 // runTool runs one tool call as its own activity, once: a tool is not
 // assumed idempotent. Whatever happens becomes a result the model reads.
 func (s *session) runTool(ctx workflow.Context, a *ActiveTurn, call pipeline.ToolCall) pipeline.ToolResult {
-	if call.RequiresApproval {
-		return pipeline.ToolResult{CallID: call.ID, Name: call.Name, IsError: true,
-			Output: "This tool needs a person's approval, which this gateway cannot ask for yet, so it was not run. Tell the user."}
-	}
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: s.settings.TurnTimeout.D(),
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},

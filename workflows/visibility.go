@@ -14,15 +14,18 @@ import (
 // published is what the search attributes last said, so only changes are
 // upserted (each upsert is a history event).
 type published struct {
-	status Status
-	depth  int
-	last   time.Time
+	status    Status
+	depth     int
+	proposals int
+	last      time.Time
 }
 
 // currentStatus derives the session's status from its state.
 func (s *session) currentStatus() Status {
 	if a := s.st.Active; a != nil {
 		switch a.Phase {
+		case PhaseWaiting:
+			return StatusWaitingUser
 		case PhaseDelivering:
 			return StatusDelivering
 		case PhaseParked:
@@ -53,8 +56,10 @@ func (s *session) publish() {
 	var updates []temporal.SearchAttributeUpdate
 	first := s.published.status == ""
 	if first {
-		updates = append(updates, AttrChannel.ValueSet(s.key.Channel), AttrChat.ValueSet(s.key.Chat),
-			AttrPendingProposals.ValueSet(0))
+		updates = append(updates, AttrChannel.ValueSet(s.key.Channel), AttrChat.ValueSet(s.key.Chat))
+	}
+	if pending := s.pendingProposals(); first || pending != s.published.proposals {
+		updates = append(updates, AttrPendingProposals.ValueSet(int64(pending)))
 	}
 	if s.published.status != s.st.Status {
 		updates = append(updates, AttrState.ValueSet(string(s.st.Status)))
@@ -65,7 +70,7 @@ func (s *session) publish() {
 	if !s.st.LastInboundAt.IsZero() && !s.st.LastInboundAt.Equal(s.published.last) {
 		updates = append(updates, AttrLastInboundAt.ValueSet(s.st.LastInboundAt))
 	}
-	s.published = published{status: s.st.Status, depth: len(s.st.Queue), last: s.st.LastInboundAt}
+	s.published = published{status: s.st.Status, depth: len(s.st.Queue), proposals: s.pendingProposals(), last: s.st.LastInboundAt}
 	if len(updates) > 0 {
 		if err := workflow.UpsertTypedSearchAttributes(s.ctx, updates...); err != nil {
 			s.log.Warn("Search attributes not updated; is the namespace missing replyflow's attributes? See deploy/README.md", "error", err)
@@ -107,6 +112,7 @@ type Snapshot struct {
 	Queue         pipeline.QueueSettings    `json:"queue_settings"`
 	ModelOverride string                    `json:"model_override,omitempty"`
 	Cooldowns     []Cooldown                `json:"cooldowns,omitempty"`
+	Proposals     []Proposal                `json:"proposals,omitempty"`
 	Buffers       []BufferView              `json:"buffers"`
 	Queued        []BatchView               `json:"queued"`
 	Overflow      *Overflow                 `json:"overflow,omitempty"`
@@ -149,7 +155,7 @@ type (
 func (s *session) snapshot() (Snapshot, error) {
 	snap := Snapshot{
 		Session: s.key, Status: s.currentStatus(), Settings: s.settings, Queue: s.queueSettings(),
-		ModelOverride: s.st.ModelOverride, Cooldowns: s.st.Cooldowns,
+		ModelOverride: s.st.ModelOverride, Cooldowns: s.st.Cooldowns, Proposals: s.st.Proposals,
 		Buffers: []BufferView{}, Queued: []BatchView{}, Overflow: s.st.Overflow,
 		Reactions: s.st.Reactions, Pending: s.st.ReactionChanges, LastTurn: s.st.LastTurn,
 		Deliveries: s.st.Deliveries, Counters: s.st.Counters, TurnSeq: s.st.TurnSeq,

@@ -54,9 +54,15 @@ func (c *Client) Send(ctx context.Context, d pipeline.Delivery) (string, error) 
 	var out struct {
 		MessageID string `json:"message_id"`
 	}
-	body := BotMessage{IdempotencyKey: d.IdempotencyKey, Text: d.Text, ThreadID: d.ThreadID, ReplyTo: d.ReplyTo}
+	body := BotMessage{IdempotencyKey: d.IdempotencyKey, Text: d.Text, ThreadID: d.ThreadID, ReplyTo: d.ReplyTo, Buttons: d.Buttons}
 	err := c.call(ctx, "send", http.MethodPost, c.path("bot/chats", d.Session.Chat, "messages"), body, &out)
 	return out.MessageID, err
+}
+
+// Edit replaces a bot message's text and buttons.
+func (c *Client) Edit(ctx context.Context, e pipeline.Edit) error {
+	body := BotEdit{Text: e.Text, Buttons: e.Buttons}
+	return c.call(ctx, "edit", http.MethodPatch, c.path("bot/chats", e.Session.Chat, "messages", e.PlatformMessageID), body, nil)
 }
 
 // SetReaction sets the emoji of a state on a user message, or clears it.

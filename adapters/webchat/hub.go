@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/replyflow/replyflow/pipeline"
 )
 
 // Event is one thing the bot did in a chat, as sent on the event stream.
@@ -19,10 +21,11 @@ type Event struct {
 // Event payloads, as documented in the README.
 type (
 	MessageEvent struct {
-		MessageID string `json:"message_id"`
-		Text      string `json:"text"`
-		ThreadID  string `json:"thread_id,omitempty"`
-		ReplyTo   string `json:"reply_to,omitempty"`
+		MessageID string            `json:"message_id"`
+		Text      string            `json:"text"`
+		ThreadID  string            `json:"thread_id,omitempty"`
+		ReplyTo   string            `json:"reply_to,omitempty"`
+		Buttons   []pipeline.Button `json:"buttons,omitempty"`
 	}
 	ReactionEvent struct {
 		MessageID string `json:"message_id"`

@@ -68,6 +68,8 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	s.mux.HandleFunc("GET /api/chats/{chat}/events", s.streamEvents)
 	s.mux.HandleFunc("POST /bot/chats/{chat}/messages", s.bot(s.postBotMessage))
 	s.mux.HandleFunc("PUT /bot/chats/{chat}/messages/{message}/reaction", s.bot(s.putReaction))
+	s.mux.HandleFunc("PATCH /bot/chats/{chat}/messages/{message}", s.bot(s.patchBotMessage))
+	s.mux.HandleFunc("POST /api/chats/{chat}/actions", s.postAction)
 	s.mux.HandleFunc("POST /bot/chats/{chat}/typing", s.bot(s.postTyping))
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	s.mux.HandleFunc("GET /{$}", servePage)
@@ -201,10 +203,72 @@ func (s *Server) bot(next http.HandlerFunc) http.HandlerFunc {
 
 // BotMessage is the body of POST /bot/chats/{chat}/messages.
 type BotMessage struct {
-	IdempotencyKey string `json:"idempotency_key"`
-	Text           string `json:"text"`
-	ThreadID       string `json:"thread_id,omitempty"`
-	ReplyTo        string `json:"reply_to,omitempty"`
+	IdempotencyKey string            `json:"idempotency_key"`
+	Text           string            `json:"text"`
+	ThreadID       string            `json:"thread_id,omitempty"`
+	ReplyTo        string            `json:"reply_to,omitempty"`
+	Buttons        []pipeline.Button `json:"buttons,omitempty"`
+}
+
+// BotEdit is the body of PATCH /bot/chats/{chat}/messages/{message}.
+type BotEdit struct {
+	Text    string            `json:"text"`
+	Buttons []pipeline.Button `json:"buttons,omitempty"`
+}
+
+// UserAction is the body of POST /api/chats/{chat}/actions: a button press.
+type UserAction struct {
+	ActionID   string `json:"action_id,omitempty"`
+	SenderID   string `json:"sender_id"`
+	SenderName string `json:"sender_name,omitempty"`
+	MessageID  string `json:"message_id"`
+	Action     string `json:"action"`
+}
+
+func (s *Server) postAction(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	var a UserAction
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		writeError(w, http.StatusBadRequest, "body is not a valid action: "+err.Error())
+		return
+	}
+	if a.Action == "" || a.MessageID == "" {
+		writeError(w, http.StatusBadRequest, "action and message_id are required")
+		return
+	}
+	if a.ActionID == "" {
+		a.ActionID = randomID("a-")
+	}
+	in := pipeline.Inbound{
+		Channel: Channel, ChatID: r.PathValue("chat"), ChatType: pipeline.ChatDirect, MessageID: a.ActionID,
+		SenderID: a.SenderID, SenderName: a.SenderName, ReplyTo: a.MessageID, Action: a.Action, ReceivedAt: s.cfg.Now().UTC(),
+	}
+	if err := in.Validate(); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if err := s.cfg.Sink.Accept(r.Context(), in); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "the action was not accepted, retry with the same action_id: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"action_id": in.MessageID})
+}
+
+func (s *Server) patchBotMessage(w http.ResponseWriter, r *http.Request) {
+	var e BotEdit
+	if err := json.NewDecoder(r.Body).Decode(&e); err != nil || strings.TrimSpace(e.Text) == "" {
+		writeError(w, http.StatusBadRequest, "body must be {\"text\", \"buttons\"?} with text")
+		return
+	}
+	message := r.PathValue("message")
+	if err := pipeline.ValidateID("message", message); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	s.hub.publish(r.PathValue("chat"), "edit", MessageEvent{MessageID: message, Text: e.Text, Buttons: e.Buttons})
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func (s *Server) postBotMessage(w http.ResponseWriter, r *http.Request) {
@@ -220,7 +284,7 @@ func (s *Server) postBotMessage(w http.ResponseWriter, r *http.Request) {
 	chat := r.PathValue("chat")
 	id, fresh := s.sends.claim(chat+"\x00"+m.IdempotencyKey, func() string { return randomID("b-") })
 	if fresh {
-		s.hub.publish(chat, "message", MessageEvent{MessageID: id, Text: m.Text, ThreadID: m.ThreadID, ReplyTo: m.ReplyTo})
+		s.hub.publish(chat, "message", MessageEvent{MessageID: id, Text: m.Text, ThreadID: m.ThreadID, ReplyTo: m.ReplyTo, Buttons: m.Buttons})
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"message_id": id})
 }

@@ -263,3 +263,32 @@ func FuzzDecodeUserMessage(f *testing.F) {
 		}
 	})
 }
+
+func TestButtonsEditsAndActions(t *testing.T) {
+	sink := &recordingSink{}
+	ts := newTestServer(t, sink)
+	stream := openStream(t, ts.URL+"/api/chats/room/events", "")
+	c, err := NewClient(ts.URL, token, nil)
+	require.NoError(t, err)
+	session := pipeline.SessionKey{Channel: Channel, Chat: "room"}
+	buttons := []pipeline.Button{{Text: "Approve", Action: "approve:p1"}}
+	id, err := c.Send(context.Background(), pipeline.Delivery{Session: session, IdempotencyKey: "k", Text: "approve?", Buttons: buttons})
+	require.NoError(t, err)
+	require.NoError(t, c.Edit(context.Background(), pipeline.Edit{Session: session, PlatformMessageID: id, Text: "approved"}))
+	assert.Equal(t, []string{
+		`message {"message_id":"` + id + `","text":"approve?","buttons":[{"text":"Approve","action":"approve:p1"}]}`,
+		`edit {"message_id":"` + id + `","text":"approved"}`,
+	}, readEvents(t, stream, 2))
+
+	code, body := post(t, ts.URL+"/api/chats/room/actions", "", `{"sender_id":"boss","message_id":"`+id+`","action":"approve:p1","action_id":"a1"}`)
+	require.Equal(t, http.StatusAccepted, code, body)
+	require.Len(t, sink.accepted, 1)
+	assert.Equal(t, pipeline.Inbound{Channel: Channel, ChatID: "room", ChatType: pipeline.ChatDirect, MessageID: "a1", SenderID: "boss",
+		ReplyTo: id, Action: "approve:p1", ReceivedAt: time.Unix(1700000000, 0).UTC()}, sink.accepted[0])
+
+	code, body = post(t, ts.URL+"/api/chats/room/actions", "", `{"sender_id":"boss","action":"approve:p1"}`)
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body, "message_id are required")
+	code, _ = post(t, ts.URL+"/bot/chats/room/messages/"+id, "Bearer "+token, `{"text":"x"}`)
+	assert.Equal(t, http.StatusMethodNotAllowed, code, "edits are PATCH")
+}

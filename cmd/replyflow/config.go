@@ -25,8 +25,12 @@ type Config struct {
 	SystemPromptFile string `envconfig:"SYSTEM_PROMPT_FILE"`
 	ContextTokens    int    `envconfig:"CONTEXT_TOKENS" default:"8000"`
 	ToolsFile        string `envconfig:"TOOLS_FILE"`
-	MaxSteps         int    `envconfig:"MAX_STEPS" default:"8"`
-	Timezone         string `envconfig:"TIMEZONE" default:"UTC"`
+	// Owners may decide proposals: "provider:id" entries, or "*".
+	Owners             []string      `envconfig:"OWNERS"`
+	RequesterMayDecide bool          `envconfig:"REQUESTER_MAY_DECIDE" default:"true"`
+	ProposalTTL        time.Duration `envconfig:"PROPOSAL_TTL" default:"24h"`
+	MaxSteps           int           `envconfig:"MAX_STEPS" default:"8"`
+	Timezone           string        `envconfig:"TIMEZONE" default:"UTC"`
 	// StoreDSN is a SQLite file path or a postgres:// URL.
 	StoreDSN string `envconfig:"STORE_DSN" default:".replyflow/replyflow.db"`
 
@@ -101,6 +105,7 @@ func (c Config) validate() error {
 	check(c.ReactionCoalesce >= 0 && c.ReactionCoalesce <= 10*time.Second, "REPLYFLOW_REACTION_COALESCE must be between 0 and 10s, got %s", c.ReactionCoalesce)
 	check(c.DemoModelDelay >= 0, "REPLYFLOW_DEMO_MODEL_DELAY must not be negative")
 	check(c.MaxTokens >= 1, "REPLYFLOW_MAX_TOKENS must be at least 1")
+	check(c.ProposalTTL >= time.Minute, "REPLYFLOW_PROPOSAL_TTL must be at least 1m, got %s", c.ProposalTTL)
 	check(c.MaxSteps >= 1 && c.MaxSteps <= 50, "REPLYFLOW_MAX_STEPS must be from 1 to 50, got %d", c.MaxSteps)
 	check(c.ContextTokens >= 256, "REPLYFLOW_CONTEXT_TOKENS must be at least 256, got %d", c.ContextTokens)
 	if _, err := time.LoadLocation(c.Timezone); err != nil {
@@ -185,6 +190,9 @@ func (c Config) settings() pipeline.Settings {
 		DeliveryDeadline:     pipeline.Duration(c.DeliveryDeadline),
 		MaxHistoryEvents:     c.MaxHistoryEvents,
 		MaxSteps:             c.MaxSteps,
+		Owners:               c.Owners,
+		RequesterMayDecide:   c.RequesterMayDecide,
+		ProposalTTL:          pipeline.Duration(c.ProposalTTL),
 		Queue:                c.queueDefaults(),
 	}
 }

@@ -99,10 +99,15 @@ func testConfig(t *testing.T) Config {
 }
 
 func startStack(t *testing.T, cfg Config) *stack {
+	return startStackOn(t, cfg, temporalServer.Client())
+}
+
+// startStackOn starts the gateway against the server c talks to.
+func startStackOn(t *testing.T, cfg Config, c client.Client) *stack {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	cfg.WebchatURL = "http://" + ln.Addr().String()
-	s := &stack{t: t, cfg: cfg, client: temporalServer.Client(), baseURL: cfg.WebchatURL, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s := &stack{t: t, cfg: cfg, client: c, baseURL: cfg.WebchatURL, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if testing.Verbose() {
 		s.logger = slog.Default()
 	}

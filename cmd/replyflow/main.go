@@ -28,6 +28,8 @@ Usage:
                       show one session's state (its "state" query)
   replyflow retry [--by name] [--reason text] <session>
                       resume a parked delivery (only the chunks not yet delivered)
+  replyflow approve|reject [--reason text] <session> <proposal>
+                      decide a pending proposal
   replyflow help      show this text
 
 Configuration is read from REPLYFLOW_* and TEMPORAL_* environment variables;
@@ -68,6 +70,8 @@ func run(args []string) error {
 		return inspectCommand(ctx, args[1:], os.Stdout, quietLogger(cfg))
 	case "retry":
 		return retryCommand(ctx, args[1:], os.Stdout, quietLogger(cfg))
+	case "approve", "reject":
+		return decideCommand(ctx, args[0], args[1:], os.Stdout, quietLogger(cfg))
 	}
 	return fmt.Errorf("unknown command %q; run `replyflow help`", args[0])
 }

@@ -150,6 +150,40 @@ func onSession(ctx context.Context, logger *slog.Logger, arg string, do func(cli
 	return do(c, id, snap)
 }
 
+// decideCommand is `replyflow approve|reject <session> <proposal>`: an
+// update, so that a refusal (not allowed, unknown, already decided) comes
+// back at once.
+func decideCommand(ctx context.Context, decision string, args []string, out io.Writer, logger *slog.Logger) error {
+	fs := flag.NewFlagSet(decision, flag.ContinueOnError)
+	by := fs.String("by", currentUser(), "who decides (recorded as operator:<by>)")
+	reason := fs.String("reason", "", "why, told to the model and shown in the chat")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return fmt.Errorf("usage: replyflow %s [--reason text] <session> <proposal>", decision)
+	}
+	id := sessionID(fs.Arg(0))
+	c, err := dialTemporal(ctx, "", logger)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	d := pipeline.Decision{ID: fs.Arg(1), Decision: decision, By: "operator:" + *by, Reason: *reason}
+	handle, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: id, UpdateName: workflows.UpdateDecide, Args: []any{d}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return fmt.Errorf("%s proposal %s in %s: %w", decision, d.ID, id, err)
+	}
+	var result string
+	if err := handle.Get(ctx, &result); err != nil {
+		return fmt.Errorf("%s proposal %s in %s: %w", decision, d.ID, id, err)
+	}
+	fmt.Fprintln(out, result)
+	return nil
+}
+
 func currentUser() string {
 	if u, err := user.Current(); err == nil {
 		return u.Username

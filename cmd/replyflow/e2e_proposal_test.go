@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/replyflow/replyflow/activities"
+	"github.com/replyflow/replyflow/activities/models"
+	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workflows"
+)
+
+// payingModel asks to call "pay" until the prompt holds the call's result,
+// then answers with what came back.
+type payingModel struct{}
+
+func (payingModel) Name() string { return "test/paying" }
+
+func (payingModel) Complete(_ context.Context, p models.Prompt) (models.Completion, error) {
+	for _, m := range p.Messages {
+		if m.Role == "tool" {
+			return models.Completion{Text: "done: " + m.Text}, nil
+		}
+	}
+	return models.Completion{ToolCalls: []pipeline.ToolCall{{ID: "call-1", Name: "pay", Arguments: `{"amount":5,"to":"bob"}`}}}, nil
+}
+
+// payServer is the fake HTTP tool; it counts the calls it gets.
+func payServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		_, _ = io.WriteString(w, `{"paid":true}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &calls
+}
+
+func proposalConfig(t *testing.T, toolURL string) Config {
+	cfg := testConfig(t)
+	defs, _ := json.Marshal([]activities.ToolDef{{Name: "pay", Description: "pay someone", URL: toolURL, RequiresApproval: true}})
+	cfg.ToolsFile = filepath.Join(t.TempDir(), "tools.json")
+	require.NoError(t, os.WriteFile(cfg.ToolsFile, defs, 0o644))
+	cfg.Owners = []string{"webchat:boss"}
+	cfg.RequesterMayDecide = false
+	return cfg
+}
+
+func (s *stack) press(chat, sender, messageID, action string) int {
+	body := fmt.Sprintf(`{"sender_id":%q,"message_id":%q,"action":%q}`, sender, messageID, action)
+	resp, err := http.Post(s.baseURL+"/api/chats/"+chat+"/actions", "application/json", strings.NewReader(body))
+	require.NoError(s.t, err)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func isButtonsMessage(ev sseEvent) bool {
+	return ev.Type == "message" && strings.Contains(ev.Text, "Approval needed")
+}
+
+func TestProposalApprovedByButtonSurvivesAWorkerRestart(t *testing.T) {
+	tool, calls := payServer(t)
+	s := startStack(t, proposalConfig(t, tool.URL))
+	stopFirst := s.startWorker(payingModel{})
+	chat := "approve"
+	events := subscribe(t, s.baseURL, chat)
+
+	code, _ := s.post(chat, `{"message_id":"pay1","sender_id":"alice","text":"pay bob 5"}`)
+	require.Equal(t, http.StatusAccepted, code)
+	seen := events.collectUntil(t, 30*time.Second, isButtonsMessage)
+	proposalMsg := seen[len(seen)-1].MessageID
+	events.collectUntil(t, 30*time.Second, isReaction("pay1", "⏳"))
+	assert.Equal(t, workflows.StatusWaitingUser, s.state(chat).Status)
+
+	stopFirst()
+	s.startWorker(payingModel{})
+	assert.Equal(t, http.StatusAccepted, s.press(chat, "mallory", proposalMsg, "approve:p1"))
+	refusal := events.collectUntil(t, 30*time.Second, func(ev sseEvent) bool { return ev.Type == "message" && strings.Contains(ev.Text, "not allowed") })
+	assert.Contains(t, refusal[len(refusal)-1].Text, "webchat:mallory is not allowed to decide proposal p1")
+	assert.Zero(t, calls.Load(), "a refused press runs nothing")
+
+	assert.Equal(t, http.StatusAccepted, s.press(chat, "boss", proposalMsg, "approve:p1"))
+	assert.Equal(t, http.StatusAccepted, s.press(chat, "boss", proposalMsg, "approve:p1"), "a double click")
+	seen = events.collectUntil(t, 30*time.Second, func(ev sseEvent) bool { return ev.Type == "message" && strings.HasPrefix(ev.Text, "done:") })
+	assert.Equal(t, `done: {"paid":true}`, seen[len(seen)-1].Text)
+	assert.Equal(t, int32(1), calls.Load(), "an approved tool runs exactly once")
+	edits := 0
+	for _, ev := range seen {
+		if ev.Type == "edit" {
+			edits++
+			assert.Equal(t, proposalMsg, ev.MessageID)
+			assert.Contains(t, ev.Text, "✅ Approved by webchat:boss [p1]")
+		}
+	}
+	assert.Equal(t, 1, edits, "the proposal message shows the outcome")
+	events.collectUntil(t, 30*time.Second, isClearOf("pay1"))
+	recordHistory(t, s.client, chat, "proposal_approved")
+}
+
+func TestProposalRejectedFromTheCLI(t *testing.T) {
+	t.Setenv("TEMPORAL_ADDRESS", temporalServer.FrontendHostPort())
+	tool, calls := payServer(t)
+	s := startStack(t, proposalConfig(t, tool.URL))
+	s.startWorker(payingModel{})
+	chat := "reject"
+	events := subscribe(t, s.baseURL, chat)
+	code, _ := s.post(chat, `{"message_id":"pay2","sender_id":"alice","text":"pay bob 5"}`)
+	require.Equal(t, http.StatusAccepted, code)
+	events.collectUntil(t, 30*time.Second, isButtonsMessage)
+
+	var out bytes.Buffer
+	err := decideCommand(context.Background(), "approve", []string{"webchat:reject", "p7"}, &out, s.logger)
+	require.Error(t, err, "an unknown proposal is refused at once")
+	assert.Contains(t, err.Error(), `unknown proposal "p7"`)
+
+	require.NoError(t, decideCommand(context.Background(), "reject", []string{"--by", "carol", "--reason", "over budget", "webchat:reject", "p1"}, &out, s.logger))
+	assert.Contains(t, out.String(), "Proposal p1 rejected by operator:carol.")
+	err = decideCommand(context.Background(), "approve", []string{"webchat:reject", "p1"}, &out, s.logger)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "already rejected by operator:carol")
+
+	seen := events.collectUntil(t, 30*time.Second, isClearOf("pay2"))
+	for _, ev := range seen {
+		if ev.Type == "edit" {
+			assert.Contains(t, ev.Text, "Reason: over budget")
+		}
+	}
+	assert.Zero(t, calls.Load(), "a rejected tool never runs")
+	assert.Zero(t, s.state(chat).Counters.Dropped)
+}
+
+func TestPendingProposalSurvivesAGatewayRestart(t *testing.T) {
+	tool, calls := payServer(t)
+	cfg := proposalConfig(t, tool.URL)
+	cfg.RequesterMayDecide = true
+	s := startStack(t, cfg)
+	s.startWorker(payingModel{})
+	chat := "gateway-restart"
+	events := subscribe(t, s.baseURL, chat)
+	code, _ := s.post(chat, `{"message_id":"pay3","sender_id":"alice","text":"pay bob 5"}`)
+	require.Equal(t, http.StatusAccepted, code)
+	events.collectUntil(t, 30*time.Second, isButtonsMessage)
+
+	s.stopGateway()
+	s.restartGateway()
+	events = subscribe(t, s.baseURL, chat)
+	code, _ = s.post(chat, `{"message_id":"dec3","sender_id":"alice","text":"/approve p1"}`)
+	require.Equal(t, http.StatusAccepted, code, "the requester may decide here, by text command")
+	seen := events.collectUntil(t, 30*time.Second, func(ev sseEvent) bool { return ev.Type == "message" && strings.HasPrefix(ev.Text, "done:") })
+	assert.Contains(t, summarize(seen, "dec3"), "message Proposal p1 approved by webchat:alice.")
+	assert.Equal(t, int32(1), calls.Load())
+}
+
+// TestPendingProposalSurvivesADevServerRestart runs its own dev server on a
+// database file, stops it while a proposal waits, starts it again on the
+// same file, and approves from the CLI.
+func TestPendingProposalSurvivesADevServerRestart(t *testing.T) {
+	cli, _ := filepath.Abs("../../bin/temporal")
+	if env := os.Getenv("REPLYFLOW_TEST_TEMPORAL_CLI"); env != "" {
+		cli = env
+	}
+	hostPort := freeHostPort(t)
+	db := filepath.Join(t.TempDir(), "temporal.db")
+	start := func() *testsuite.DevServer {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		var extra []string
+		for _, sa := range workflows.SearchAttributes() {
+			extra = append(extra, "--search-attribute", sa)
+		}
+		srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
+			ExistingPath: cli, DBFilename: db, LogLevel: "error", ExtraArgs: extra,
+			ClientOptions: &client.Options{HostPort: hostPort, Namespace: "default"},
+		})
+		require.NoError(t, err)
+		return srv
+	}
+	server := start()
+	t.Setenv("TEMPORAL_ADDRESS", hostPort)
+	c, err := dialTemporal(context.Background(), hostPort, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	defer c.Close()
+
+	tool, calls := payServer(t)
+	cfg := proposalConfig(t, tool.URL)
+	s := startStackOn(t, cfg, c)
+	s.startWorker(payingModel{})
+	chat := "server-restart"
+	events := subscribe(t, s.baseURL, chat)
+	code, _ := s.post(chat, `{"message_id":"pay4","sender_id":"alice","text":"pay bob 5"}`)
+	require.Equal(t, http.StatusAccepted, code)
+	events.collectUntil(t, 30*time.Second, isButtonsMessage)
+
+	require.NoError(t, server.Stop())
+	server = start()
+	defer server.Stop()
+
+	var out bytes.Buffer
+	require.Eventually(t, func() bool {
+		out.Reset()
+		return decideCommand(context.Background(), "approve", []string{"webchat:server-restart", "p1"}, &out, s.logger) == nil
+	}, 60*time.Second, 500*time.Millisecond, "approving works once the server is back: %s", &out)
+	assert.Contains(t, out.String(), "Proposal p1 approved by operator:")
+	events.collectUntil(t, 60*time.Second, func(ev sseEvent) bool { return ev.Type == "message" && strings.HasPrefix(ev.Text, "done:") })
+	assert.Equal(t, int32(1), calls.Load(), "the approved tool ran once")
+}
+
+func freeHostPort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
+}
