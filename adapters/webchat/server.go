@@ -263,9 +263,8 @@ func (s *Server) patchBotMessage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "body must be {\"text\", \"buttons\"?} with text")
 		return
 	}
-	message := r.PathValue("message")
-	if err := pipeline.ValidateID("message", message); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+	message, ok := messageParam(w, r)
+	if !ok {
 		return
 	}
 	s.hub.publish(r.PathValue("chat"), "edit", MessageEvent{MessageID: message, Text: e.Text, Buttons: e.Buttons})
@@ -302,9 +301,8 @@ func (s *Server) putReaction(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "body is not a valid reaction: "+err.Error())
 		return
 	}
-	message := r.PathValue("message")
-	if err := pipeline.ValidateID("message", message); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+	message, ok := messageParam(w, r)
+	if !ok {
 		return
 	}
 	s.hub.publish(r.PathValue("chat"), "reaction", ReactionEvent{MessageID: message, Emoji: b.Emoji, State: b.State})
@@ -319,6 +317,16 @@ func (s *Server) postTyping(w http.ResponseWriter, r *http.Request) {
 	}
 	s.hub.publish(r.PathValue("chat"), "typing", t)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// messageParam is the {message} of the path, or a 400 if it is no valid ID.
+func messageParam(w http.ResponseWriter, r *http.Request) (string, bool) {
+	message := r.PathValue("message")
+	if err := pipeline.ValidateID("message", message); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return "", false
+	}
+	return message, true
 }
 
 func servePage(w http.ResponseWriter, r *http.Request) {
