@@ -42,6 +42,7 @@ FUZZTIME ?= 30s
 fuzz:
 	go test ./pipeline -run '^$$' -fuzz FuzzChunk -fuzztime $(FUZZTIME)
 	go test ./pipeline -run '^$$' -fuzz FuzzParseMessage -fuzztime $(FUZZTIME)
+	go test ./pipeline -run '^$$' -fuzz FuzzDecideEngagement -fuzztime $(FUZZTIME)
 	go test ./adapters/webchat -run '^$$' -fuzz FuzzDecodeUserMessage -fuzztime $(FUZZTIME)
 
 clean:
