@@ -68,7 +68,7 @@ func (a *Activities) LoadSettings(ctx context.Context, key pipeline.SessionKey) 
 		if err != nil {
 			return s, err
 		}
-		s.Saved.ModelOverride = entry.ModelOverride
+		s.Saved.ModelOverride, s.Saved.Activation = entry.ModelOverride, entry.Activation
 		if entry.QueueJSON != "" {
 			var q pipeline.QueuePatch
 			if err := json.Unmarshal([]byte(entry.QueueJSON), &q); err == nil {

@@ -47,6 +47,12 @@ var skipResponse = models.Tool{
 	Parameters:  map[string]any{"type": "object", "properties": map[string]any{}},
 }
 
+var disengage = models.Tool{
+	Name:        pipeline.DisengageTool,
+	Description: "Step back from this group conversation: after this, you are woken only when mentioned, replied to or named. Use it when people ask you to stop joining in.",
+	Parameters:  map[string]any{"type": "object", "properties": map[string]any{}},
+}
+
 // LoadTools reads a tools file: a JSON list of ToolDef. An empty path
 // gives only the built-in skip_response.
 func LoadTools(path string) (*Tools, error) {
@@ -64,8 +70,8 @@ func LoadTools(path string) (*Tools, error) {
 	}
 	for i, d := range defs {
 		switch {
-		case d.Name == "" || d.Name == pipeline.SkipResponseTool:
-			return nil, fmt.Errorf("tools file %s: tool %d needs a name other than %q", path, i+1, pipeline.SkipResponseTool)
+		case d.Name == "" || d.Name == pipeline.SkipResponseTool || d.Name == pipeline.DisengageTool:
+			return nil, fmt.Errorf("tools file %s: tool %d needs a name, and not a built-in one (%s, %s)", path, i+1, pipeline.SkipResponseTool, pipeline.DisengageTool)
 		case t.defs[d.Name].Name != "":
 			return nil, fmt.Errorf("tools file %s: tool %q is declared twice", path, d.Name)
 		}
@@ -90,7 +96,7 @@ func LoadTools(path string) (*Tools, error) {
 
 // specs are the tools as offered to the model, skip_response first.
 func (t *Tools) specs() []models.Tool {
-	out := []models.Tool{skipResponse}
+	out := []models.Tool{skipResponse, disengage}
 	if t == nil {
 		return out
 	}

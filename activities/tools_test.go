@@ -88,7 +88,7 @@ func TestRunToolCallsTheHTTPToolOnce(t *testing.T) {
 	for _, s := range tools.specs() {
 		names = append(names, s.Name)
 	}
-	assert.Equal(t, []string{pipeline.SkipResponseTool, "weather", "search", "broken"}, names)
+	assert.Equal(t, []string{pipeline.SkipResponseTool, pipeline.DisengageTool, "weather", "search", "broken"}, names)
 }
 
 func TestLoadToolsRejectsBadFiles(t *testing.T) {
@@ -103,5 +103,5 @@ func TestLoadToolsRejectsBadFiles(t *testing.T) {
 	}
 	tools, err := LoadTools("")
 	require.NoError(t, err)
-	assert.Len(t, tools.specs(), 1, "only skip_response without a file")
+	assert.Len(t, tools.specs(), 2, "only the built-ins without a file")
 }

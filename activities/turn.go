@@ -149,7 +149,7 @@ func (a *Activities) SaveSessionSettings(ctx context.Context, key pipeline.Sessi
 	if err != nil {
 		return err
 	}
-	entry.ModelOverride = s.ModelOverride
+	entry.ModelOverride, entry.Activation = s.ModelOverride, s.Activation
 	entry.QueueJSON = ""
 	if s.Queue != nil {
 		entry.QueueJSON = mustJSON(s.Queue)

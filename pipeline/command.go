@@ -30,6 +30,8 @@ const (
 	CommandModel CommandName = "model"
 	// CommandDecide is /approve <id> or /reject <id> [reason].
 	CommandDecide CommandName = "decide"
+	// CommandActivation shows or sets the chat's activation mode.
+	CommandActivation CommandName = "activation"
 	// CommandNew starts a new transcript and keeps the settings (/new,
 	// /reset).
 	CommandNew CommandName = "new"
@@ -51,6 +53,8 @@ type Parsed struct {
 	// Decision is the /approve or /reject command's (By is left to the
 	// session, which knows the sender).
 	Decision *Decision `json:"decision,omitempty"`
+	// Activation is the mode /activation chose.
+	Activation string `json:"activation,omitempty"`
 	// Model is the model /model chose; ModelReset is "/model default".
 	Model      string `json:"model,omitempty"`
 	ModelReset bool   `json:"model_reset,omitempty"`
@@ -87,6 +91,14 @@ func ParseMessage(text string) Parsed {
 		return parseQueue(rest)
 	case "model":
 		return parseModel(rest)
+	case "activation":
+		switch mode := strings.ToLower(rest); mode {
+		case "":
+			return Parsed{Command: CommandActivation}
+		case ActivationMention, ActivationSmart, ActivationGated, ActivationAlways:
+			return Parsed{Command: CommandActivation, Activation: mode}
+		}
+		return Parsed{Command: CommandActivation, Error: "use /activation mention, smart, gated or always"}
 	case DecisionApprove, DecisionReject:
 		id, reason, _ := strings.Cut(rest, " ")
 		if id == "" {

@@ -23,6 +23,7 @@ const (
 // keeps across workflow runs.
 type SessionSettings struct {
 	ModelOverride string      `json:"model_override,omitempty"`
+	Activation    string      `json:"activation,omitempty"`
 	Queue         *QueuePatch `json:"queue,omitempty"`
 }
 
@@ -53,6 +54,15 @@ type Settings struct {
 	RequesterMayDecide bool     `json:"requester_may_decide"`
 	// ProposalTTL is how long a proposal waits before it expires.
 	ProposalTTL Duration `json:"proposal_ttl"`
+	// AllowFrom lists who may talk to the agent ("provider:id" or "*").
+	AllowFrom []string `json:"allow_from,omitempty"`
+	// Activation is the channel's engagement mode (pipeline.Activation*);
+	// Aliases are the names the agent answers to in groups.
+	Activation string   `json:"activation,omitempty"`
+	Aliases    []string `json:"aliases,omitempty"`
+	// ObservedMaxAge drops observed messages older than this from the
+	// next turn's context.
+	ObservedMaxAge Duration `json:"observed_max_age,omitempty"`
 	// Queue is the channel's default queue mode, debounce window, cap and
 	// drop policy; a session's /queue directive overrides it.
 	Queue QueueSettings `json:"queue"`
@@ -105,8 +115,12 @@ type TurnResult struct {
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 }
 
-// SkipResponseTool is the built-in tool a model calls to stay silent.
-const SkipResponseTool = "skip_response"
+// Built-in tools: staying silent this turn, and stepping back from a
+// group conversation.
+const (
+	SkipResponseTool = "skip_response"
+	DisengageTool    = "channel_disengage"
+)
 
 // ToolCall is a tool the model asked to run.
 type ToolCall struct {

@@ -43,8 +43,13 @@ type Inbound struct {
 	Media      []Media  `json:"media,omitempty"`
 	// Action is a button press ("approve:p3-1"); ReplyTo is then the
 	// message that carried the button, and Text is empty.
-	Action     string    `json:"action,omitempty"`
-	ReceivedAt time.Time `json:"received_at"`
+	Action string `json:"action,omitempty"`
+	// What the adapter classified, for engagement: the sender is a bot,
+	// the message mentions this bot, or mentions others (and not us).
+	SenderIsBot    bool      `json:"sender_is_bot,omitempty"`
+	MentionsBot    bool      `json:"mentions_bot,omitempty"`
+	MentionsOthers bool      `json:"mentions_others,omitempty"`
+	ReceivedAt     time.Time `json:"received_at"`
 }
 
 // Media is a reference to an attachment kept by the platform; the bytes

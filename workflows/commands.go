@@ -28,6 +28,15 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 		} else {
 			text = out
 		}
+	case p.Command == pipeline.CommandActivation && p.Activation == "":
+		text = "Activation: " + s.activation() + ". Owners change it with /activation mention|smart|gated|always."
+	case p.Command == pipeline.CommandActivation:
+		if !pipeline.Allowed(in.Channel+":"+in.SenderID, s.settings.Owners) {
+			text = "⚠️ Only owners may change the activation mode."
+			break
+		}
+		s.st.ActivationOverride = p.Activation
+		text = "Activation for this chat: " + p.Activation + "."
 	case p.Command == pipeline.CommandNew:
 		s.st.NewTranscript = true
 		text = pipeline.NewTranscriptReply
@@ -50,7 +59,7 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 	default:
 		text = "Queue settings: " + s.queueSettings().Describe() + ". Change them with /queue <mode> [debounce:2s] [cap:25] [drop:old|new|summarize]."
 	}
-	if p.Command == pipeline.CommandModel || p.Command == pipeline.CommandQueue {
+	if p.Command == pipeline.CommandModel || p.Command == pipeline.CommandQueue || p.Command == pipeline.CommandActivation {
 		s.saveSession()
 	}
 	r := DirectReply{MessageID: in.MessageID, ThreadID: in.ThreadID, Text: text}
@@ -78,7 +87,7 @@ func (s *session) pressButton(in pipeline.Inbound) {
 // saveSession stores the chat's settings in its session entry, so they
 // outlive this workflow run.
 func (s *session) saveSession() {
-	settings := pipeline.SessionSettings{ModelOverride: s.st.ModelOverride, Queue: s.st.QueueOverride}
+	settings := pipeline.SessionSettings{ModelOverride: s.st.ModelOverride, Queue: s.st.QueueOverride, Activation: s.st.ActivationOverride}
 	s.repliesInFlight++
 	workflow.Go(s.ctx, func(ctx workflow.Context) {
 		defer func() { s.repliesInFlight-- }()

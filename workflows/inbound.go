@@ -33,6 +33,14 @@ func (s *session) accept(in pipeline.Inbound) {
 	s.st.LastInboundAt = now
 	s.attrsDirty = true
 
+	if !s.permitted(in.Channel + ":" + in.SenderID) {
+		// Never given to the model; visible in the state query.
+		s.st.Counters.Denied++
+		s.st.LastDenied = in.MessageID
+		s.log.Info("Inbound decision", "message_id", in.MessageID, "decision", pipeline.DecisionDenied)
+		return
+	}
+	s.seeParticipant(in, now)
 	if in.Action != "" {
 		s.pressButton(in)
 		return
@@ -44,6 +52,10 @@ func (s *session) accept(in pipeline.Inbound) {
 		// within the coalescing window.
 		s.flushBuffer(key)
 		s.runCommand(in, parsed)
+		return
+	}
+	if s.engage(in, now).Decision != pipeline.DecisionEngage {
+		s.observe(in, now)
 		return
 	}
 	s.react(refsOf(in), pipeline.ReactionReceived)

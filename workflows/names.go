@@ -21,6 +21,9 @@ const (
 	// UpdateDecide takes a pipeline.Decision and answers at once: a
 	// validator refuses what is not allowed, unknown or already decided.
 	UpdateDecide = "decide"
+	// SignalDisengage drops the sticky credits: the agent answers again
+	// only when mentioned, replied to or named.
+	SignalDisengage = "disengage"
 	// SignalRetry resumes a parked delivery: the chunks not yet delivered
 	// are sent, in order. Its payload (who asked, why) is optional.
 	SignalRetry = "retry"

@@ -25,7 +25,8 @@ type session struct {
 	inbound  workflow.ReceiveChannel
 	retries  workflow.ReceiveChannel
 	// decisions carries proposal decisions sent as signals.
-	decisions workflow.ReceiveChannel
+	decisions  workflow.ReceiveChannel
+	disengages workflow.ReceiveChannel
 	// cancelTurn cancels the running turn's model step (interrupt mode).
 	cancelTurn workflow.CancelFunc
 	// reactionInFlight and repliesInFlight count side effects under way,
@@ -45,13 +46,14 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 		return temporal.NewNonRetryableApplicationError("invalid session key: "+err.Error(), "InvalidSession", err)
 	}
 	s := &session{
-		ctx:       ctx,
-		key:       p.Session,
-		st:        p.State,
-		log:       log.With(workflow.GetLogger(ctx), "session", p.Session.WorkflowID()),
-		inbound:   workflow.GetSignalChannel(ctx, SignalInbound),
-		retries:   workflow.GetSignalChannel(ctx, SignalRetry),
-		decisions: workflow.GetSignalChannel(ctx, SignalProposal),
+		ctx:        ctx,
+		key:        p.Session,
+		st:         p.State,
+		log:        log.With(workflow.GetLogger(ctx), "session", p.Session.WorkflowID()),
+		inbound:    workflow.GetSignalChannel(ctx, SignalInbound),
+		retries:    workflow.GetSignalChannel(ctx, SignalRetry),
+		decisions:  workflow.GetSignalChannel(ctx, SignalProposal),
+		disengages: workflow.GetSignalChannel(ctx, SignalDisengage),
 	}
 	fresh := s.st == nil
 	if fresh {
@@ -64,6 +66,7 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 	if fresh {
 		// A session that starts again picks up what its entry saved.
 		s.st.ModelOverride, s.st.QueueOverride = s.settings.Saved.ModelOverride, s.settings.Saved.Queue
+		s.st.ActivationOverride = s.settings.Saved.Activation
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryState, s.snapshot); err != nil {
 		return err
@@ -129,7 +132,7 @@ func (s *session) run() error {
 			continue
 		}
 		err := workflow.Await(s.ctx, func() bool {
-			return s.inbound.Len() > 0 || s.retries.Len() > 0 || s.decisions.Len() > 0 || s.attrsDirty || s.idle() ||
+			return s.inbound.Len() > 0 || s.retries.Len() > 0 || s.decisions.Len() > 0 || s.disengages.Len() > 0 || s.attrsDirty || s.idle() ||
 				(s.st.Active == nil && len(s.st.Queue) > 0) ||
 				(s.shouldContinueAsNew() && s.atQuietPoint())
 		})
@@ -142,6 +145,9 @@ func (s *session) run() error {
 // takeInbound accepts every signal delivered so far.
 func (s *session) takeInbound() {
 	s.takeDecisionSignals()
+	for s.disengages.ReceiveAsync(nil) {
+		s.disengage()
+	}
 	for {
 		var r RetryRequest
 		if !s.retries.ReceiveAsync(&r) {

@@ -39,6 +39,16 @@ type State struct {
 	// AbortedLastRun makes the next turn's text say the previous run was
 	// aborted.
 	AbortedLastRun bool `json:"aborted_last_run,omitempty"`
+	// Engagement: who speaks here, the sticky credits, what the agent
+	// watched without answering, the peer-bot loop guard.
+	Participants       []Participant         `json:"participants,omitempty"`
+	Sticky             pipeline.StickyLedger `json:"sticky,omitempty"`
+	Observed           []pipeline.Observed   `json:"observed,omitempty"`
+	LoopGuard          pipeline.LoopGuard    `json:"loop_guard"`
+	BotThreads         []string              `json:"bot_threads,omitempty"`
+	DisengagedTurn     int                   `json:"disengaged_turn,omitempty"`
+	ActivationOverride string                `json:"activation_override,omitempty"`
+	LastDenied         string                `json:"last_denied,omitempty"`
 	// NewTranscript makes the next turn start a fresh transcript.
 	NewTranscript bool `json:"new_transcript,omitempty"`
 	// ModelOverride is the model chosen with /model: strict, no fallback.
@@ -211,6 +221,8 @@ type Counters struct {
 	Interrupted int `json:"interrupted"`
 	Commands    int `json:"commands"`
 	Aborted     int `json:"aborted"`
+	Denied      int `json:"denied"`
+	Observed    int `json:"observed"`
 	// Resets counts context-overflow resets: a new transcript each.
 	Resets int `json:"resets"`
 	Runs   int `json:"runs"`

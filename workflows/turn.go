@@ -28,6 +28,7 @@ func (s *session) startTurn() {
 		text = pipeline.RenderCollected(texts)
 	}
 	refs := refsOf(msgs...)
+	text = s.engagedText(text, workflow.Now(s.ctx), msgs[len(msgs)-1].ChatType == pipeline.ChatGroup)
 	if s.st.AbortedLastRun {
 		text = pipeline.AbortedNotice + "\n\n" + text
 		s.st.AbortedLastRun = false
@@ -215,6 +216,8 @@ func (s *session) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRec
 	rec.Outcome, rec.Error = "answered", ""
 	if len(chunks) == 0 {
 		rec.Outcome = "silent"
+	} else {
+		s.grantSticky(a.Messages, anchor.ThreadID)
 	}
 	s.react(refs, pipeline.ReactionDone)
 }
@@ -295,6 +298,10 @@ func (s *session) runTools(ctx workflow.Context, a *ActiveTurn, calls []pipeline
 			results = append(results, pipeline.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Output: "the turn was aborted"})
 			continue
 		}
+		if res, ok := s.runBuiltin(call); ok {
+			results = append(results, res)
+			continue
+		}
 		results = append(results, s.runTool(ctx, a, call))
 	}
 	return results, len(ids) > 0
@@ -314,6 +321,15 @@ func (s *session) runTool(ctx workflow.Context, a *ActiveTurn, call pipeline.Too
 		return pipeline.ToolResult{CallID: call.ID, Name: call.Name, Output: "the tool could not be run: " + err.Error(), IsError: true}
 	}
 	return result
+}
+
+// runBuiltin handles the tools the session answers itself.
+func (s *session) runBuiltin(call pipeline.ToolCall) (pipeline.ToolResult, bool) {
+	if call.Name != pipeline.DisengageTool {
+		return pipeline.ToolResult{}, false
+	}
+	s.disengage()
+	return pipeline.ToolResult{CallID: call.ID, Name: call.Name, Output: "Disengaged: you will answer here again only when mentioned, replied to or named."}, true
 }
 
 func skipsResponse(calls []pipeline.ToolCall) bool {

@@ -113,6 +113,12 @@ type Snapshot struct {
 	ModelOverride string                    `json:"model_override,omitempty"`
 	Cooldowns     []Cooldown                `json:"cooldowns,omitempty"`
 	Proposals     []Proposal                `json:"proposals,omitempty"`
+	Activation    string                    `json:"activation"`
+	Participants  []Participant             `json:"participants,omitempty"`
+	Sticky        pipeline.StickyLedger     `json:"sticky,omitempty"`
+	ObservedCount int                       `json:"observed_waiting"`
+	LoopGuard     pipeline.LoopGuard        `json:"loop_guard"`
+	LastDenied    string                    `json:"last_denied,omitempty"`
 	Buffers       []BufferView              `json:"buffers"`
 	Queued        []BatchView               `json:"queued"`
 	Overflow      *Overflow                 `json:"overflow,omitempty"`
@@ -156,6 +162,8 @@ func (s *session) snapshot() (Snapshot, error) {
 	snap := Snapshot{
 		Session: s.key, Status: s.currentStatus(), Settings: s.settings, Queue: s.queueSettings(),
 		ModelOverride: s.st.ModelOverride, Cooldowns: s.st.Cooldowns, Proposals: s.st.Proposals,
+		Activation: s.activation(), Participants: s.st.Participants, Sticky: s.st.Sticky, ObservedCount: len(s.st.Observed),
+		LoopGuard: s.st.LoopGuard, LastDenied: s.st.LastDenied,
 		Buffers: []BufferView{}, Queued: []BatchView{}, Overflow: s.st.Overflow,
 		Reactions: s.st.Reactions, Pending: s.st.ReactionChanges, LastTurn: s.st.LastTurn,
 		Deliveries: s.st.Deliveries, Counters: s.st.Counters, TurnSeq: s.st.TurnSeq,

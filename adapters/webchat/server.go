@@ -88,6 +88,12 @@ type UserMessage struct {
 	Text       string `json:"text"`
 	ThreadID   string `json:"thread_id,omitempty"`
 	ReplyTo    string `json:"reply_to,omitempty"`
+	// A custom platform says what it knows, for engagement: a group chat,
+	// a bot sender, a mention of the bot or of others.
+	ChatType       string `json:"chat_type,omitempty"`
+	SenderIsBot    bool   `json:"sender_is_bot,omitempty"`
+	MentionsBot    bool   `json:"mentions_bot,omitempty"`
+	MentionsOthers bool   `json:"mentions_others,omitempty"`
 }
 
 // DecodeUserMessage parses and normalizes a user message for chat. It is the
@@ -111,10 +117,19 @@ func DecodeUserMessage(chat string, body io.Reader, now time.Time) (pipeline.Inb
 	if m.MessageID == "" {
 		m.MessageID = randomID("u-")
 	}
+	chatType := pipeline.ChatDirect
+	switch m.ChatType {
+	case "", string(pipeline.ChatDirect):
+	case string(pipeline.ChatGroup):
+		chatType = pipeline.ChatGroup
+	default:
+		return pipeline.Inbound{}, fmt.Errorf("chat_type must be direct or group, got %q", m.ChatType)
+	}
 	in := pipeline.Inbound{
-		Channel: Channel, ChatID: chat, ChatType: pipeline.ChatDirect,
+		Channel: Channel, ChatID: chat, ChatType: chatType,
 		MessageID: m.MessageID, SenderID: m.SenderID, SenderName: m.SenderName,
 		Text: m.Text, ThreadID: m.ThreadID, ReplyTo: m.ReplyTo, ReceivedAt: now.UTC(),
+		SenderIsBot: m.SenderIsBot, MentionsBot: m.MentionsBot, MentionsOthers: m.MentionsOthers,
 	}
 	return in, in.Validate()
 }

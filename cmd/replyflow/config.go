@@ -25,6 +25,12 @@ type Config struct {
 	SystemPromptFile string `envconfig:"SYSTEM_PROMPT_FILE"`
 	ContextTokens    int    `envconfig:"CONTEXT_TOKENS" default:"8000"`
 	ToolsFile        string `envconfig:"TOOLS_FILE"`
+	// AllowFrom lets senders talk to the agent: "provider:id" entries, or "*".
+	AllowFrom           []string          `envconfig:"ALLOW_FROM" default:"*"`
+	Activation          string            `envconfig:"ACTIVATION" default:"smart"`
+	ActivationByChannel map[string]string `envconfig:"ACTIVATION_BY_CHANNEL"`
+	Aliases             []string          `envconfig:"ALIASES"`
+	ObservedMaxAge      time.Duration     `envconfig:"OBSERVED_MAX_AGE" default:"6h"`
 	// Owners may decide proposals: "provider:id" entries, or "*".
 	Owners             []string      `envconfig:"OWNERS"`
 	RequesterMayDecide bool          `envconfig:"REQUESTER_MAY_DECIDE" default:"true"`
@@ -105,6 +111,10 @@ func (c Config) validate() error {
 	check(c.ReactionCoalesce >= 0 && c.ReactionCoalesce <= 10*time.Second, "REPLYFLOW_REACTION_COALESCE must be between 0 and 10s, got %s", c.ReactionCoalesce)
 	check(c.DemoModelDelay >= 0, "REPLYFLOW_DEMO_MODEL_DELAY must not be negative")
 	check(c.MaxTokens >= 1, "REPLYFLOW_MAX_TOKENS must be at least 1")
+	for _, a := range append([]string{c.Activation}, mapValues(c.ActivationByChannel)...) {
+		check(slices.Contains([]string{pipeline.ActivationMention, pipeline.ActivationSmart, pipeline.ActivationGated, pipeline.ActivationAlways}, a),
+			"REPLYFLOW_ACTIVATION(_BY_CHANNEL) must be mention, smart, gated or always, got %q", a)
+	}
 	check(c.ProposalTTL >= time.Minute, "REPLYFLOW_PROPOSAL_TTL must be at least 1m, got %s", c.ProposalTTL)
 	check(c.MaxSteps >= 1 && c.MaxSteps <= 50, "REPLYFLOW_MAX_STEPS must be from 1 to 50, got %d", c.MaxSteps)
 	check(c.ContextTokens >= 256, "REPLYFLOW_CONTEXT_TOKENS must be at least 256, got %d", c.ContextTokens)
@@ -141,6 +151,14 @@ func (c Config) validate() error {
 	return errors.Join(errs...)
 }
 
+func mapValues(m map[string]string) []string {
+	var out []string
+	for _, k := range sortedKeys(m) {
+		out = append(out, m[k])
+	}
+	return out
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -158,6 +176,9 @@ func (c Config) channelSettings(key pipeline.SessionKey, s pipeline.Settings) pi
 	}
 	if mode, ok := c.QueueModeByChannel[key.Channel]; ok {
 		s.Queue.Mode, _ = pipeline.ParseQueueMode(mode)
+	}
+	if a, ok := c.ActivationByChannel[key.Channel]; ok {
+		s.Activation = a
 	}
 	if d, ok := c.DebounceByChannel[key.Channel]; ok {
 		s.Queue.Debounce = pipeline.Duration(d)
@@ -191,6 +212,10 @@ func (c Config) settings() pipeline.Settings {
 		MaxHistoryEvents:     c.MaxHistoryEvents,
 		MaxSteps:             c.MaxSteps,
 		Owners:               c.Owners,
+		AllowFrom:            c.AllowFrom,
+		Activation:           c.Activation,
+		Aliases:              c.Aliases,
+		ObservedMaxAge:       pipeline.Duration(c.ObservedMaxAge),
 		RequesterMayDecide:   c.RequesterMayDecide,
 		ProposalTTL:          pipeline.Duration(c.ProposalTTL),
 		Queue:                c.queueDefaults(),
