@@ -10,6 +10,8 @@ const (
 	ActivityAgentTurn    = "AgentTurn"
 	ActivityDeliver      = "Deliver"
 	ActivitySetReaction  = "SetReaction"
+	// ActivityGate asks the gate model whether a batch needs a reply.
+	ActivityGate = "GateCheck"
 	// ActivityEdit edits a message the bot sent (a decided proposal).
 	ActivityEdit = "EditMessage"
 	// ActivityRunTool runs one tool call.
@@ -63,6 +65,10 @@ type Settings struct {
 	// ObservedMaxAge drops observed messages older than this from the
 	// next turn's context.
 	ObservedMaxAge Duration `json:"observed_max_age,omitempty"`
+	// GateModel answers for gated chats within GateTimeout; none means
+	// gated chats only answer triggers.
+	GateModel   string   `json:"gate_model,omitempty"`
+	GateTimeout Duration `json:"gate_timeout,omitempty"`
 	// Queue is the channel's default queue mode, debounce window, cap and
 	// drop policy; a session's /queue directive overrides it.
 	Queue QueueSettings `json:"queue"`
@@ -146,6 +152,26 @@ type ToolRound struct {
 	Calls   []ToolCall   `json:"calls"`
 	Results []ToolResult `json:"results"`
 }
+
+// GateRequest asks the gate model about a debounced batch in a gated chat;
+// Context is the recent messages before it (at most GateContext in all).
+type GateRequest struct {
+	Session SessionKey    `json:"session"`
+	Context []TurnMessage `json:"context,omitempty"`
+	Batch   []TurnMessage `json:"batch"`
+	// IndirectMention: the batch names the agent by an alias.
+	IndirectMention bool `json:"indirect_mention,omitempty"`
+}
+
+// GateResult is the gate model's strict answer.
+type GateResult struct {
+	Forward bool   `json:"forward"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// GateContext is how many of the latest messages a gated turn (and its
+// gate) sees.
+const GateContext = 8
 
 // ToolInvocation asks the RunTool activity to run one call.
 type ToolInvocation struct {

@@ -37,6 +37,7 @@ func Register(r worker.Registry, acts *activities.Activities) {
 		pipeline.ActivitySaveSession:  acts.SaveSessionSettings,
 		pipeline.ActivityRunTool:      acts.RunTool,
 		pipeline.ActivityEdit:         acts.EditMessage,
+		pipeline.ActivityGate:         acts.GateCheck,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

@@ -95,11 +95,6 @@ func (s *session) engage(in pipeline.Inbound, now time.Time) pipeline.EngageResu
 	if result.ConsumeCredit {
 		s.st.Sticky = s.st.Sticky.Consume(sender, now)
 	}
-	if result.Decision == pipeline.DecisionGate {
-		// The gate model is not wired yet: gated chats observe what no
-		// trigger addressed.
-		result = pipeline.EngageResult{Decision: pipeline.DecisionObserve, Reason: "gated"}
-	}
 	s.st.LoopGuard = s.st.LoopGuard.Observe(in.SenderIsBot, result.Decision == pipeline.DecisionEngage, now)
 	s.log.Info("Inbound decision", "message_id", in.MessageID, "decision", result.Decision, "reason", result.Reason)
 	return result

@@ -35,10 +35,13 @@ type fakePlatform struct {
 	// error for.
 	refuseReaction func(pipeline.ReactionChange) error
 
-	mu        sync.Mutex
-	saved     []pipeline.SessionSettings
-	tools     []pipeline.ToolCall
-	edits     []pipeline.Edit
+	mu    sync.Mutex
+	saved []pipeline.SessionSettings
+	tools []pipeline.ToolCall
+	edits []pipeline.Edit
+	gates []pipeline.GateRequest
+	// gate answers the gate model; nil forwards.
+	gate      func(pipeline.GateRequest) (pipeline.GateResult, error)
 	steps     []step
 	sent      []sent
 	reactions []reactionCall
@@ -97,6 +100,16 @@ func newEnvAt(t *testing.T, start time.Time, options ...func(*fakePlatform)) (*t
 	env.RegisterActivityWithOptions(p.agentTurn, activity.RegisterOptions{Name: pipeline.ActivityAgentTurn})
 	env.RegisterActivityWithOptions(p.deliver, activity.RegisterOptions{Name: pipeline.ActivityDeliver})
 	env.RegisterActivityWithOptions(p.setReaction, activity.RegisterOptions{Name: pipeline.ActivitySetReaction})
+	env.RegisterActivityWithOptions(func(_ context.Context, req pipeline.GateRequest) (pipeline.GateResult, error) {
+		p.mu.Lock()
+		p.gates = append(p.gates, req)
+		gate := p.gate
+		p.mu.Unlock()
+		if gate == nil {
+			return pipeline.GateResult{Forward: true, Reason: "asked"}, nil
+		}
+		return gate(req)
+	}, activity.RegisterOptions{Name: pipeline.ActivityGate})
 	env.RegisterActivityWithOptions(func(_ context.Context, e pipeline.Edit) error {
 		p.mu.Lock()
 		defer p.mu.Unlock()

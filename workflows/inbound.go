@@ -54,9 +54,16 @@ func (s *session) accept(in pipeline.Inbound) {
 		s.runCommand(in, parsed)
 		return
 	}
-	if s.engage(in, now).Decision != pipeline.DecisionEngage {
+	switch s.engage(in, now).Decision {
+	case pipeline.DecisionGate:
+		s.gateMessage(in, now)
+		return
+	case pipeline.DecisionObserve:
 		s.observe(in, now)
 		return
+	}
+	if len(s.st.GateBuffer) > 0 {
+		s.dropGateBuffer(now)
 	}
 	s.react(refsOf(in), pipeline.ReactionReceived)
 	in.Text = parsed.Text

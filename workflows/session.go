@@ -33,6 +33,7 @@ type session struct {
 	// which continue-as-new waits for.
 	reactionInFlight bool
 	repliesInFlight  int
+	gating           int
 	// attrsDirty is set when a search attribute changed; the main loop
 	// publishes all changes of one step in one upsert.
 	attrsDirty bool
@@ -97,6 +98,9 @@ func (s *session) loadSettings() error {
 func (s *session) resume() {
 	for _, b := range s.st.Buffers {
 		s.armFlush(b.Key, b.Gen)
+	}
+	if len(s.st.GateBuffer) > 0 {
+		s.armGateFlush(s.st.GateSeq)
 	}
 	s.rearmClears()
 }
@@ -167,7 +171,7 @@ func (s *session) takeInbound() {
 // idle is true when nothing at all is pending; only an idle session may
 // complete.
 func (s *session) idle() bool {
-	return s.atQuietPoint() && len(s.st.Queue) == 0 && len(s.st.Buffers) == 0 &&
+	return s.atQuietPoint() && len(s.st.Queue) == 0 && len(s.st.Buffers) == 0 && len(s.st.GateBuffer) == 0 &&
 		len(s.st.Reactions) == 0 && len(s.st.ReactionChanges) == 0 && s.inbound.Len() == 0 && s.retries.Len() == 0 && s.decisions.Len() == 0
 }
 
@@ -186,7 +190,7 @@ func (s *session) retry(r RetryRequest) {
 // moment to continue as new. Buffers, the queue and scheduled clears are
 // carried in State and re-armed by the next run.
 func (s *session) atQuietPoint() bool {
-	return s.st.Active == nil && !s.reactionInFlight && s.repliesInFlight == 0 && len(s.st.Replies) == 0
+	return s.st.Active == nil && !s.reactionInFlight && s.repliesInFlight == 0 && len(s.st.Replies) == 0 && s.gating == 0
 }
 
 // waitWhileIdle waits for work, or for the idle TTL to pass. The timer is

@@ -49,6 +49,10 @@ type State struct {
 	DisengagedTurn     int                   `json:"disengaged_turn,omitempty"`
 	ActivationOverride string                `json:"activation_override,omitempty"`
 	LastDenied         string                `json:"last_denied,omitempty"`
+	// GateBuffer is a gated chat's batch waiting for the gate model.
+	GateBuffer  []pipeline.Inbound `json:"gate_buffer,omitempty"`
+	GateFlushAt time.Time          `json:"gate_flush_at,omitzero"`
+	GateSeq     int                `json:"gate_seq,omitempty"`
 	// NewTranscript makes the next turn start a fresh transcript.
 	NewTranscript bool `json:"new_transcript,omitempty"`
 	// ModelOverride is the model chosen with /model: strict, no fallback.
@@ -101,6 +105,8 @@ type Batch struct {
 	Queue    pipeline.QueueSettings `json:"queue"`
 	// Queued is true for a batch that arrived while a turn was running.
 	Queued bool `json:"queued,omitempty"`
+	// NoAnchor: the reply anchors no message (a gate-forwarded batch).
+	NoAnchor bool `json:"no_anchor,omitempty"`
 }
 
 // Text is the batch's turn text.
@@ -134,6 +140,8 @@ const (
 
 // ActiveTurn is the turn being run.
 type ActiveTurn struct {
+	// NoAnchor: the reply anchors no message (a gate-forwarded batch).
+	NoAnchor bool               `json:"no_anchor,omitempty"`
 	TurnID   string             `json:"turn_id"`
 	Messages []pipeline.Inbound `json:"messages"`
 	Phase    string             `json:"phase"`
@@ -223,6 +231,7 @@ type Counters struct {
 	Aborted     int `json:"aborted"`
 	Denied      int `json:"denied"`
 	Observed    int `json:"observed"`
+	Gated       int `json:"gated"`
 	// Resets counts context-overflow resets: a new transcript each.
 	Resets int `json:"resets"`
 	Runs   int `json:"runs"`

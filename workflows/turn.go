@@ -49,6 +49,7 @@ func (s *session) startTurn() {
 		TurnID:    workflow.GetInfo(s.ctx).FirstRunID + "." + strconv.Itoa(s.st.TurnSeq),
 		Messages:  msgs,
 		Phase:     PhaseModel,
+		NoAnchor:  batches[0].NoAnchor,
 		StartedAt: now,
 	}
 	rec := &TurnRecord{TurnID: a.TurnID, StartedAt: now, Outcome: "running"}
@@ -199,7 +200,7 @@ func (s *session) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRec
 			Index:          i,
 			Total:          len(chunks),
 		}
-		if i == 0 {
+		if i == 0 && !a.NoAnchor {
 			d.ReplyTo = anchor.MessageID
 		}
 		platformID, err := s.deliver(ctx, d)

@@ -33,7 +33,10 @@ func (s *session) currentStatus() Status {
 		}
 		return StatusThinking
 	}
-	if len(s.st.Buffers) > 0 {
+	if s.gating > 0 {
+		return StatusGating
+	}
+	if len(s.st.Buffers) > 0 || len(s.st.GateBuffer) > 0 {
 		return StatusDebouncing
 	}
 	return StatusIdle

@@ -31,6 +31,8 @@ type Config struct {
 	ActivationByChannel map[string]string `envconfig:"ACTIVATION_BY_CHANNEL"`
 	Aliases             []string          `envconfig:"ALIASES"`
 	ObservedMaxAge      time.Duration     `envconfig:"OBSERVED_MAX_AGE" default:"6h"`
+	GateModel           string            `envconfig:"GATE_MODEL"`
+	GateTimeout         time.Duration     `envconfig:"GATE_TIMEOUT" default:"2500ms"`
 	// Owners may decide proposals: "provider:id" entries, or "*".
 	Owners             []string      `envconfig:"OWNERS"`
 	RequesterMayDecide bool          `envconfig:"REQUESTER_MAY_DECIDE" default:"true"`
@@ -115,6 +117,12 @@ func (c Config) validate() error {
 		check(slices.Contains([]string{pipeline.ActivationMention, pipeline.ActivationSmart, pipeline.ActivationGated, pipeline.ActivationAlways}, a),
 			"REPLYFLOW_ACTIVATION(_BY_CHANNEL) must be mention, smart, gated or always, got %q", a)
 	}
+	if c.GateModel != "" {
+		if _, _, err := pipeline.ParseModelName(c.GateModel); err != nil {
+			errs = append(errs, fmt.Errorf("REPLYFLOW_GATE_MODEL: %w", err))
+		}
+	}
+	check(c.GateTimeout > 0, "REPLYFLOW_GATE_TIMEOUT must be positive")
 	check(c.ProposalTTL >= time.Minute, "REPLYFLOW_PROPOSAL_TTL must be at least 1m, got %s", c.ProposalTTL)
 	check(c.MaxSteps >= 1 && c.MaxSteps <= 50, "REPLYFLOW_MAX_STEPS must be from 1 to 50, got %d", c.MaxSteps)
 	check(c.ContextTokens >= 256, "REPLYFLOW_CONTEXT_TOKENS must be at least 256, got %d", c.ContextTokens)
@@ -216,6 +224,8 @@ func (c Config) settings() pipeline.Settings {
 		Activation:           c.Activation,
 		Aliases:              c.Aliases,
 		ObservedMaxAge:       pipeline.Duration(c.ObservedMaxAge),
+		GateModel:            c.GateModel,
+		GateTimeout:          pipeline.Duration(c.GateTimeout),
 		RequesterMayDecide:   c.RequesterMayDecide,
 		ProposalTTL:          pipeline.Duration(c.ProposalTTL),
 		Queue:                c.queueDefaults(),

@@ -1,0 +1,81 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/replyflow/replyflow/activities/models"
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+const gateSystem = `You decide whether an assistant in a group chat should reply to the latest messages.
+Forward only when the latest messages ask the assistant something, ask a question it can usefully answer, or clearly want its help.
+Answer with strict JSON and nothing else: {"forward": true|false, "reason": "a few words"}`
+
+// GateCheck asks the gate model whether a batch in a gated chat needs a
+// reply. It makes one attempt: any failure (error, timeout, output that is
+// not the strict JSON) means "skip", which the workflow decides.
+func (a *Activities) GateCheck(ctx context.Context, req pipeline.GateRequest) (pipeline.GateResult, error) {
+	model, err := a.Models.Get(a.Settings.GateModel)
+	if err != nil {
+		return pipeline.GateResult{}, modelError(pipeline.TurnRequest{Session: req.Session, Model: a.Settings.GateModel}, err)
+	}
+	var b strings.Builder
+	for _, m := range req.Context {
+		fmt.Fprintf(&b, "(earlier) %s: %s\n", nonEmptyName(m), m.Text)
+	}
+	for _, m := range req.Batch {
+		fmt.Fprintf(&b, "(latest) %s: %s\n", nonEmptyName(m), m.Text)
+	}
+	if req.IndirectMention {
+		b.WriteString("(the latest messages mention the assistant's name)\n")
+	}
+	answer, err := model.Complete(ctx, models.Prompt{System: gateSystem, Messages: []models.Message{{Role: "user", Text: b.String()}}})
+	if err != nil {
+		return pipeline.GateResult{}, modelError(pipeline.TurnRequest{Session: req.Session, Model: a.Settings.GateModel}, err)
+	}
+	result, err := ParseGateAnswer(answer.Text)
+	if err != nil {
+		return pipeline.GateResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("gate model %s for %s: %v", a.Settings.GateModel, req.Session.WorkflowID(), err), pipeline.ErrFormat, err)
+	}
+	return result, nil
+}
+
+// ParseGateAnswer reads the gate's strict JSON: one object with a boolean
+// "forward" and an optional string "reason", nothing else.
+func ParseGateAnswer(text string) (pipeline.GateResult, error) {
+	var raw struct {
+		Forward *bool   `json:"forward"`
+		Reason  *string `json:"reason"`
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(strings.TrimSpace(text))))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return pipeline.GateResult{}, fmt.Errorf("the answer is not the strict JSON asked for: %v", err)
+	}
+	if dec.More() {
+		return pipeline.GateResult{}, errors.New("the answer has more than one JSON value")
+	}
+	if raw.Forward == nil {
+		return pipeline.GateResult{}, errors.New(`the answer has no boolean "forward"`)
+	}
+	r := pipeline.GateResult{Forward: *raw.Forward}
+	if raw.Reason != nil {
+		r.Reason = *raw.Reason
+	}
+	return r, nil
+}
+
+func nonEmptyName(m pipeline.TurnMessage) string {
+	if m.SenderName != "" {
+		return m.SenderName
+	}
+	return m.SenderID
+}

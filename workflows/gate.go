@@ -1,0 +1,120 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+const defaultGateTimeout = 2500 * time.Millisecond
+
+// gateMessage holds a message of a gated chat that no trigger addressed,
+// until its debounced batch goes to the gate model. With no gate model, or
+// while a turn runs (no gate is evaluated then), it is only observed.
+func (s *session) gateMessage(in pipeline.Inbound, now time.Time) {
+	if s.settings.GateModel == "" || s.st.Active != nil {
+		s.observe(in, now)
+		return
+	}
+	if len(s.st.GateBuffer) == 0 {
+		s.st.GateSeq++
+		s.armGateFlush(s.st.GateSeq)
+	}
+	s.st.GateBuffer = append(s.st.GateBuffer, in)
+	s.st.GateFlushAt = now.Add(s.settings.Queue.Debounce.D())
+	s.attrsDirty = true
+}
+
+// dropGateBuffer keeps a pending gated batch as observed context: a
+// mention or a reply to the bot bypasses the gate and discards it.
+func (s *session) dropGateBuffer(now time.Time) {
+	for _, in := range s.st.GateBuffer {
+		s.observe(in, now)
+	}
+	s.st.GateBuffer = nil
+}
+
+// armGateFlush asks the gate once the batch's window has passed.
+func (s *session) armGateFlush(gen int) {
+	workflow.Go(s.ctx, func(ctx workflow.Context) {
+		for {
+			if s.st.GateSeq != gen || len(s.st.GateBuffer) == 0 {
+				return
+			}
+			wait := s.st.GateFlushAt.Sub(workflow.Now(ctx))
+			if wait <= 0 {
+				break
+			}
+			timer := workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{Summary: fmt.Sprintf("debounce %s before the gate", wait)})
+			if timer.Get(ctx, nil) != nil {
+				return
+			}
+		}
+		s.runGate(ctx)
+	})
+}
+
+// runGate asks the gate model about the batch: forward starts one turn
+// that sees the latest messages and anchors no reply; anything else (no,
+// an error, a timeout, output that is not the strict JSON) skips, and the
+// batch is observed.
+func (s *session) runGate(ctx workflow.Context) {
+	batch := s.st.GateBuffer
+	s.st.GateBuffer = nil
+	now := workflow.Now(ctx)
+	if s.st.Active != nil {
+		for _, in := range batch {
+			s.observe(in, now)
+		}
+		return
+	}
+	req := pipeline.GateRequest{Session: s.key, Batch: turnMessages(batch)}
+	keep := max(pipeline.GateContext-len(batch), 0)
+	observed := s.st.Observed[max(len(s.st.Observed)-keep, 0):]
+	for _, o := range observed {
+		req.Context = append(req.Context, pipeline.TurnMessage{SenderName: o.Sender, Text: o.Text, At: o.At})
+	}
+	for _, in := range batch {
+		req.IndirectMention = req.IndirectMention || pipeline.MatchesAlias(in.Text, s.settings.Aliases)
+	}
+	timeout := s.settings.GateTimeout.D()
+	if timeout <= 0 {
+		timeout = defaultGateTimeout
+	}
+	gctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: timeout,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+		Summary:             fmt.Sprintf("gate: %d message(s) via %s", len(batch), s.settings.GateModel),
+	})
+	s.gating++
+	s.attrsDirty = true
+	var result pipeline.GateResult
+	err := workflow.ExecuteActivity(gctx, pipeline.ActivityGate, req).Get(gctx, &result)
+	s.gating--
+	s.attrsDirty = true
+	if err != nil || !result.Forward {
+		why := result.Reason
+		if err != nil {
+			why = "gate failed, skipping: " + errorType(err)
+			s.log.Warn("Gate failed; the batch is skipped", "error", err)
+		}
+		for _, in := range batch {
+			s.log.Info("Inbound decision", "message_id", in.MessageID, "decision", pipeline.DecisionObserve, "reason", "gate: "+why)
+			s.observe(in, workflow.Now(ctx))
+		}
+		return
+	}
+	// The turn sees the latest messages: the observed ones kept above,
+	// then the batch.
+	s.st.Observed = append([]pipeline.Observed(nil), observed...)
+	s.st.Counters.Gated++
+	for _, in := range batch {
+		s.log.Info("Inbound decision", "message_id", in.MessageID, "decision", pipeline.DecisionEngage, "reason", "gate: "+result.Reason)
+	}
+	s.react(refsOf(batch...), pipeline.ReactionReceived)
+	s.dispatch(Batch{Messages: batch, Queue: s.queueSettings(), NoAnchor: true})
+}
