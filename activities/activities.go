@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -69,6 +70,11 @@ func (a *Activities) LoadSettings(ctx context.Context, key pipeline.SessionKey) 
 			return s, err
 		}
 		s.Saved.ModelOverride, s.Saved.Activation = entry.ModelOverride, entry.Activation
+		claimed, err := a.Store.Owners(ctx)
+		if err != nil {
+			return s, err
+		}
+		s.Owners = append(slices.Clone(s.Owners), claimed...)
 		if entry.QueueJSON != "" {
 			var q pipeline.QueuePatch
 			if err := json.Unmarshal([]byte(entry.QueueJSON), &q); err == nil {

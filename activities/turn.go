@@ -23,6 +23,8 @@ type Transcripts interface {
 	Append(ctx context.Context, transcriptID string, msgs []store.Message) error
 	Recent(ctx context.Context, transcriptID string, limit int) ([]store.Message, error)
 	MapMessage(ctx context.Context, sessionID, internalID, platformID string) error
+	Claim(ctx context.Context, code, who string) (bool, error)
+	Owners(ctx context.Context) ([]string, error)
 }
 
 // transcript returns the session's transcript ID and recent messages,
@@ -155,4 +157,13 @@ func (a *Activities) SaveSessionSettings(ctx context.Context, key pipeline.Sessi
 		entry.QueueJSON = mustJSON(s.Queue)
 	}
 	return a.Store.SaveSettings(ctx, entry)
+}
+
+// Claim spends a one-time claim code: its sender becomes an owner, kept in
+// the store for every later run.
+func (a *Activities) Claim(ctx context.Context, req pipeline.ClaimRequest) (bool, error) {
+	if a.Store == nil {
+		return false, nil
+	}
+	return a.Store.Claim(ctx, req.Code, req.Who)
 }

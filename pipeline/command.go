@@ -30,6 +30,8 @@ const (
 	CommandModel CommandName = "model"
 	// CommandDecide is /approve <id> or /reject <id> [reason].
 	CommandDecide CommandName = "decide"
+	// CommandClaim is a one-time claim code: its sender becomes an owner.
+	CommandClaim CommandName = "claim"
 	// CommandActivation shows or sets the chat's activation mode.
 	CommandActivation CommandName = "activation"
 	// CommandNew starts a new transcript and keeps the settings (/new,
@@ -53,6 +55,8 @@ type Parsed struct {
 	// Decision is the /approve or /reject command's (By is left to the
 	// session, which knows the sender).
 	Decision *Decision `json:"decision,omitempty"`
+	// Code is the claim code of CommandClaim.
+	Code string `json:"code,omitempty"`
 	// Activation is the mode /activation chose.
 	Activation string `json:"activation,omitempty"`
 	// Model is the model /model chose; ModelReset is "/model default".
@@ -74,6 +78,9 @@ func (p Parsed) IsDirective() bool { return p.Command != "" || p.Queue != nil ||
 // "/shrug" reaches the model untouched.
 func ParseMessage(text string) Parsed {
 	trimmed := strings.TrimSpace(text)
+	if IsClaimCode(trimmed) {
+		return Parsed{Command: CommandClaim, Code: trimmed}
+	}
 	if isStopWord(trimmed) {
 		return Parsed{Command: CommandStop}
 	}
@@ -107,6 +114,20 @@ func ParseMessage(text string) Parsed {
 		return Parsed{Command: CommandDecide, Decision: &Decision{ID: id, Decision: name, Reason: strings.TrimSpace(reason)}}
 	}
 	return Parsed{Text: text}
+}
+
+// IsClaimCode is true for a whole message that is a claim code.
+func IsClaimCode(text string) bool {
+	rest, ok := strings.CutPrefix(text, "claim-")
+	if !ok || len(rest) < 8 || len(rest) > 32 {
+		return false
+	}
+	for _, r := range rest {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func isStopWord(text string) bool {

@@ -10,6 +10,8 @@ const (
 	ActivityAgentTurn    = "AgentTurn"
 	ActivityDeliver      = "Deliver"
 	ActivitySetReaction  = "SetReaction"
+	// ActivityClaim spends a claim code for its sender.
+	ActivityClaim = "Claim"
 	// ActivityGate asks the gate model whether a batch needs a reply.
 	ActivityGate = "GateCheck"
 	// ActivityEdit edits a message the bot sent (a decided proposal).
@@ -167,6 +169,12 @@ type GateRequest struct {
 type GateResult struct {
 	Forward bool   `json:"forward"`
 	Reason  string `json:"reason,omitempty"`
+}
+
+// ClaimRequest asks to make Who ("provider:id") an owner with Code.
+type ClaimRequest struct {
+	Code string `json:"code"`
+	Who  string `json:"who"`
 }
 
 // GateContext is how many of the latest messages a gated turn (and its

@@ -38,6 +38,7 @@ func Register(r worker.Registry, acts *activities.Activities) {
 		pipeline.ActivityRunTool:      acts.RunTool,
 		pipeline.ActivityEdit:         acts.EditMessage,
 		pipeline.ActivityGate:         acts.GateCheck,
+		pipeline.ActivityClaim:        acts.Claim,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

@@ -20,6 +20,9 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 	case p.Command == pipeline.CommandStop:
 		s.abort()
 		text = pipeline.AbortedReply
+	case p.Command == pipeline.CommandClaim:
+		s.claim(in, p.Code)
+		return
 	case p.Command == pipeline.CommandDecide:
 		d := *p.Decision
 		d.By = in.Channel + ":" + in.SenderID
@@ -65,6 +68,30 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 	r := DirectReply{MessageID: in.MessageID, ThreadID: in.ThreadID, Text: text}
 	s.st.Replies = append(s.st.Replies, r)
 	s.sendReply(r)
+}
+
+// claim spends a claim code in a coroutine (a local activity against the
+// store) and tells the sender how it went.
+func (s *session) claim(in pipeline.Inbound, code string) {
+	who := in.Channel + ":" + in.SenderID
+	s.log.Info("Inbound decision", "message_id", in.MessageID, "decision", pipeline.DecisionClaim)
+	s.repliesInFlight++
+	workflow.Go(s.ctx, func(ctx workflow.Context) {
+		defer func() { s.repliesInFlight-- }()
+		ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: localActivityTimeout, Summary: "claim"})
+		var ok bool
+		text := "That claim code is not valid, or was already used."
+		if err := workflow.ExecuteLocalActivity(ctx, pipeline.ActivityClaim, pipeline.ClaimRequest{Code: code, Who: who}).Get(ctx, &ok); err != nil {
+			s.log.Error("Claim not checked", "error", err)
+			text = "The claim could not be checked right now; send the code again."
+		} else if ok {
+			s.settings.Owners = append(s.settings.Owners, who)
+			text = "You (" + who + ") are now an owner of this agent."
+		}
+		r := DirectReply{MessageID: in.MessageID, ThreadID: in.ThreadID, Text: text}
+		s.st.Replies = append(s.st.Replies, r)
+		s.sendReply(r)
+	})
 }
 
 // pressButton applies a button press; a refusal is told to the presser

@@ -1,12 +1,14 @@
 package workflows
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
 
 	"github.com/replyflow/replyflow/pipeline"
 )
@@ -126,4 +128,20 @@ func TestActivationIsOwnersOnly(t *testing.T) {
 	assert.Empty(t, p.turnTexts())
 	require.NotEmpty(t, p.saved)
 	assert.Equal(t, "mention", p.saved[len(p.saved)-1].Activation)
+}
+
+func TestClaimCodeMakesTheFirstSenderAnOwner(t *testing.T) {
+	env, p := newEnv(t, func(p *fakePlatform) { p.settings.AllowFrom = []string{"webchat:nobody"} })
+	env.RegisterActivityWithOptions(func(_ context.Context, req pipeline.ClaimRequest) (bool, error) {
+		return req.Code == "claim-0123456789ab" && req.Who == "webchat:alice", nil
+	}, activity.RegisterOptions{Name: pipeline.ActivityClaim})
+	signalAt(env, time.Second, inbound("c0", "hello"))                // denied: not allowed yet
+	signalAt(env, 2*time.Second, inbound("c1", "claim-0123456789ab")) // claims
+	signalAt(env, 3*time.Second, inbound("c2", "hello again"))        // an owner now passes the gate
+	snap := queryStateAt(t, env, 10*time.Second)
+	run(t, env, nil)
+
+	assert.Equal(t, "You (webchat:alice) are now an owner of this agent.", p.replies()[0])
+	assert.Equal(t, []string{"hello again"}, p.turnTexts())
+	assert.Equal(t, 1, snap.Counters.Denied)
 }

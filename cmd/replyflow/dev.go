@@ -41,6 +41,10 @@ func runDev(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		return err
 	}
 	defer db.Close()
+	code, err := claimCode(ctx, cfg, db)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.WebchatAddr)
 	if err != nil {
 		return fmt.Errorf("listen for the web chat on %s (set REPLYFLOW_WEBCHAT_ADDR to another port): %w", cfg.WebchatAddr, err)
@@ -75,7 +79,7 @@ func runDev(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		errs[1] = serveGateway(runCtx, ln, c, cfg, logger)
 		cancel()
 	}()
-	printBanner(cfg, ln.Addr().String(), strings.Join(cfg.models(), " → "))
+	printBanner(cfg, ln.Addr().String(), strings.Join(cfg.models(), " → "), code)
 	select {
 	case <-runCtx.Done():
 	case <-server.exited:
@@ -87,7 +91,7 @@ func runDev(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	return firstError(errs...)
 }
 
-func printBanner(cfg Config, webchatAddr, model string) {
+func printBanner(cfg Config, webchatAddr, model, claim string) {
 	fmt.Printf(`
 replyflow dev is running (Ctrl-C stops everything)
 
@@ -100,6 +104,9 @@ replyflow dev is running (Ctrl-C stops everything)
 		fmt.Println("\n  Model        demo/echo: the offline demo model is in use (set REPLYFLOW_MODEL for a real one)")
 	} else {
 		fmt.Printf("\n  Model        %s\n", model)
+	}
+	if claim != "" {
+		fmt.Printf("  Claim        send %s in a chat to become the owner\n", claim)
 	}
 	fmt.Println()
 }

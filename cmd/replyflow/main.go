@@ -82,6 +82,13 @@ func workerCommand(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		return err
 	}
 	defer db.Close()
+	code, err := claimCode(ctx, cfg, db)
+	if err != nil {
+		return err
+	}
+	if code != "" {
+		fmt.Fprintf(os.Stderr, "No owner yet: send %s in a chat to become the owner (REPLYFLOW_OWNERS sets owners instead).\n", code)
+	}
 	c, err := dialTemporal(ctx, "", logger)
 	if err != nil {
 		return err

@@ -103,6 +103,19 @@ func buildActivities(cfg Config, logger *slog.Logger) (*activities.Activities, e
 	}, nil
 }
 
+// claimCode makes a one-time claim code when the agent has no owner yet,
+// neither configured nor claimed; "" otherwise.
+func claimCode(ctx context.Context, cfg Config, db *store.Store) (string, error) {
+	if len(cfg.Owners) > 0 {
+		return "", nil
+	}
+	owners, err := db.Owners(ctx)
+	if err != nil || len(owners) > 0 {
+		return "", err
+	}
+	return db.NewClaimCode(ctx)
+}
+
 func location(name string) *time.Location {
 	loc, err := time.LoadLocation(name)
 	if err != nil {
