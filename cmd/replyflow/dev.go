@@ -36,15 +36,11 @@ func runDev(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if os.Getenv("REPLYFLOW_STORE_DSN") == "" {
 		cfg.StoreDSN = filepath.Join(cfg.DevDir, "replyflow.db")
 	}
-	acts, db, err := newActivities(ctx, cfg, logger)
+	acts, db, code, err := workerSide(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	code, err := claimCode(ctx, cfg, db)
-	if err != nil {
-		return err
-	}
 	ln, err := net.Listen("tcp", cfg.WebchatAddr)
 	if err != nil {
 		return fmt.Errorf("listen for the web chat on %s (set REPLYFLOW_WEBCHAT_ADDR to another port): %w", cfg.WebchatAddr, err)

@@ -77,15 +77,11 @@ func run(args []string) error {
 }
 
 func workerCommand(ctx context.Context, cfg Config, logger *slog.Logger) error {
-	acts, db, err := newActivities(ctx, cfg, logger)
+	acts, db, code, err := workerSide(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	code, err := claimCode(ctx, cfg, db)
-	if err != nil {
-		return err
-	}
 	if code != "" {
 		fmt.Fprintf(os.Stderr, "No owner yet: send %s in a chat to become the owner (REPLYFLOW_OWNERS sets owners instead).\n", code)
 	}

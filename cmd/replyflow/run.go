@@ -103,6 +103,22 @@ func buildActivities(cfg Config, logger *slog.Logger) (*activities.Activities, e
 	}, nil
 }
 
+// workerSide opens what a worker needs (activities and their store) and,
+// when the agent has no owner yet, a claim code to print; the caller closes
+// the store.
+func workerSide(ctx context.Context, cfg Config, logger *slog.Logger) (*activities.Activities, *store.Store, string, error) {
+	acts, db, err := newActivities(ctx, cfg, logger)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	code, err := claimCode(ctx, cfg, db)
+	if err != nil {
+		db.Close()
+		return nil, nil, "", err
+	}
+	return acts, db, code, nil
+}
+
 // claimCode makes a one-time claim code when the agent has no owner yet,
 // neither configured nor claimed; "" otherwise.
 func claimCode(ctx context.Context, cfg Config, db *store.Store) (string, error) {
