@@ -28,12 +28,6 @@ type Sink interface {
 	Accept(ctx context.Context, in pipeline.Inbound) error
 }
 
-// SinkFunc adapts a function to a Sink.
-type SinkFunc func(ctx context.Context, in pipeline.Inbound) error
-
-// Accept calls f.
-func (f SinkFunc) Accept(ctx context.Context, in pipeline.Inbound) error { return f(ctx, in) }
-
 // Outbound is what the worker's activities ask of a platform. Every method
 // must be safe to call again with the same arguments: Send with the same
 // IdempotencyKey, SetReaction with the same state.
