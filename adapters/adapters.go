@@ -28,6 +28,12 @@ type Sink interface {
 	Accept(ctx context.Context, in pipeline.Inbound) error
 }
 
+// FeedbackSink takes users' reactions on messages, for platforms that report
+// them. A nil error means the event is durably accepted.
+type FeedbackSink interface {
+	Feedback(ctx context.Context, f pipeline.Feedback) error
+}
+
 // Outbound is what the worker's activities ask of a platform. Every method
 // must be safe to call again with the same arguments: Send with the same
 // IdempotencyKey, SetReaction with the same state.

@@ -46,10 +46,13 @@ type Inbound struct {
 	Action string `json:"action,omitempty"`
 	// What the adapter classified, for engagement: the sender is a bot,
 	// the message mentions this bot, or mentions others (and not us).
-	SenderIsBot    bool      `json:"sender_is_bot,omitempty"`
-	MentionsBot    bool      `json:"mentions_bot,omitempty"`
-	MentionsOthers bool      `json:"mentions_others,omitempty"`
-	ReceivedAt     time.Time `json:"received_at"`
+	SenderIsBot    bool `json:"sender_is_bot,omitempty"`
+	MentionsBot    bool `json:"mentions_bot,omitempty"`
+	MentionsOthers bool `json:"mentions_others,omitempty"`
+	// ReplyToBot: the platform says ReplyTo is a message of this bot
+	// (the session's own ledger only knows recent ones).
+	ReplyToBot bool      `json:"reply_to_bot,omitempty"`
+	ReceivedAt time.Time `json:"received_at"`
 }
 
 // Media is a reference to an attachment kept by the platform; the bytes

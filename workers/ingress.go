@@ -12,19 +12,30 @@ import (
 	"github.com/replyflow/replyflow/workflows"
 )
 
-// Ingress hands inbound messages to their session workflows. It is the
-// gateway's adapters.Sink: Accept returns nil only once Temporal durably
-// accepted the signal, so the adapter may ack the platform.
+// Ingress hands inbound messages and feedback to their session workflows.
+// It is the gateway's adapters.Sink: Accept returns nil only once Temporal
+// durably accepted the signal, so the adapter may ack the platform.
 type Ingress struct {
 	Client    client.Client
 	TaskQueue string
 }
 
-var _ adapters.Sink = (*Ingress)(nil)
+var (
+	_ adapters.Sink         = (*Ingress)(nil)
+	_ adapters.FeedbackSink = (*Ingress)(nil)
+)
 
 // Accept signals the session's workflow, starting it if it is not running.
 func (i *Ingress) Accept(ctx context.Context, in pipeline.Inbound) error {
-	key := in.Session()
+	return i.signal(ctx, in.Session(), workflows.SignalInbound, in)
+}
+
+// Feedback signals a reaction to the session's workflow, which records it.
+func (i *Ingress) Feedback(ctx context.Context, f pipeline.Feedback) error {
+	return i.signal(ctx, f.Session(), workflows.SignalFeedback, f)
+}
+
+func (i *Ingress) signal(ctx context.Context, key pipeline.SessionKey, name string, payload any) error {
 	opts := client.StartWorkflowOptions{
 		ID:        key.WorkflowID(),
 		TaskQueue: i.TaskQueue,
@@ -35,10 +46,10 @@ func (i *Ingress) Accept(ctx context.Context, in pipeline.Inbound) error {
 		StaticSummary: fmt.Sprintf("%s chat %s", key.Channel, key.Chat),
 		StaticDetails: fmt.Sprintf("Session workflow for %s chat `%s`. Query `state` for a snapshot; see the README's operator section.", key.Channel, key.Chat),
 	}
-	_, err := i.Client.SignalWithStartWorkflow(ctx, key.WorkflowID(), workflows.SignalInbound, in, opts,
+	_, err := i.Client.SignalWithStartWorkflow(ctx, key.WorkflowID(), name, payload, opts,
 		workflows.WorkflowName, workflows.SessionParams{Session: key})
 	if err != nil {
-		return fmt.Errorf("signal-with-start %s: %w", key.WorkflowID(), err)
+		return fmt.Errorf("signal-with-start %s (%s): %w", key.WorkflowID(), name, err)
 	}
 	return nil
 }

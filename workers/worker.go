@@ -30,15 +30,16 @@ func Register(r worker.Registry, acts *activities.Activities) {
 		return
 	}
 	for name, fn := range map[string]any{
-		pipeline.ActivityLoadSettings: acts.LoadSettings,
-		pipeline.ActivityAgentTurn:    acts.AgentTurn,
-		pipeline.ActivityDeliver:      acts.Deliver,
-		pipeline.ActivitySetReaction:  acts.SetReaction,
-		pipeline.ActivitySaveSession:  acts.SaveSessionSettings,
-		pipeline.ActivityRunTool:      acts.RunTool,
-		pipeline.ActivityEdit:         acts.EditMessage,
-		pipeline.ActivityGate:         acts.GateCheck,
-		pipeline.ActivityClaim:        acts.Claim,
+		pipeline.ActivityLoadSettings:   acts.LoadSettings,
+		pipeline.ActivityAgentTurn:      acts.AgentTurn,
+		pipeline.ActivityDeliver:        acts.Deliver,
+		pipeline.ActivitySetReaction:    acts.SetReaction,
+		pipeline.ActivityRecordFeedback: acts.RecordFeedback,
+		pipeline.ActivitySaveSession:    acts.SaveSessionSettings,
+		pipeline.ActivityRunTool:        acts.RunTool,
+		pipeline.ActivityEdit:           acts.EditMessage,
+		pipeline.ActivityGate:           acts.GateCheck,
+		pipeline.ActivityClaim:          acts.Claim,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

@@ -76,7 +76,7 @@ func (s *session) humans() int {
 // its message ID (never its text).
 func (s *session) engage(in pipeline.Inbound, now time.Time) pipeline.EngageResult {
 	sender := in.Channel + ":" + in.SenderID
-	replyToBot := in.ReplyTo != "" && s.isBotMessage(in.ReplyTo)
+	replyToBot := in.ReplyTo != "" && (in.ReplyToBot || s.isBotMessage(in.ReplyTo))
 	result := pipeline.DecideEngagement(pipeline.EngageInput{
 		Activation:         s.activation(),
 		DM:                 in.ChatType != pipeline.ChatGroup,

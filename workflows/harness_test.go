@@ -45,6 +45,10 @@ type fakePlatform struct {
 	steps     []step
 	sent      []sent
 	reactions []reactionCall
+	feedback  []pipeline.Feedback
+	// refuseFeedback, when set, fails the feedback records it returns an
+	// error for.
+	refuseFeedback func(pipeline.Feedback) error
 }
 
 type step struct {
@@ -128,6 +132,17 @@ func newEnvAt(t *testing.T, start time.Time, options ...func(*fakePlatform)) (*t
 		p.saved = append(p.saved, s)
 		return nil
 	}, activity.RegisterOptions{Name: pipeline.ActivitySaveSession})
+	env.RegisterActivityWithOptions(func(_ context.Context, f pipeline.Feedback) error {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.refuseFeedback != nil {
+			if err := p.refuseFeedback(f); err != nil {
+				return err
+			}
+		}
+		p.feedback = append(p.feedback, f)
+		return nil
+	}, activity.RegisterOptions{Name: pipeline.ActivityRecordFeedback})
 	if p.agentDelay > 0 {
 		env.OnActivity(pipeline.ActivityAgentTurn, mock.Anything, mock.Anything).After(p.agentDelay).Return(p.agentTurn)
 	}

@@ -27,6 +27,9 @@ const (
 	// SignalRetry resumes a parked delivery: the chunks not yet delivered
 	// are sent, in order. Its payload (who asked, why) is optional.
 	SignalRetry = "retry"
+	// SignalFeedback carries a pipeline.Feedback: a user's reaction on a
+	// message, which the session records in the store.
+	SignalFeedback = "feedback"
 )
 
 // Status is where a session stands, kept in the ReplyflowState search

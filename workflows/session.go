@@ -27,12 +27,14 @@ type session struct {
 	// decisions carries proposal decisions sent as signals.
 	decisions  workflow.ReceiveChannel
 	disengages workflow.ReceiveChannel
+	feedback   workflow.ReceiveChannel
 	// cancelTurn cancels the running turn's model step (interrupt mode).
 	cancelTurn workflow.CancelFunc
 	// reactionInFlight and repliesInFlight count side effects under way,
 	// which continue-as-new waits for.
 	reactionInFlight bool
 	repliesInFlight  int
+	feedbackInFlight int
 	gating           int
 	// attrsDirty is set when a search attribute changed; the main loop
 	// publishes all changes of one step in one upsert.
@@ -55,6 +57,7 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 		retries:    workflow.GetSignalChannel(ctx, SignalRetry),
 		decisions:  workflow.GetSignalChannel(ctx, SignalProposal),
 		disengages: workflow.GetSignalChannel(ctx, SignalDisengage),
+		feedback:   workflow.GetSignalChannel(ctx, SignalFeedback),
 	}
 	fresh := s.st == nil
 	if fresh {
@@ -136,7 +139,7 @@ func (s *session) run() error {
 			continue
 		}
 		err := workflow.Await(s.ctx, func() bool {
-			return s.inbound.Len() > 0 || s.retries.Len() > 0 || s.decisions.Len() > 0 || s.disengages.Len() > 0 || s.attrsDirty || s.idle() ||
+			return s.inbound.Len() > 0 || s.retries.Len() > 0 || s.decisions.Len() > 0 || s.disengages.Len() > 0 || s.feedback.Len() > 0 || s.attrsDirty || s.idle() ||
 				(s.st.Active == nil && len(s.st.Queue) > 0) ||
 				(s.shouldContinueAsNew() && s.atQuietPoint())
 		})
@@ -151,6 +154,13 @@ func (s *session) takeInbound() {
 	s.takeDecisionSignals()
 	for s.disengages.ReceiveAsync(nil) {
 		s.disengage()
+	}
+	for {
+		var f pipeline.Feedback
+		if !s.feedback.ReceiveAsync(&f) {
+			break
+		}
+		s.recordFeedback(f)
 	}
 	for {
 		var r RetryRequest
@@ -172,7 +182,7 @@ func (s *session) takeInbound() {
 // complete.
 func (s *session) idle() bool {
 	return s.atQuietPoint() && len(s.st.Queue) == 0 && len(s.st.Buffers) == 0 && len(s.st.GateBuffer) == 0 &&
-		len(s.st.Reactions) == 0 && len(s.st.ReactionChanges) == 0 && s.inbound.Len() == 0 && s.retries.Len() == 0 && s.decisions.Len() == 0
+		len(s.st.Reactions) == 0 && len(s.st.ReactionChanges) == 0 && s.inbound.Len() == 0 && s.retries.Len() == 0 && s.decisions.Len() == 0 && s.feedback.Len() == 0
 }
 
 // retry resumes a parked delivery; with nothing parked it changes nothing.
@@ -190,7 +200,7 @@ func (s *session) retry(r RetryRequest) {
 // moment to continue as new. Buffers, the queue and scheduled clears are
 // carried in State and re-armed by the next run.
 func (s *session) atQuietPoint() bool {
-	return s.st.Active == nil && !s.reactionInFlight && s.repliesInFlight == 0 && len(s.st.Replies) == 0 && s.gating == 0
+	return s.st.Active == nil && !s.reactionInFlight && s.repliesInFlight == 0 && s.feedbackInFlight == 0 && len(s.st.Replies) == 0 && s.gating == 0
 }
 
 // waitWhileIdle waits for work, or for the idle TTL to pass. The timer is
