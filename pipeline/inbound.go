@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -145,4 +146,25 @@ func idRune(r rune) bool {
 		return true
 	}
 	return false
+}
+
+// TextWithMedia is the message as the model reads it: its text, then one
+// line per attachment naming its kind and platform reference, so a tool
+// can fetch it (the bytes never enter history).
+func (in Inbound) TextWithMedia() string {
+	lines := []string{}
+	if strings.TrimSpace(in.Text) != "" {
+		lines = append(lines, in.Text)
+	}
+	for _, m := range in.Media {
+		desc := m.Kind
+		if m.Name != "" {
+			desc += " " + strconv.Quote(m.Name)
+		}
+		if m.MimeType != "" {
+			desc += " (" + m.MimeType + ")"
+		}
+		lines = append(lines, "["+desc+" attached, ref "+m.Ref+"]")
+	}
+	return strings.Join(lines, "\n")
 }

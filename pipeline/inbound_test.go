@@ -70,3 +70,10 @@ func TestDurationJSONIsReadableAndAcceptsNanoseconds(t *testing.T) {
 	assert.Equal(t, 2*time.Minute, s.TurnTimeout.D())
 	assert.Error(t, json.Unmarshal([]byte(`{"idle_ttl":"soon"}`), &s))
 }
+
+func TestTextWithMediaNamesEveryAttachment(t *testing.T) {
+	in := Inbound{Text: "what is this?", Media: []Media{{Kind: "photo", Ref: "AgAC1", MimeType: "image/jpeg"}, {Kind: "document", Ref: "BQAC2", Name: "report.pdf"}}}
+	assert.Equal(t, "what is this?\n[photo (image/jpeg) attached, ref AgAC1]\n[document \"report.pdf\" attached, ref BQAC2]", in.TextWithMedia())
+	assert.Equal(t, "[voice attached, ref AwAC3]", Inbound{Media: []Media{{Kind: "voice", Ref: "AwAC3"}}}.TextWithMedia())
+	assert.Equal(t, "plain", Inbound{Text: "plain"}.TextWithMedia())
+}

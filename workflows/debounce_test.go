@@ -76,6 +76,7 @@ func TestMediaSkipsTheWindow(t *testing.T) {
 	signalAt(env, 2*time.Second, photo)
 	run(t, env, nil)
 
-	assert.Equal(t, []string{"text first", "look"}, p.turnTexts(), "the text is flushed first, then the photo is its own turn")
+	assert.Equal(t, []string{"text first", "look\n[photo attached, ref file-1]"}, p.turnTexts(),
+		"the text is flushed first, then the photo is its own turn, which names the attachment for the model")
 	assert.Equal(t, 2*time.Second, p.steps[0].At)
 }

@@ -113,7 +113,7 @@ type Batch struct {
 func (b Batch) Text() string {
 	texts := make([]string, len(b.Messages))
 	for i, m := range b.Messages {
-		texts[i] = m.Text
+		texts[i] = m.TextWithMedia()
 	}
 	return pipeline.JoinTexts(texts)
 }

@@ -316,7 +316,7 @@ func (s *session) failTurn(rec *TurnRecord, refs []msgRef, what string, err erro
 func turnMessages(msgs []pipeline.Inbound) []pipeline.TurnMessage {
 	out := make([]pipeline.TurnMessage, len(msgs))
 	for i, in := range msgs {
-		out[i] = pipeline.TurnMessage{MessageID: in.MessageID, SenderID: in.SenderID, SenderName: in.SenderName, Text: in.Text, At: in.ReceivedAt}
+		out[i] = pipeline.TurnMessage{MessageID: in.MessageID, SenderID: in.SenderID, SenderName: in.SenderName, Text: in.TextWithMedia(), At: in.ReceivedAt}
 	}
 	return out
 }
@@ -324,7 +324,7 @@ func turnMessages(msgs []pipeline.Inbound) []pipeline.TurnMessage {
 func textsOf(msgs []pipeline.Inbound) []string {
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
-		out[i] = m.Text
+		out[i] = m.TextWithMedia()
 	}
 	return out
 }
