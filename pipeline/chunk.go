@@ -3,10 +3,12 @@ package pipeline
 import (
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
-// Channel message limits, in characters, used when no limit is configured.
+// Channel message limits, in characters as the platforms count them
+// (UTF-16 code units), used when no limit is configured.
 var channelChunkLimits = map[string]int{
 	"webchat":  8000,
 	"telegram": 4096,
@@ -27,7 +29,11 @@ func ChunkLimitOf(channel string) int {
 
 const fenceClose = "\n```"
 
-// Chunk splits a reply into messages of at most limit runes, in order. It
+// Chunk splits a reply into messages of at most limit characters, in
+// order, counted in UTF-16 code units as Telegram, Discord and Slack count
+// them (an emoji outside the BMP is two), so a chunk within the limit here
+// is within it there; only a single character wider than the limit can
+// exceed it. It
 // breaks at the last paragraph break that fits, else the last line break,
 // else the last white space, else it cuts hard, and never breaks inside
 // parentheses (a Markdown link's URL) when another break exists. A chunk
@@ -62,8 +68,8 @@ func chunkPieces(text string, limit int) []piece {
 	reopen := ""
 	for rest != "" {
 		p := piece{reopen: reopen}
-		budget := limit - runeLen(reopen)
-		if runeLen(rest) <= budget {
+		budget := limit - unitLen(reopen)
+		if unitLen(rest) <= budget {
 			p.body = rest
 			out = append(out, p)
 			break
@@ -73,10 +79,10 @@ func chunkPieces(text string, limit int) []piece {
 		if fence != "" && limit >= minFenceLimit {
 			// Leave room for the closing fence, and never emit a block
 			// that holds nothing but its opening line.
-			room := budget - runeLen(fenceClose)
+			room := budget - unitLen(fenceClose)
 			cut = breakAt(rest, room)
 			if fence = openFence(reopen, rest[:cut]); fence != "" && endsWithFenceLine(reopen+rest[:cut]) {
-				cut = byteOffsetOfRune(rest, room)
+				cut = byteOffsetOfUnits(rest, room)
 				fence = openFence(reopen, rest[:cut])
 			}
 		}
@@ -87,7 +93,7 @@ func chunkPieces(text string, limit int) []piece {
 			reopen = reopenLine(fence, limit) + "\n"
 		}
 		out = append(out, p)
-		rest = strings.TrimLeft(rest[cut:], " \t\r\n")
+		rest = strings.TrimLeftFunc(rest[cut:], unicode.IsSpace)
 	}
 	return out
 }
@@ -96,7 +102,7 @@ func chunkPieces(text string, limit int) []piece {
 // opening line ("```go"), or a bare fence when that line is too long for
 // the limit.
 func reopenLine(fence string, limit int) string {
-	if runeLen(fence)+runeLen(fenceClose)+2 <= limit/2 {
+	if unitLen(fence)+unitLen(fenceClose)+2 <= limit/2 {
 		return fence
 	}
 	return "```"
@@ -111,7 +117,7 @@ func endsWithFenceLine(s string) bool {
 // breakAt is the byte offset where a chunk of at most budget runes of s
 // should end.
 func breakAt(s string, budget int) int {
-	window := s[:byteOffsetOfRune(s, max(budget, 1))]
+	window := s[:byteOffsetOfUnits(s, max(budget, 1))]
 	for _, sep := range []string{"\n\n", "\n", " "} {
 		if i := lastBreakOutsideParens(window, sep); i > 0 {
 			return i + len(sep)
@@ -165,14 +171,27 @@ func isFenceLine(line string) bool {
 	return len(line)-len(trimmed) <= 3 && strings.HasPrefix(trimmed, "```")
 }
 
-func runeLen(s string) int { return utf8.RuneCountInString(s) }
+// unitLen is s's length in UTF-16 code units, the unit of every limit here.
+func unitLen(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
+}
 
-func byteOffsetOfRune(s string, n int) int {
-	for i := range s {
-		if n == 0 {
+// byteOffsetOfUnits is the byte offset of the end of s's longest prefix of
+// at most n UTF-16 code units, and never less than one whole character.
+func byteOffsetOfUnits(s string, n int) int {
+	for i, r := range s {
+		w := utf16.RuneLen(r)
+		if w > n {
+			if i == 0 {
+				return utf8.RuneLen(r)
+			}
 			return i
 		}
-		n--
+		n -= w
 	}
 	return len(s)
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
@@ -26,6 +27,8 @@ func TestChunk(t *testing.T) {
 		{"space", "one two three four", 9, []string{"one two", "three", "four"}},
 		{"hard cut", "abcdefghij", 4, []string{"abcd", "efgh", "ij"}},
 		{"runes not bytes", "ééééé", 2, []string{"éé", "éé", "é"}},
+		{"UTF-16 units: an emoji is two", "😀😀😀", 4, []string{"😀😀", "😀"}},
+		{"a character wider than the limit still moves on", "😀😀", 1, []string{"😀", "😀"}},
 		{"never inside parentheses", "see [x](http://a.b/c d) ok", 20, []string{"see", "[x](http://a.b/c d)", "ok"}},
 		{"fence is closed and reopened", "intro\n```go\nline one\nline two\nline three\n```", 30,
 			[]string{"intro\n```go\nline one\n```", "```go\nline two\nline three\n```"}},
@@ -60,8 +63,9 @@ func FuzzChunk(f *testing.F) {
 		var bodies strings.Builder
 		for i, p := range pieces {
 			chunk := p.reopen + p.body + p.close
-			if n := utf8.RuneCountInString(chunk); n > limit || strings.TrimSpace(p.body) == "" && p.reopen == "" {
-				t.Fatalf("chunk %d has %d runes (limit %d) or no text: %q", i, n, limit, chunk)
+			n := len(utf16.Encode([]rune(chunk)))
+			if n > limit && utf8.RuneCountInString(chunk) > 1 || strings.TrimSpace(p.body) == "" && p.reopen == "" {
+				t.Fatalf("chunk %d has %d UTF-16 units (limit %d) or no text: %q", i, n, limit, chunk)
 			}
 			if limit >= minFenceLimit && fencesBalanced(text) && !fencesBalanced(chunk) {
 				t.Fatalf("chunk %d leaves a fence open: %q", i, chunk)
