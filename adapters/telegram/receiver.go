@@ -1,0 +1,123 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/replyflow/replyflow/adapters"
+)
+
+// Update is one Bot API update.
+type Update = models.Update
+
+// AllowedUpdates are the update types the gateway asks Telegram for.
+// message_reaction must be asked for by name: Telegram never sends it by
+// default.
+var AllowedUpdates = []string{"message", "edited_message", "callback_query", "message_reaction"}
+
+// ReceiverConfig configures the inbound side.
+type ReceiverConfig struct {
+	Token      string
+	APIURL     string // DefaultAPIURL when empty
+	HTTPClient *http.Client
+	Sink       adapters.Sink
+	// Feedback records reactions on messages; nil ignores them.
+	Feedback adapters.FeedbackSink
+	Logger   *slog.Logger
+	// Now is the clock messages are stamped with; time.Now when nil.
+	Now func() time.Time
+}
+
+// Receiver turns updates into what the Sink takes, and answers button
+// presses once they are accepted.
+type Receiver struct {
+	cfg    ReceiverConfig
+	bot    *bot.Bot
+	me     Identity
+	logger *slog.Logger
+}
+
+// NewReceiver asks Telegram who the bot is (its username is what mentions
+// address) and returns the receiver.
+func NewReceiver(ctx context.Context, cfg ReceiverConfig) (*Receiver, error) {
+	if cfg.Sink == nil {
+		return nil, errors.New("telegram receiver: no sink")
+	}
+	b, err := newBot(cfg.Token, cfg.APIURL, cfg.HTTPClient)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	me, err := b.GetMe(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("ask Telegram who the bot is (getMe): %w", classify("getMe", err))
+	}
+	r := &Receiver{cfg: cfg, bot: b, me: Identity{ID: me.ID, Username: me.Username}}
+	r.logger = cfg.Logger.With("channel", Channel, "bot", me.Username)
+	return r, nil
+}
+
+// Identity is who the bot is.
+func (r *Receiver) Identity() Identity { return r.me }
+
+// errNotAccepted wraps a Sink failure: the update must be offered again.
+var errNotAccepted = errors.New("not accepted")
+
+// Handle hands one update to the sink. It returns an error only when the
+// sink did not accept it, so the caller must not confirm it to Telegram;
+// an update that can never be used is logged and dropped.
+func (r *Receiver) Handle(ctx context.Context, u *Update) error {
+	ev := Normalize(r.me, u, r.cfg.Now())
+	switch {
+	case ev.Inbound != nil:
+		in := *ev.Inbound
+		if err := in.Validate(); err != nil {
+			r.logger.Warn("Telegram message refused; it is dropped", "update_id", u.ID, "chat", in.ChatID, "message_id", in.MessageID, "reason", err)
+			r.answer(ctx, ev.CallbackID, "That did not work: "+err.Error())
+			return nil
+		}
+		if err := r.cfg.Sink.Accept(ctx, in); err != nil {
+			return fmt.Errorf("%w: update %d (chat %s, message %s): %v", errNotAccepted, u.ID, in.ChatID, in.MessageID, err)
+		}
+		r.answer(ctx, ev.CallbackID, "")
+	case ev.Feedback != nil:
+		f := *ev.Feedback
+		if r.cfg.Feedback == nil {
+			return nil
+		}
+		if err := f.Validate(); err != nil {
+			r.logger.Warn("Telegram reaction refused; it is dropped", "update_id", u.ID, "chat", f.ChatID, "message_id", f.MessageID, "reason", err)
+			return nil
+		}
+		if err := r.cfg.Feedback.Feedback(ctx, f); err != nil {
+			return fmt.Errorf("%w: reaction update %d (chat %s, message %s): %v", errNotAccepted, u.ID, f.ChatID, f.MessageID, err)
+		}
+	default:
+		r.logger.Debug("Telegram update skipped", "update_id", u.ID, "reason", ev.Skip)
+		r.answer(ctx, ev.CallbackID, "")
+	}
+	return nil
+}
+
+// answer stops the spinner on a pressed button. Telegram allows one
+// answer per press and expires them quickly, so a failure is only logged.
+func (r *Receiver) answer(ctx context.Context, callbackID, text string) {
+	if callbackID == "" {
+		return
+	}
+	if _, err := r.bot.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: callbackID, Text: text}); err != nil {
+		r.logger.Debug("Button press not answered", "callback_id", callbackID, "error", err)
+	}
+}

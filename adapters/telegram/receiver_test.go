@@ -1,0 +1,149 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// sink records what it accepts, and refuses while down is set.
+type sink struct {
+	mu       sync.Mutex
+	down     bool
+	accepted []pipeline.Inbound
+	feedback []pipeline.Feedback
+}
+
+func (s *sink) Accept(_ context.Context, in pipeline.Inbound) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return errors.New("temporal unavailable")
+	}
+	s.accepted = append(s.accepted, in)
+	return nil
+}
+
+func (s *sink) Feedback(_ context.Context, f pipeline.Feedback) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.feedback = append(s.feedback, f)
+	return nil
+}
+
+func (s *sink) setDown(down bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down = down
+}
+
+func (s *sink) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.accepted)
+}
+
+func newTestReceiver(t *testing.T, fake *telegramtest.Server, to *sink) *Receiver {
+	t.Helper()
+	r, err := NewReceiver(context.Background(), ReceiverConfig{Token: testToken, APIURL: fake.URL(), Sink: to, Feedback: to})
+	require.NoError(t, err)
+	return r
+}
+
+func TestPollingHoldsTheOffsetUntilTheSinkAccepts(t *testing.T) {
+	fake := telegramtest.New(testToken)
+	defer fake.Close()
+	to := &sink{down: true}
+	r := newTestReceiver(t, fake, to)
+	assert.Equal(t, "replyflow_test_bot", r.Identity().Username)
+	chat := telegramtest.Group(-100)
+	fake.AddMessage(telegramtest.Incoming{Chat: chat, From: user42, Text: "@replyflow_test_bot hi"})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r.Poll(ctx) }()
+
+	require.NoError(t, fake.WaitFor(ctx, func() bool { return len(fake.Calls("getUpdates")) >= 1 }))
+	assert.Equal(t, 1, fake.Pending(), "fetched but not accepted: not confirmed")
+	to.setDown(false)
+	require.NoError(t, fake.WaitFor(ctx, func() bool { return fake.Pending() == 0 }))
+	require.Equal(t, 1, to.count())
+	assert.True(t, to.accepted[0].MentionsBot)
+	cancel()
+	require.NoError(t, <-done)
+}
+
+func TestWebhookChecksTheSecretTheBodyAndTheSink(t *testing.T) {
+	fake := telegramtest.New(testToken)
+	defer fake.Close()
+	to := &sink{}
+	r := newTestReceiver(t, fake, to)
+	hook := httptest.NewServer(r.WebhookHandler("s3cret"))
+	defer hook.Close()
+	fake.AddMessage(telegramtest.Incoming{Chat: telegramtest.Private(user42.ID), From: user42, Text: "hi"})
+	update := string(fake.Updates()[0])
+
+	post := func(secret, body string) int {
+		req, _ := http.NewRequest(http.MethodPost, hook.URL, strings.NewReader(body))
+		req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusUnauthorized, post("wrong", update))
+	assert.Equal(t, http.StatusUnauthorized, post("", update))
+	assert.Equal(t, http.StatusBadRequest, post("s3cret", `{"update_id":`))
+	assert.Equal(t, http.StatusBadRequest, post("s3cret", `{"message":{}}`))
+	assert.Zero(t, to.count())
+	to.setDown(true)
+	assert.Equal(t, http.StatusServiceUnavailable, post("s3cret", update), "not accepted: Telegram must deliver it again")
+	to.setDown(false)
+	assert.Equal(t, http.StatusOK, post("s3cret", update))
+	require.Equal(t, 1, to.count())
+	assert.Equal(t, "hi", to.accepted[0].Text)
+}
+
+func TestButtonPressesAreAnsweredAndReactionsBecomeFeedback(t *testing.T) {
+	fake := telegramtest.New(testToken)
+	defer fake.Close()
+	to := &sink{}
+	r := newTestReceiver(t, fake, to)
+	c, err := NewClient(ClientConfig{Token: testToken, APIURL: fake.URL()})
+	require.NoError(t, err)
+	chat := telegramtest.Group(-100)
+	fake.AddMessage(telegramtest.Incoming{Chat: chat, From: user42, Text: "hi"})
+	id, err := c.Send(context.Background(), pipeline.Delivery{Session: keyOf(chat), Text: "ok?", Buttons: []pipeline.Button{{Text: "Approve", Action: "approve:p1"}}})
+	require.NoError(t, err)
+	msg := atoi(t, id)
+	query := fake.AddCallbackQuery(user42, chat.ID, msg, "approve:p1")
+	fake.AddMessageReaction(user42, chat.ID, msg, "👍")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	go func() { _ = r.Poll(ctx) }()
+	require.NoError(t, fake.WaitFor(ctx, func() bool { return fake.Pending() == 0 }))
+	cancel()
+
+	answered, _ := fake.Answered(query)
+	assert.True(t, answered)
+	to.mu.Lock()
+	defer to.mu.Unlock()
+	require.Len(t, to.accepted, 2)
+	assert.Equal(t, "approve:p1", to.accepted[1].Action)
+	require.Len(t, to.feedback, 1)
+	assert.Equal(t, []string{"👍"}, to.feedback[0].Emoji)
+	assert.Equal(t, id, to.feedback[0].MessageID)
+}

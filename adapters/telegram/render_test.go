@@ -1,0 +1,75 @@
+package telegram
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+func TestRenderHTML(t *testing.T) {
+	cases := []struct{ name, in, want string }{
+		{"escapes", "a < b && c > d", "a &lt; b &amp;&amp; c &gt; d"},
+		{"bold and italic", "**bold** and *it* and __b__ and _i_", "<b>bold</b> and <i>it</i> and <b>b</b> and <i>i</i>"},
+		{"nested", "**bold *it* x**", "<b>bold <i>it</i> x</b>"},
+		{"strike", "~~gone~~", "<s>gone</s>"},
+		{"snake_case stays", "call my_func_name now", "call my_func_name now"},
+		{"lone stars stay", "2 * 3 * 4", "2 * 3 * 4"},
+		{"inline code is not formatted", "use `a**b**<c>`", "use <code>a**b**&lt;c&gt;</code>"},
+		{"unclosed code", "a ` b", "a ` b"},
+		{"link", "see [the docs](https://x.y/a?b=1&c=\"2\")", `see <a href="https://x.y/a?b=1&amp;c=&quot;2&quot;">the docs</a>`},
+		{"link with parentheses", "[w](https://en.wikipedia.org/wiki/Go_(lang))", `<a href="https://en.wikipedia.org/wiki/Go_(lang)">w</a>`},
+		{"no javascript links", "[x](javascript:alert(1))", "[x](javascript:alert(1))"},
+		{"heading", "## Plan\ntext", "<b>Plan</b>\ntext"},
+		{"list", "- one\n  * two", "• one\n  • two"},
+		{"quote", "> a\n> b\nc", "<blockquote>a\nb</blockquote>\nc"},
+		{"fence", "```go\nif a < b {}\n```\nafter", "<pre><code class=\"language-go\">if a &lt; b {}</code></pre>\nafter"},
+		{"unclosed fence", "```\nx", "<pre><code>x</code></pre>"},
+		{"invalid UTF-8", "a\xffb", "a\uFFFDb"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := RenderHTML(c.in)
+			assert.Equal(t, c.want, got)
+			_, err := telegramtest.ParseHTML(got)
+			assert.NoError(t, err)
+		})
+	}
+}
+
+func TestVisibleLength(t *testing.T) {
+	assert.Equal(t, 5, VisibleLength("<b>a&amp;b</b>😀"))
+	assert.Equal(t, 0, VisibleLength("<pre><code></code></pre>"))
+}
+
+// A chunk cut at Telegram's limit in Markdown stays within it rendered.
+func TestChunksFitOnceRendered(t *testing.T) {
+	reply := strings.Repeat("**word** `code` [l](https://x.y) 😀 & < > ", 400)
+	for _, chunk := range pipeline.Chunk(reply, pipeline.ChunkLimitOf(Channel)) {
+		assert.LessOrEqual(t, VisibleLength(RenderHTML(chunk)), 4096)
+	}
+}
+
+func FuzzRenderHTML(f *testing.F) {
+	for _, seed := range []string{"**a** _b_ `c` [d](https://e)", "```go\nx\n```", "> q\n- l\n# h", "*_~~x~~_*", "[a](http://b) **[c](https://d)**", "a\xffb ` ``x`` `"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, markdown string) {
+		if len(markdown) > 8192 {
+			t.Skip()
+		}
+		out := RenderHTML(markdown)
+		require.True(t, utf8.ValidString(out))
+		visible, err := telegramtest.ParseHTML(out)
+		require.NoError(t, err, "rendered %q as %q", markdown, out)
+		source := len(utf16.Encode([]rune(strings.ToValidUTF8(markdown, "\uFFFD"))))
+		require.LessOrEqual(t, VisibleLength(out), source, "rendering made %q longer: %q", markdown, out)
+		require.Equal(t, len(utf16.Encode([]rune(visible))), VisibleLength(out))
+	})
+}
