@@ -44,6 +44,8 @@ fuzz:
 	go test ./pipeline -run '^$$' -fuzz FuzzParseMessage -fuzztime $(FUZZTIME)
 	go test ./pipeline -run '^$$' -fuzz FuzzDecideEngagement -fuzztime $(FUZZTIME)
 	go test ./adapters/webchat -run '^$$' -fuzz FuzzDecodeUserMessage -fuzztime $(FUZZTIME)
+	go test ./adapters/telegram -run '^$$' -fuzz FuzzWebhookUpdate -fuzztime $(FUZZTIME)
+	go test ./adapters/telegram -run '^$$' -fuzz FuzzRenderHTML -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf $(BIN)

@@ -71,6 +71,17 @@ type Config struct {
 	// WebchatEmoji overrides the web chat's reaction emoji, state:emoji.
 	WebchatEmoji map[string]string `envconfig:"WEBCHAT_EMOJI"`
 
+	// TelegramToken (from BotFather) turns Telegram on; keep it secret.
+	TelegramToken          string            `envconfig:"TELEGRAM_TOKEN"`
+	TelegramMode           string            `envconfig:"TELEGRAM_MODE" default:"polling"`
+	TelegramWebhookURL     string            `envconfig:"TELEGRAM_WEBHOOK_URL"`
+	TelegramWebhookPath    string            `envconfig:"TELEGRAM_WEBHOOK_PATH" default:"/telegram/webhook"`
+	TelegramWebhookSecret  string            `envconfig:"TELEGRAM_WEBHOOK_SECRET"`
+	TelegramAPIURL         string            `envconfig:"TELEGRAM_API_URL" default:"https://api.telegram.org"`
+	TelegramEmoji          map[string]string `envconfig:"TELEGRAM_EMOJI"`
+	TelegramPace           time.Duration     `envconfig:"TELEGRAM_PACE" default:"1s"`
+	TelegramGroupPerMinute int               `envconfig:"TELEGRAM_GROUP_PER_MINUTE" default:"20"`
+
 	LogLevel  string `envconfig:"LOG_LEVEL" default:"info"`
 	LogFormat string `envconfig:"LOG_FORMAT" default:"text"`
 
@@ -156,6 +167,7 @@ func (c Config) validate() error {
 			errs = append(errs, fmt.Errorf("REPLYFLOW_WEBCHAT_EMOJI: unknown reaction state %q; use received, thinking, waiting_user, done or error", state))
 		}
 	}
+	errs = append(errs, c.validateTelegram()...)
 	return errors.Join(errs...)
 }
 

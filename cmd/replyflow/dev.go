@@ -101,6 +101,9 @@ replyflow dev is running (Ctrl-C stops everything)
 	} else {
 		fmt.Printf("\n  Model        %s\n", model)
 	}
+	if cfg.telegramEnabled() {
+		fmt.Printf("  Telegram     on (%s); message your bot\n", cfg.TelegramMode)
+	}
 	if claim != "" {
 		fmt.Printf("  Claim        send %s in a chat to become the owner\n", claim)
 	}

@@ -222,9 +222,12 @@ func (s *stack) post(chat, body string) (int, string) {
 }
 
 func (s *stack) state(chat string) workflows.Snapshot {
+	return s.stateOf(pipeline.SessionKey{Channel: "webchat", Chat: chat})
+}
+
+func (s *stack) stateOf(key pipeline.SessionKey) workflows.Snapshot {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	key := pipeline.SessionKey{Channel: "webchat", Chat: chat}
 	v, err := s.client.QueryWorkflow(ctx, key.WorkflowID(), "", workflows.QueryState)
 	require.NoError(s.t, err)
 	var snap workflows.Snapshot

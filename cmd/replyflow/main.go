@@ -102,9 +102,9 @@ func gatewayCommand(ctx context.Context, cfg Config, logger *slog.Logger) error 
 	defer c.Close()
 	ln, err := net.Listen("tcp", cfg.WebchatAddr)
 	if err != nil {
-		return fmt.Errorf("listen for the web chat on %s (REPLYFLOW_WEBCHAT_ADDR): %w", cfg.WebchatAddr, err)
+		return fmt.Errorf("listen for the web chat and webhooks on %s (REPLYFLOW_WEBCHAT_ADDR): %w", cfg.WebchatAddr, err)
 	}
-	logger.Info("Gateway running", "webchat", "http://"+ln.Addr().String())
+	logger.Info("Gateway running", "http", "http://"+ln.Addr().String(), "webchat", cfg.WebchatEnabled, "telegram", cfg.telegramEnabled())
 	return serveGateway(ctx, ln, c, cfg, logger)
 }
 

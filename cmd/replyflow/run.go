@@ -19,6 +19,7 @@ import (
 	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/activities/store"
 	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/adapters/telegram"
 	"github.com/replyflow/replyflow/adapters/webchat"
 	"github.com/replyflow/replyflow/pipeline"
 	"github.com/replyflow/replyflow/workers"
@@ -60,6 +61,9 @@ func newActivities(ctx context.Context, cfg Config, logger *slog.Logger) (*activ
 		return nil, nil, err
 	}
 	acts.Store = db
+	if tg, ok := acts.Outbound[telegram.Channel].(*telegram.Client); ok {
+		tg.SetAnchors(db)
+	}
 	return acts, db, nil
 }
 
@@ -86,6 +90,13 @@ func buildActivities(cfg Config, logger *slog.Logger) (*activities.Activities, e
 			wc.SetEmoji(pipeline.ReactionState(state), emoji)
 		}
 		outbound[webchat.Channel] = wc
+	}
+	if cfg.telegramEnabled() {
+		tg, err := telegramOutbound(cfg, logger)
+		if err != nil {
+			return nil, err
+		}
+		outbound[telegram.Channel] = tg
 	}
 	return &activities.Activities{
 		Settings:        cfg.settings(),
@@ -151,33 +162,52 @@ func runWorker(ctx context.Context, c client.Client, cfg Config, acts *activitie
 	return nil
 }
 
-// serveGateway serves the enabled platform connections on ln until ctx is
-// done, handing every inbound message to Temporal.
+// serveGateway serves the enabled platform connections until ctx is done,
+// handing every inbound message to Temporal: the web chat and the Telegram
+// webhook on ln, Telegram long polling beside it.
 func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Config, logger *slog.Logger) error {
-	if !cfg.WebchatEnabled {
-		return errors.New("no channel is enabled: set REPLYFLOW_WEBCHAT_ENABLED=true")
+	if !cfg.WebchatEnabled && !cfg.telegramEnabled() {
+		return errors.New("no channel is enabled: set REPLYFLOW_WEBCHAT_ENABLED=true or REPLYFLOW_TELEGRAM_TOKEN")
 	}
-	chat, err := webchat.NewServer(webchat.ServerConfig{
-		Sink:     &workers.Ingress{Client: c, TaskQueue: cfg.TaskQueue},
-		BotToken: cfg.WebchatBotToken,
-		Logger:   logger,
-	})
-	if err != nil {
-		return err
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sink := &workers.Ingress{Client: c, TaskQueue: cfg.TaskQueue}
+	mux := http.NewServeMux()
+	var chat *webchat.Server
+	if cfg.WebchatEnabled {
+		var err error
+		chat, err = webchat.NewServer(webchat.ServerConfig{Sink: sink, BotToken: cfg.WebchatBotToken, Logger: logger})
+		if err != nil {
+			return err
+		}
+		mux.Handle("/", chat)
 	}
-	srv := &http.Server{Handler: chat, ReadHeaderTimeout: 10 * time.Second}
+	telegramStopped := make(<-chan error)
+	if cfg.telegramEnabled() {
+		var err error
+		if telegramStopped, err = startTelegram(ctx, mux, sink, cfg, logger); err != nil {
+			return err
+		}
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
+	var failure error
 	select {
 	case err := <-done:
-		return fmt.Errorf("web chat server on %s stopped: %w", ln.Addr(), err)
+		return fmt.Errorf("gateway HTTP server on %s stopped: %w", ln.Addr(), err)
+	case err := <-telegramStopped:
+		failure = err
 	case <-ctx.Done():
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	chat.CloseStreams()
+	cancel()
+	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelShutdown()
+	if chat != nil {
+		chat.CloseStreams()
+	}
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		_ = srv.Close()
 	}
-	return nil
+	return failure
 }

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/replyflow/replyflow/adapters/telegram"
+	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
+	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workflows"
+)
+
+// dyingSink is a gateway killed between getUpdates and the signal: it
+// stops its poller and never hands the update to Temporal.
+type dyingSink struct{ kill context.CancelFunc }
+
+func (d dyingSink) Accept(context.Context, pipeline.Inbound) error {
+	d.kill()
+	return errors.New("killed")
+}
+
+func TestTelegramGatewayKilledBeforeTheSignalLosesNothing(t *testing.T) {
+	cfg, fake := withTelegram(t, testConfig(t))
+	chat := telegramtest.Private(604)
+	asked := fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: "are you there?"})
+
+	ctx, kill := context.WithTimeout(context.Background(), time.Minute)
+	defer kill()
+	doomed, err := telegram.NewReceiver(ctx, telegram.ReceiverConfig{Token: cfg.TelegramToken, APIURL: cfg.TelegramAPIURL, Sink: dyingSink{kill}})
+	require.NoError(t, err)
+	require.NoError(t, doomed.Poll(ctx))
+	require.NotEmpty(t, fake.Calls("getUpdates"), "the update was fetched")
+	assert.Equal(t, 1, fake.Pending(), "and not confirmed")
+	_, err = temporalServer.Client().DescribeWorkflowExecution(context.Background(), tgKey(chat).WorkflowID(), "")
+	var notFound *serviceerror.NotFound
+	require.ErrorAs(t, err, &notFound, "no signal reached Temporal")
+
+	s := &telegramStack{stack: startStack(t, cfg), fake: fake}
+	s.startWorker(&testModel{})
+	waitFor(t, fake, "the reaction cleared", cleared(fake, chat, asked))
+	assert.Equal(t, []string{"You said: are you there?"}, sentTexts(fake, chat), "answered exactly once")
+	assert.Zero(t, fake.Pending())
+	assert.Equal(t, 1, s.stateOf(tgKey(chat)).TurnSeq)
+}
+
+func TestTelegramWebhookAnswers200OnlyAfterTheSignal(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.TelegramMode = "webhook"
+	cfg.TelegramWebhookSecret = "s3cret-token"
+	s := startTelegramStack(t, cfg)
+	chat := telegramtest.Private(605)
+	s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: "via webhook"})
+	update := string(s.fake.Updates()[0])
+
+	post := func(secret, body string) int {
+		req, err := http.NewRequest(http.MethodPost, s.baseURL+cfg.TelegramWebhookPath, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		if secret != "" {
+			req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusUnauthorized, post("wrong", update))
+	assert.Equal(t, http.StatusUnauthorized, post("", update))
+	assert.Equal(t, http.StatusBadRequest, post("s3cret-token", `{"update_id": 1, "message": `))
+	require.Equal(t, http.StatusOK, post("s3cret-token", update))
+
+	// 200 means Temporal already holds the message: no waiting here.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	signals := 0
+	iter := s.client.GetWorkflowHistory(ctx, tgKey(chat).WorkflowID(), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		require.NoError(t, err)
+		if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.SignalName == workflows.SignalInbound {
+			signals++
+		}
+	}
+	assert.Equal(t, 1, signals)
+
+	s.startWorker(&testModel{})
+	waitFor(t, s.fake, "the answer", func() bool { return len(s.fake.Sent(chat.ID)) == 1 })
+	assert.Equal(t, []string{"You said: via webhook"}, sentTexts(s.fake, chat))
+}
