@@ -6,7 +6,7 @@ BIN := $(CURDIR)/bin
 TEMPORAL := $(BIN)/temporal
 GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: dev build test unit vet fmt record-histories fuzz clean
+.PHONY: dev build test unit vet fmt record-histories fuzz bench chaos clean
 
 dev: build $(TEMPORAL)
 	$(BIN)/replyflow dev
@@ -46,6 +46,12 @@ fuzz:
 	go test ./adapters/webchat -run '^$$' -fuzz FuzzDecodeUserMessage -fuzztime $(FUZZTIME)
 	go test ./adapters/telegram -run '^$$' -fuzz FuzzWebhookUpdate -fuzztime $(FUZZTIME)
 	go test ./adapters/telegram -run '^$$' -fuzz FuzzRenderHTML -fuzztime $(FUZZTIME)
+
+# Measure the cost of durability (a table of figures; see the README's
+# Performance section). BENCH_FLAGS passes flags, e.g. -address host:7233.
+BENCH_FLAGS ?=
+bench: build $(TEMPORAL)
+	go run ./cmd/replyflow-bench -temporal $(TEMPORAL) -replyflow $(BIN)/replyflow $(BENCH_FLAGS)
 
 clean:
 	rm -rf $(BIN)

@@ -47,6 +47,8 @@ type Call struct {
 	// Status is the HTTP status answered; Description the error's.
 	Status      int
 	Description string
+	// At is when the call was answered.
+	At time.Time
 }
 
 // Fault is an error the fake answers instead of doing a method.
@@ -190,7 +192,7 @@ func (s *Server) call(ctx context.Context, method string, params map[string]stri
 		}
 	}
 	s.mu.Lock()
-	s.calls = append(s.calls, Call{Method: method, Params: params, Status: status, Description: resp.Description})
+	s.calls = append(s.calls, Call{Method: method, Params: params, Status: status, Description: resp.Description, At: s.now()})
 	s.touch()
 	s.mu.Unlock()
 	return status, resp

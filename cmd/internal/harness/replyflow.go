@@ -1,0 +1,79 @@
+package harness
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
+)
+
+// Build compiles the replyflow binary into dir and returns its path.
+func Build(dir string) (string, error) {
+	bin := filepath.Join(dir, "replyflow")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/replyflow/replyflow/cmd/replyflow").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("build replyflow: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// Env is the environment of a replyflow process that talks to Temporal
+// at address on taskQueue and to the fake Bot API, with the web chat off,
+// the demo model answering at once, and pacing off. extra overrides any
+// of it (names without the REPLYFLOW_ prefix).
+func Env(address, taskQueue, storeDSN string, fake *telegramtest.Server, extra map[string]string) []string {
+	vars := map[string]string{
+		"TASK_QUEUE":                taskQueue,
+		"STORE_DSN":                 storeDSN,
+		"WEBCHAT_ENABLED":           "false",
+		"TELEGRAM_TOKEN":            fake.Token,
+		"TELEGRAM_API_URL":          fake.URL(),
+		"TELEGRAM_PACE":             "0",
+		"TELEGRAM_GROUP_PER_MINUTE": "0",
+		"DEMO_MODEL_DELAY":          "0",
+		"LOG_LEVEL":                 "warn",
+		"OWNERS":                    "*",
+	}
+	for k, v := range extra {
+		vars[k] = v
+	}
+	env := []string{"TEMPORAL_ADDRESS=" + address, "TEMPORAL_NAMESPACE=default"}
+	keys := make([]string, 0, len(vars))
+	for k := range vars {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, "REPLYFLOW_"+k+"="+vars[k])
+	}
+	return env
+}
+
+// Worker and Gateway are replyflow's two halves as processes.
+func Worker(bin string, env []string, log string) *Proc {
+	return NewProc("worker", bin, []string{"worker"}, env, log)
+}
+
+// Gateway serves HTTP on a free port (the Telegram webhook's; polling
+// needs none, but the gateway always listens).
+func Gateway(bin string, env []string, log string) (*Proc, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	env = append(append([]string(nil), env...), "REPLYFLOW_WEBCHAT_ADDR=127.0.0.1:"+strconv.Itoa(port))
+	return NewProc("gateway", bin, []string{"gateway"}, env, log), nil
+}
+
+// MustMkdirTemp is a fresh directory under the system's temp dir.
+func MustMkdirTemp(prefix string) string {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		panic(err)
+	}
+	return dir
+}

@@ -1,0 +1,97 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/replyflow/replyflow/workflows"
+)
+
+// Temporal is a dev server on its own database file, so that it can be
+// killed and started again with everything it held.
+type Temporal struct {
+	*Proc
+	Address string
+}
+
+// StartTemporal runs `temporal server start-dev` on a free port with the
+// database at dbFile (in memory when empty) and replyflow's search
+// attributes, and waits until it answers.
+func StartTemporal(ctx context.Context, cli, dbFile, log string, extraArgs ...string) (*Temporal, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--headless",
+		"--log-level", "error", "--namespace", "default",
+		// Activities start on the worker that scheduled them, without a
+		// round trip through matching: what a tuned server does.
+		"--dynamic-config-value", "system.enableActivityEagerExecution=true"}
+	if dbFile != "" {
+		args = append(args, "--db-filename", dbFile)
+	}
+	for _, sa := range workflows.SearchAttributes() {
+		args = append(args, "--search-attribute", sa)
+	}
+	args = append(args, extraArgs...)
+	t := &Temporal{Proc: NewProc("temporal", cli, args, nil, log), Address: "127.0.0.1:" + strconv.Itoa(port)}
+	if err := t.Restart(ctx); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Restart starts the server (again) and waits until it answers.
+func (t *Temporal) Restart(ctx context.Context) error {
+	if err := t.Start(); err != nil {
+		return err
+	}
+	return t.WaitReady(ctx)
+}
+
+// WaitReady waits until the server answers a health check.
+func (t *Temporal) WaitReady(ctx context.Context) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		c, err := client.DialContext(ctx, client.Options{HostPort: t.Address, Namespace: "default", Logger: quietLogger{}})
+		if err == nil {
+			_, err = c.CheckHealth(ctx, &client.CheckHealthRequest{})
+			c.Close()
+			if err == nil {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("the Temporal dev server at %s did not come up: %v\n%s", t.Address, err, t.Tail())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// FreePort is a TCP port on 127.0.0.1 nobody listens on now.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// quietLogger drops the SDK's logs; the programs print their own.
+type quietLogger struct{}
+
+func (quietLogger) Debug(string, ...any) {}
+func (quietLogger) Info(string, ...any)  {}
+func (quietLogger) Warn(string, ...any)  {}
+func (quietLogger) Error(string, ...any) {}
+
+// Dial connects to the server quietly.
+func Dial(ctx context.Context, address string) (client.Client, error) {
+	return client.DialContext(ctx, client.Options{HostPort: address, Namespace: "default", Logger: quietLogger{}})
+}

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/replyflow/replyflow/adapters/telegram"
+	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
+	"github.com/replyflow/replyflow/cmd/internal/harness"
+	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workers"
+)
+
+// timingSink is the gateway's ingress, noting when each message was
+// accepted by Temporal: the start of the end-to-end latency.
+type timingSink struct {
+	*workers.Ingress
+	mu       sync.Mutex
+	accepted map[string]time.Time // chat/message
+}
+
+func (s *timingSink) Accept(ctx context.Context, in pipeline.Inbound) error {
+	if err := s.Ingress.Accept(ctx, in); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.accepted[in.ChatID+"/"+in.MessageID] = time.Now()
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *timingSink) acceptedAt(chat int64, msg int) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.accepted[strconv.FormatInt(chat, 10)+"/"+strconv.Itoa(msg)]
+	return at, ok
+}
+
+// e2e is the end-to-end rig: the fake Bot API, the real worker process
+// with the demo model (no delay) and debounce off, and the gateway's
+// Telegram receiver and ingress in this process, timing acceptance.
+type e2e struct {
+	c      client.Client
+	fake   *telegramtest.Server
+	sink   *timingSink
+	worker *harness.Proc
+	bot    telegram.Identity
+	next   int64 // next chat ID
+}
+
+func benchEndToEnd(ctx context.Context, c client.Client, o options) ([][]string, error) {
+	botID := time.Now().UnixNano() % 1_000_000_000
+	fake := telegramtest.New(strconv.FormatInt(botID, 10) + ":bench")
+	defer fake.Close()
+	queue := fmt.Sprintf("bench-e2e-%d", botID)
+	env := harness.Env(o.address, queue, filepath.Join(o.workDir, "e2e.db"), fake, map[string]string{
+		"DEBOUNCE": "0", "REACTION_CLEAR_DELAY": "1s",
+	})
+	worker := harness.Worker(o.replyflow, env, filepath.Join(o.workDir, "worker-e2e.log"))
+	if err := worker.Start(); err != nil {
+		return nil, err
+	}
+	defer worker.Stop()
+	sink := &timingSink{Ingress: &workers.Ingress{Client: c, TaskQueue: queue}, accepted: map[string]time.Time{}}
+	rcv, err := telegram.NewReceiver(ctx, telegram.ReceiverConfig{
+		Token: fake.Token, APIURL: fake.URL(), Sink: sink, Feedback: sink.Ingress,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		return nil, err
+	}
+	pollCtx, stopPolling := context.WithCancel(ctx)
+	defer stopPolling()
+	go func() { _ = rcv.Poll(pollCtx) }()
+	r := &e2e{c: c, fake: fake, sink: sink, worker: worker, bot: rcv.Identity(), next: 2_000_000}
+
+	rows, err := r.historyPerTurn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w\nworker log:\n%s", err, worker.Tail())
+	}
+	for _, level := range o.sessions {
+		levelRows, err := r.latency(ctx, level, o.messages)
+		if err != nil {
+			return nil, fmt.Errorf("%w\nworker log:\n%s", err, worker.Tail())
+		}
+		rows = append(rows, levelRows...)
+	}
+	return rows, nil
+}
+
+// ask sends one message in chat and waits for the bot's reply to it.
+func (r *e2e) ask(ctx context.Context, chat telegramtest.Chat, text string) (int, error) {
+	msg := r.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: telegramtest.User{ID: chat.ID, FirstName: "Bench"}, Text: text})
+	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	err := r.fake.WaitFor(waitCtx, func() bool {
+		for _, m := range r.fake.Sent(chat.ID) {
+			if m.ReplyTo == msg {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		return 0, fmt.Errorf("no reply in chat %d to message %d: %w", chat.ID, msg, err)
+	}
+	return msg, nil
+}
+
+// historyPerTurn counts the history events of a session's first simple
+// turn (from the workflow's start until its reaction is cleared) and of
+// a second one.
+func (r *e2e) historyPerTurn(ctx context.Context) ([][]string, error) {
+	r.next++
+	chat := telegramtest.Private(r.next)
+	id := pipeline.SessionKey{Channel: telegram.Channel, Account: r.bot.Account(), Chat: strconv.FormatInt(chat.ID, 10)}.WorkflowID()
+	var counts []int
+	for turn := 1; turn <= 2; turn++ {
+		msg, err := r.ask(ctx, chat, "hello "+strconv.Itoa(turn))
+		if err != nil {
+			return nil, err
+		}
+		waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		err = r.fake.WaitFor(waitCtx, func() bool {
+			h := r.fake.Reactions(chat.ID, msg)
+			return len(h) > 0 && len(h[len(h)-1].Emoji) == 0
+		})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("the reaction was never cleared: %w", err)
+		}
+		n, err := settledHistoryLength(ctx, r.c, id)
+		if err != nil {
+			return nil, err
+		}
+		counts = append(counts, n)
+	}
+	calls := map[string]int{}
+	for _, call := range r.fake.Calls() {
+		if call.Params["chat_id"] == strconv.FormatInt(chat.ID, 10) {
+			calls[call.Method]++
+		}
+	}
+	return [][]string{
+		{"history events, first turn (incl. start)", strconv.Itoa(counts[0]), "≤ 30"},
+		{"history events, each further turn", strconv.Itoa(counts[1] - counts[0]), ""},
+		{"platform calls per turn", fmt.Sprintf("%.1f sends, %.1f reactions, %.1f typing",
+			float64(calls["sendMessage"])/2, float64(calls["setMessageReaction"])/2, float64(calls["sendChatAction"])/2), ""},
+	}, nil
+}
+
+// settledHistoryLength is the number of events in the workflow's current
+// run once no new event has appeared for half a second.
+func settledHistoryLength(ctx context.Context, c client.Client, id string) (int, error) {
+	last := -1
+	for {
+		n := 0
+		iter := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for iter.HasNext() {
+			if _, err := iter.Next(); err != nil {
+				return 0, err
+			}
+			n++
+		}
+		if n == last {
+			return n, nil
+		}
+		last = n
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// latency runs sessions conversations at once, each of messages turns in
+// a row, and reports the time from accepted inbound to first delivered
+// chunk.
+func (r *e2e) latency(ctx context.Context, sessions, messages int) ([][]string, error) {
+	chats := make([]telegramtest.Chat, sessions)
+	for i := range chats {
+		r.next++
+		chats[i] = telegramtest.Private(r.next)
+	}
+	type asked struct {
+		chat int64
+		msg  int
+	}
+	var mu sync.Mutex
+	var all []asked
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions)
+	for _, chat := range chats {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range messages {
+				msg, err := r.ask(ctx, chat, "message "+strconv.Itoa(k))
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				all = append(all, asked{chat.ID, msg})
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return nil, err
+	}
+	firstSend := map[string]time.Time{}
+	for _, call := range r.fake.Calls("sendMessage") {
+		if call.Status != 200 {
+			continue
+		}
+		key := call.Params["chat_id"] + "/" + replyTo(call.Params["reply_parameters"])
+		if _, seen := firstSend[key]; !seen {
+			firstSend[key] = call.At
+		}
+	}
+	var latencies []time.Duration
+	for _, a := range all {
+		accepted, ok := r.sink.acceptedAt(a.chat, a.msg)
+		sent, delivered := firstSend[strconv.FormatInt(a.chat, 10)+"/"+strconv.Itoa(a.msg)]
+		if ok && delivered {
+			latencies = append(latencies, sent.Sub(accepted))
+		}
+	}
+	if len(latencies) == 0 {
+		return nil, fmt.Errorf("no latency could be measured")
+	}
+	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
+	target := ""
+	if sessions >= 50 {
+		target = "p50 ≤ 60 ms, p99 ≤ 250 ms"
+	}
+	return [][]string{{
+		fmt.Sprintf("accepted → first chunk, %d sessions", sessions),
+		fmt.Sprintf("p50 %s  p95 %s  p99 %s  (%d turns)", ms(pct(latencies, 50)), ms(pct(latencies, 95)), ms(pct(latencies, 99)), len(latencies)),
+		target,
+	}}, nil
+}
+
+// replyTo is the message a sendMessage call answered, from its
+// reply_parameters.
+func replyTo(params string) string {
+	var p struct {
+		MessageID int `json:"message_id"`
+	}
+	if json.Unmarshal([]byte(params), &p) != nil {
+		return ""
+	}
+	return strconv.Itoa(p.MessageID)
+}
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	i := (len(sorted)*p + 99) / 100
+	return sorted[min(max(i-1, 0), len(sorted)-1)]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }

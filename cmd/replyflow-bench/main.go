@@ -1,0 +1,160 @@
+// Command replyflow-bench measures what durability costs: the raw
+// SignalWithStart rate of the Temporal server against replyflow's real
+// ingress path, end-to-end latency from an accepted inbound message to
+// its first delivered chunk, history events and platform calls per turn,
+// and the worker's memory with many idle sessions. Every comparison is a
+// ratio taken in the same run. `make bench` runs it against a dev server
+// it starts; -address points it at an existing server instead.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/replyflow/replyflow/cmd/internal/harness"
+)
+
+type options struct {
+	address     string
+	temporalCLI string
+	replyflow   string
+	signals     int
+	concurrency int
+	ingressIDs  int
+	sessions    []int
+	messages    int
+	idle        []int
+	workDir     string
+}
+
+func main() {
+	var o options
+	var sessions, idle string
+	flag.StringVar(&o.address, "address", "", "an existing Temporal server (host:port) instead of a dev server started here")
+	flag.StringVar(&o.temporalCLI, "temporal", "bin/temporal", "the Temporal CLI that runs the dev server")
+	flag.StringVar(&o.replyflow, "replyflow", "", "the replyflow binary the worker runs from (built when empty)")
+	flag.IntVar(&o.signals, "signals", 3000, "signals per ingress measurement")
+	flag.IntVar(&o.concurrency, "concurrency", 50, "concurrent callers in the ingress measurement")
+	flag.IntVar(&o.ingressIDs, "ingress-sessions", 500, "distinct sessions the ingress signals go to")
+	flag.StringVar(&sessions, "sessions", "1,10,50", "concurrent sessions of the end-to-end measurement, comma-separated")
+	flag.IntVar(&o.messages, "messages", 20, "messages per session in the end-to-end measurement")
+	flag.StringVar(&idle, "idle", "1000,10000", "open idle sessions at which the worker's memory is measured (empty: skip)")
+	flag.Parse()
+	var err error
+	if o.sessions, err = intList(sessions); err == nil {
+		o.idle, err = intList(idle)
+	}
+	if err == nil {
+		err = run(o)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "replyflow-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func intList(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a positive number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func run(o options) error {
+	ctx := context.Background()
+	o.workDir = harness.MustMkdirTemp("replyflow-bench-")
+	defer os.RemoveAll(o.workDir)
+	if o.replyflow == "" {
+		fmt.Fprintln(os.Stderr, "building replyflow…")
+		bin, err := harness.Build(o.workDir)
+		if err != nil {
+			return err
+		}
+		o.replyflow = bin
+	}
+	server := "existing server " + o.address
+	if o.address == "" {
+		t, err := harness.StartTemporal(ctx, o.temporalCLI, "", filepath.Join(o.workDir, "temporal.log"))
+		if err != nil {
+			return err
+		}
+		defer t.Stop()
+		o.address, server = t.Address, "dev server (temporal CLI, in-memory SQLite)"
+	}
+	c, err := harness.Dial(ctx, o.address)
+	if err != nil {
+		return fmt.Errorf("connect to Temporal at %s: %w", o.address, err)
+	}
+	defer c.Close()
+
+	fmt.Printf("replyflow-bench  %s  %d cores  %s  Temporal: %s\n\n", time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), memTotal(), server)
+	var rows [][]string
+	stage := func(name string, f func() ([][]string, error)) error {
+		fmt.Fprintf(os.Stderr, "%s…\n", name)
+		r, err := f()
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		rows = append(rows, r...)
+		return nil
+	}
+	if err := stage("ingress", func() ([][]string, error) { return benchIngress(ctx, c, o) }); err != nil {
+		return err
+	}
+	if err := stage("end to end", func() ([][]string, error) { return benchEndToEnd(ctx, c, o) }); err != nil {
+		return err
+	}
+	if len(o.idle) > 0 {
+		if err := stage("idle sessions", func() ([][]string, error) { return benchIdle(ctx, c, o) }); err != nil {
+			return err
+		}
+	}
+	printTable(rows)
+	return nil
+}
+
+func printTable(rows [][]string) {
+	width := [3]int{}
+	rows = append([][]string{{"measure", "value", "target"}}, rows...)
+	for _, r := range rows {
+		for i, cell := range r {
+			width[i] = max(width[i], len([]rune(cell)))
+		}
+	}
+	for i, r := range rows {
+		fmt.Printf("%-*s  %-*s  %s\n", width[0], r[0], width[1], r[1], r[2])
+		if i == 0 {
+			fmt.Println(strings.Repeat("-", width[0]+width[1]+width[2]+4))
+		}
+	}
+}
+
+// memTotal is the machine's memory, from /proc/meminfo.
+func memTotal() string {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return "memory unknown"
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return fmt.Sprintf("%.0f GiB RAM", float64(kb)/(1<<20))
+		}
+	}
+	return "memory unknown"
+}
