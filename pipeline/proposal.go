@@ -46,8 +46,13 @@ func ParseAction(action string) (decision, id string, ok bool) {
 	return decision, id, true
 }
 
+// argsSummaryMaxRunes bounds a proposal's argument summary, so that a
+// model that sends a huge argument object cannot make the proposal
+// message too long for the platform.
+const argsSummaryMaxRunes = 400
+
 // SummarizeArgs renders a tool call's JSON arguments for a person:
-// "amount=100, to=bob", keys sorted, long values cut.
+// "amount=100, to=bob", keys sorted, long values cut, on one line.
 func SummarizeArgs(arguments string) string {
 	var args map[string]any
 	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
@@ -61,13 +66,9 @@ func SummarizeArgs(arguments string) string {
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		v, _ := json.Marshal(args[k])
-		value := strings.Trim(string(v), `"`)
-		if len([]rune(value)) > 60 {
-			value = string([]rune(value)[:59]) + "…"
-		}
-		parts[i] = k + "=" + value
+		parts[i] = oneLine(k) + "=" + cutRunes(strings.Trim(string(v), `"`), 60)
 	}
-	return strings.Join(parts, ", ")
+	return cutRunes(strings.Join(parts, ", "), argsSummaryMaxRunes)
 }
 
 // ProposalView is what a proposal message shows.

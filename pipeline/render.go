@@ -49,15 +49,25 @@ func RenderSteered(text string, steered []string) string {
 // SummaryLine is a one-line summary of a dropped message: whitespace
 // folded, at most SummaryMaxRunes runes, marked with "…" when cut.
 func SummaryLine(sender, text string) string {
-	line := strings.Join(strings.Fields(text), " ")
+	line := oneLine(text)
 	if sender != "" {
-		line = sender + ": " + line
+		line = oneLine(sender) + ": " + line
 	}
-	if utf8.RuneCountInString(line) <= SummaryMaxRunes {
-		return line
+	return cutRunes(line, SummaryMaxRunes)
+}
+
+// oneLine folds whitespace and replaces invalid UTF-8, which platforms
+// refuse, so that model or user text can be quoted in a message.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " ")
+}
+
+// cutRunes keeps s to at most n runes, marking a cut with "…".
+func cutRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
 	}
-	runes := []rune(line)
-	return string(runes[:SummaryMaxRunes-1]) + "…"
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 // RenderOverflow is the notice a turn's text starts with after the queue
