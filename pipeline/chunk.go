@@ -114,26 +114,34 @@ func endsWithFenceLine(s string) bool {
 	return isFenceLine(lines[len(lines)-1])
 }
 
-// breakAt is the byte offset where a chunk of at most budget runes of s
-// should end.
+// breakAt is the byte offset where a chunk of at most budget units of s
+// should end: after a paragraph, a line or a word, outside parentheses
+// when it can. It never cuts right before a "```" that sits inside a
+// line, which would start the next chunk with a code fence that the
+// reply does not have.
 func breakAt(s string, budget int) int {
 	window := s[:byteOffsetOfUnits(s, max(budget, 1))]
-	for _, sep := range []string{"\n\n", "\n", " "} {
-		if i := lastBreakOutsideParens(window, sep); i > 0 {
-			return i + len(sep)
+	for _, outsideParens := range []bool{true, false} {
+		for _, sep := range []string{"\n\n", "\n", " "} {
+			if i := lastBreak(s, window, sep, outsideParens); i > 0 {
+				return i + len(sep)
+			}
 		}
 	}
-	for _, sep := range []string{"\n\n", "\n", " "} {
-		if i := strings.LastIndex(window, sep); i > 0 {
-			return i + len(sep)
-		}
+	cut := len(window)
+	for cut > 0 && makesFence(s, cut) {
+		_, w := utf8.DecodeLastRuneInString(s[:cut])
+		cut -= w
 	}
-	return len(window)
+	if cut == 0 {
+		return len(window)
+	}
+	return cut
 }
 
-// lastBreakOutsideParens is the last index of sep in window at paren depth
-// zero, or -1.
-func lastBreakOutsideParens(window, sep string) int {
+// lastBreak is the last index of sep in window (at paren depth zero when
+// outsideParens) after which s may be cut, or -1.
+func lastBreak(s, window, sep string, outsideParens bool) int {
 	depth, last := 0, -1
 	for i := 0; i < len(window); i++ {
 		switch window[i] {
@@ -142,11 +150,26 @@ func lastBreakOutsideParens(window, sep string) int {
 		case ')':
 			depth = max(depth-1, 0)
 		}
-		if depth == 0 && strings.HasPrefix(window[i:], sep) {
+		if (depth == 0 || !outsideParens) && strings.HasPrefix(window[i:], sep) && !makesFence(s, i+len(sep)) {
 			last = i
 		}
 	}
 	return last
+}
+
+// makesFence is true when cutting s at cut would start the next chunk
+// with "```" that is not a fence line in s.
+func makesFence(s string, cut int) bool {
+	rest := strings.TrimLeftFunc(s[cut:], unicode.IsSpace)
+	if !strings.HasPrefix(rest, "```") {
+		return false
+	}
+	pos := len(s) - len(rest)
+	line := s[strings.LastIndexByte(s[:pos], '\n')+1:]
+	if end := strings.IndexByte(line, '\n'); end >= 0 {
+		line = line[:end]
+	}
+	return !isFenceLine(line)
 }
 
 // openFence returns the opening line of the code fence still open at the
