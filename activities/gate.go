@@ -49,26 +49,41 @@ func (a *Activities) GateCheck(ctx context.Context, req pipeline.GateRequest) (p
 }
 
 // ParseGateAnswer reads the gate's strict JSON: one object with a boolean
-// "forward" and an optional string "reason", nothing else.
+// "forward" and an optional string "reason", nothing else. Keys match
+// exactly (encoding/json alone would take "FORWARD" too).
 func ParseGateAnswer(text string) (pipeline.GateResult, error) {
-	var raw struct {
-		Forward *bool   `json:"forward"`
-		Reason  *string `json:"reason"`
-	}
-	dec := json.NewDecoder(bytes.NewReader([]byte(strings.TrimSpace(text))))
-	dec.DisallowUnknownFields()
+	var raw map[string]json.RawMessage
+	dec := json.NewDecoder(strings.NewReader(strings.TrimSpace(text)))
 	if err := dec.Decode(&raw); err != nil {
 		return pipeline.GateResult{}, fmt.Errorf("the answer is not the strict JSON asked for: %v", err)
+	}
+	if raw == nil {
+		return pipeline.GateResult{}, errors.New("the answer is null, not the JSON object asked for")
 	}
 	if dec.More() {
 		return pipeline.GateResult{}, errors.New("the answer has more than one JSON value")
 	}
-	if raw.Forward == nil {
-		return pipeline.GateResult{}, errors.New(`the answer has no boolean "forward"`)
+	var r pipeline.GateResult
+	for key, value := range raw {
+		switch key {
+		case "forward":
+			switch string(bytes.TrimSpace(value)) {
+			case "true":
+				r.Forward = true
+			case "false":
+			default:
+				return pipeline.GateResult{}, fmt.Errorf(`"forward" is %s, not true or false`, value)
+			}
+		case "reason":
+			if err := json.Unmarshal(value, &r.Reason); err != nil {
+				return pipeline.GateResult{}, fmt.Errorf(`"reason" is not a string: %v`, err)
+			}
+		default:
+			return pipeline.GateResult{}, fmt.Errorf("the answer has an unknown field %q", key)
+		}
 	}
-	r := pipeline.GateResult{Forward: *raw.Forward}
-	if raw.Reason != nil {
-		r.Reason = *raw.Reason
+	if _, ok := raw["forward"]; !ok {
+		return pipeline.GateResult{}, errors.New(`the answer has no boolean "forward"`)
 	}
 	return r, nil
 }
