@@ -1,0 +1,85 @@
+package webchat
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// apiRoutes are the web chat's routes that read a body or a header, as
+// method and path, with %s for the fuzzed chat ID.
+var apiRoutes = []struct{ method, path string }{
+	{http.MethodPost, "/api/chats/%s/messages"},
+	{http.MethodPost, "/api/chats/%s/actions"},
+	{http.MethodGet, "/api/chats/%s/events"},
+	{http.MethodPost, "/bot/chats/%s/messages"},
+	{http.MethodPut, "/bot/chats/%s/messages/b-1/reaction"},
+	{http.MethodPatch, "/bot/chats/%s/messages/b-1"},
+	{http.MethodPost, "/bot/chats/%s/typing"},
+}
+
+// FuzzWebchatAPI sends every route of the web chat API an arbitrary chat,
+// body, bot token and Last-Event-ID. The server must answer with a 2xx,
+// 3xx or 4xx, never crash or fail on its own, and hand the sink only valid
+// messages, exactly one for each accepted user call.
+func FuzzWebchatAPI(f *testing.F) {
+	f.Add(uint8(0), "room", `{"sender_id":"alice","text":"hi"}`, true, "")
+	f.Add(uint8(1), "room", `{"sender_id":"boss","message_id":"b-1","action":"approve:p1"}`, false, "")
+	f.Add(uint8(2), "room", "", false, "abc:17")
+	f.Add(uint8(3), "room", `{"text":"hello","idempotency_key":"k1","buttons":[{"text":"A","action":"a"}]}`, true, "")
+	f.Add(uint8(4), "room", `{"emoji":"👀","state":"received"}`, true, "")
+	f.Add(uint8(5), "room", `{"text":"edited"}`, true, "")
+	f.Add(uint8(6), "room", `{"thread_id":"t"}`, true, "")
+	f.Add(uint8(0), "a/b", `{"sender_id":"a","text":"x","chat_type":"channel"}`, false, "")
+	f.Add(uint8(1), "", `{"sender_id":"a","message_id":"\u0000","action":"x"}`, false, "")
+
+	sink := &recordingSink{}
+	srv, err := NewServer(ServerConfig{Sink: sink, BotToken: token, Now: func() time.Time { return time.Unix(1700000000, 0) }})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, route uint8, chat, body string, withToken bool, lastEventID string) {
+		r := apiRoutes[int(route)%len(apiRoutes)]
+		target := strings.Replace(r.path, "%s", url.PathEscape(chat), 1)
+		req := httptest.NewRequest(r.method, target, strings.NewReader(body))
+		if withToken {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if lastEventID != "" && !strings.ContainsAny(lastEventID, "\r\n") {
+			req.Header.Set("Last-Event-ID", lastEventID)
+		}
+		// An event stream ends once it has written what was missed.
+		ctx, cancel := context.WithCancel(req.Context())
+		cancel()
+		req = req.WithContext(ctx)
+
+		sink.mu.Lock()
+		sink.accepted = nil
+		sink.mu.Unlock()
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+
+		// 3xx is the mux cleaning a path with an empty chat ("//").
+		if rec.Code < 200 || rec.Code >= 500 {
+			t.Fatalf("%s %s with %q: status %d %s", r.method, target, body, rec.Code, rec.Body)
+		}
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		userCall := strings.HasPrefix(r.path, "/api/") && r.method == http.MethodPost
+		switch {
+		case userCall && rec.Code == http.StatusAccepted && len(sink.accepted) != 1:
+			t.Fatalf("%s answered 202 but handed the sink %d messages", target, len(sink.accepted))
+		case rec.Code != http.StatusAccepted && len(sink.accepted) != 0:
+			t.Fatalf("%s answered %d but handed the sink %+v", target, rec.Code, sink.accepted)
+		}
+		for _, in := range sink.accepted {
+			if err := in.Validate(); err != nil {
+				t.Fatalf("%s accepted an invalid message %+v: %v", target, in, err)
+			}
+		}
+	})
+}
