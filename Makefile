@@ -38,14 +38,18 @@ fmt:
 record-histories: $(TEMPORAL)
 	REPLYFLOW_TEST_TEMPORAL_CLI=$(TEMPORAL) go test -count=1 ./cmd/replyflow -args -record-histories=$(CURDIR)/workflows/testdata/histories
 
+# Every fuzz test (the parsers of user, platform and model input; their
+# seeds also run in `make test`), FUZZTIME each. A failure leaves its
+# input in the package's testdata/fuzz: commit it, and it stays a
+# regression test.
 FUZZTIME ?= 30s
 fuzz:
-	go test ./pipeline -run '^$$' -fuzz FuzzChunk -fuzztime $(FUZZTIME)
-	go test ./pipeline -run '^$$' -fuzz FuzzParseMessage -fuzztime $(FUZZTIME)
-	go test ./pipeline -run '^$$' -fuzz FuzzDecideEngagement -fuzztime $(FUZZTIME)
-	go test ./adapters/webchat -run '^$$' -fuzz FuzzDecodeUserMessage -fuzztime $(FUZZTIME)
-	go test ./adapters/telegram -run '^$$' -fuzz FuzzWebhookUpdate -fuzztime $(FUZZTIME)
-	go test ./adapters/telegram -run '^$$' -fuzz FuzzRenderHTML -fuzztime $(FUZZTIME)
+	@set -e; for pkg in $$(go list ./... | grep -v /cmd/); do \
+		for fn in $$(go test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "fuzz $$fn ($$pkg) for $(FUZZTIME)"; \
+			go test $$pkg -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME); \
+		done; \
+	done
 
 # Measure the cost of durability (a table of figures; see the README's
 # Performance section). BENCH_FLAGS passes flags, e.g. -address host:7233.
