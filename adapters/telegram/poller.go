@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-telegram/bot"
@@ -50,14 +51,69 @@ func (r *Receiver) Poll(ctx context.Context) error {
 			continue
 		}
 		failures = 0
-		for i := range updates {
-			if !r.handleUntilAccepted(ctx, &updates[i]) {
-				return nil
-			}
-			offset = updates[i].ID + 1
+		if len(updates) == 0 {
+			continue
 		}
+		if !r.handleBatch(ctx, updates) {
+			return nil
+		}
+		offset = updates[len(updates)-1].ID + 1
 	}
 	return nil
+}
+
+// chatsAtOnce bounds how many chats of one batch are handed to Temporal
+// at the same time.
+const chatsAtOnce = 32
+
+// handleBatch hands a batch of updates to the sink: the updates of one
+// chat in order (they go to one session), different chats at once, so a
+// busy bot is not held to one SignalWithStart round trip per update. It
+// returns once every update was accepted, or false when ctx ended first;
+// the caller moves the offset only after it returned true.
+func (r *Receiver) handleBatch(ctx context.Context, updates []Update) bool {
+	var chats []int64
+	byChat := map[int64][]*Update{}
+	for i := range updates {
+		chat := updateChat(&updates[i])
+		if _, seen := byChat[chat]; !seen {
+			chats = append(chats, chat)
+		}
+		byChat[chat] = append(byChat[chat], &updates[i])
+	}
+	slots := make(chan struct{}, chatsAtOnce)
+	var wg sync.WaitGroup
+	for _, chat := range chats {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func(batch []*Update) {
+			defer func() { <-slots; wg.Done() }()
+			for _, u := range batch {
+				if !r.handleUntilAccepted(ctx, u) {
+					return
+				}
+			}
+		}(byChat[chat])
+	}
+	wg.Wait()
+	return ctx.Err() == nil
+}
+
+// updateChat is the chat an update belongs to (0 when it names none).
+func updateChat(u *Update) int64 {
+	switch {
+	case u.Message != nil:
+		return u.Message.Chat.ID
+	case u.EditedMessage != nil:
+		return u.EditedMessage.Chat.ID
+	case u.CallbackQuery != nil && u.CallbackQuery.Message.Message != nil:
+		return u.CallbackQuery.Message.Message.Chat.ID
+	case u.CallbackQuery != nil && u.CallbackQuery.Message.InaccessibleMessage != nil:
+		return u.CallbackQuery.Message.InaccessibleMessage.Chat.ID
+	case u.MessageReaction != nil:
+		return u.MessageReaction.Chat.ID
+	}
+	return 0
 }
 
 // handleUntilAccepted offers an update to the sink until it is accepted or

@@ -147,3 +147,63 @@ func TestButtonPressesAreAnsweredAndReactionsBecomeFeedback(t *testing.T) {
 	assert.Equal(t, []string{"👍"}, to.feedback[0].Emoji)
 	assert.Equal(t, id, to.feedback[0].MessageID)
 }
+
+// gatedSink holds the first message of one chat until another chat's
+// message was accepted: only a receiver that hands chats over at once
+// gets past it without a refusal.
+type gatedSink struct {
+	sink
+	held, other string
+	released    chan struct{}
+	once        sync.Once
+	refusals    int
+}
+
+func (s *gatedSink) Accept(ctx context.Context, in pipeline.Inbound) error {
+	if in.ChatID == s.other {
+		s.once.Do(func() { close(s.released) })
+	}
+	if in.ChatID == s.held && in.Text == "first" {
+		select {
+		case <-s.released:
+		case <-time.After(5 * time.Second):
+			s.mu.Lock()
+			s.refusals++
+			s.mu.Unlock()
+			s.once.Do(func() { close(s.released) })
+			return errors.New("held chat was never overtaken")
+		}
+	}
+	return s.sink.Accept(ctx, in)
+}
+
+func TestPollingHandsChatsOverAtOnceAndEachChatInOrder(t *testing.T) {
+	fake := telegramtest.New(testToken)
+	defer fake.Close()
+	held, other := telegramtest.Private(501), telegramtest.Private(502)
+	to := &gatedSink{held: "501", other: "502", released: make(chan struct{})}
+	r, err := NewReceiver(context.Background(), ReceiverConfig{Token: testToken, APIURL: fake.URL(), Sink: to, Feedback: to})
+	require.NoError(t, err)
+	for _, text := range []string{"first", "second", "third"} {
+		fake.AddMessage(telegramtest.Incoming{Chat: held, From: telegramtest.User{ID: 501, FirstName: "A"}, Text: text})
+	}
+	fake.AddMessage(telegramtest.Incoming{Chat: other, From: telegramtest.User{ID: 502, FirstName: "B"}, Text: "hello"})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	go func() { _ = r.Poll(ctx) }()
+	require.NoError(t, fake.WaitFor(ctx, func() bool { return fake.Pending() == 0 }))
+	cancel()
+
+	to.mu.Lock()
+	defer to.mu.Unlock()
+	assert.Zero(t, to.refusals, "the other chat waited behind the held one")
+	var heldTexts []string
+	for _, in := range to.accepted {
+		if in.ChatID == "501" {
+			heldTexts = append(heldTexts, in.Text)
+		}
+	}
+	assert.Equal(t, []string{"first", "second", "third"}, heldTexts, "one chat's updates keep their order")
+	assert.Len(t, to.accepted, 4)
+}
