@@ -14,12 +14,33 @@ import (
 // DefaultTaskQueue is where session workflows and their activities run.
 const DefaultTaskQueue = "replyflow"
 
+// DefaultWorkflowCacheSize is how many sessions a worker keeps in memory
+// (the SDK's sticky cache; its own default is 10,000). A cached session
+// costs about 60 KB; one that was evicted replays its history on its next
+// message. Most open sessions are idle, so a smaller cache keeps memory
+// flat as sessions pile up (replyflow-bench, 10,000 idle sessions:
+// 638 MB with the SDK's default).
+const DefaultWorkflowCacheSize = 2000
+
+// SetWorkflowCacheSize sizes the cache of sessions kept in memory, shared
+// by every worker of the process. It must be called before the first
+// worker starts; 0 keeps DefaultWorkflowCacheSize.
+func SetWorkflowCacheSize(n int) {
+	if n <= 0 {
+		n = DefaultWorkflowCacheSize
+	}
+	worker.SetStickyWorkflowCacheSize(n)
+}
+
 // New builds a worker that serves session workflows and their activities on
-// taskQueue. The caller starts and stops it. It polls with more pollers
-// than the SDK's two: with many sessions at once, two left tasks waiting
-// seconds to start (replyflow-bench, 50 sessions: p99 3.5 s → 0.9 s).
+// taskQueue. The caller starts and stops it. Its pollers scale with the
+// server's feedback, and sessions already in the cache and new ones have
+// pollers of their own: with the SDK's fixed pollers, which serve cached
+// sessions first, a busy worker left a new session's first task waiting
+// seconds (replyflow-bench, 50 sessions with no pause: first WFT 2.4 s).
 func New(c client.Client, taskQueue string, acts *activities.Activities) worker.Worker {
-	w := worker.New(c, taskQueue, worker.Options{MaxConcurrentWorkflowTaskPollers: 8, MaxConcurrentActivityTaskPollers: 8})
+	pollers := worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{InitialNumberOfPollers: 8})
+	w := worker.New(c, taskQueue, worker.Options{WorkflowTaskPollerBehavior: pollers, ActivityTaskPollerBehavior: pollers})
 	Register(w, acts)
 	return w
 }

@@ -52,6 +52,7 @@ type Config struct {
 	DeliveryTimeout      time.Duration            `envconfig:"DELIVERY_TIMEOUT" default:"30s"`
 	DeliveryDeadline     time.Duration            `envconfig:"DELIVERY_DEADLINE" default:"10m"`
 	MaxHistoryEvents     int                      `envconfig:"MAX_HISTORY_EVENTS" default:"10000"`
+	WorkflowCacheSize    int                      `envconfig:"WORKFLOW_CACHE_SIZE" default:"2000"`
 	TypingInterval       time.Duration            `envconfig:"TYPING_INTERVAL" default:"4s"`
 	TypingByChannel      map[string]time.Duration `envconfig:"TYPING_INTERVAL_BY_CHANNEL"`
 	ReactionCoalesce     time.Duration            `envconfig:"REACTION_COALESCE" default:"700ms"`
@@ -119,6 +120,7 @@ func (c Config) validate() error {
 	check(c.DeliveryTimeout > 0, "REPLYFLOW_DELIVERY_TIMEOUT must be positive")
 	check(c.DeliveryDeadline >= c.DeliveryTimeout, "REPLYFLOW_DELIVERY_DEADLINE must be at least REPLYFLOW_DELIVERY_TIMEOUT")
 	check(c.MaxHistoryEvents >= 0, "REPLYFLOW_MAX_HISTORY_EVENTS must not be negative")
+	check(c.WorkflowCacheSize >= 1, "REPLYFLOW_WORKFLOW_CACHE_SIZE must be at least 1, got %d", c.WorkflowCacheSize)
 	check(c.TypingInterval >= 0, "REPLYFLOW_TYPING_INTERVAL must not be negative")
 	check(c.LogFormat == "text" || c.LogFormat == "json", "REPLYFLOW_LOG_FORMAT must be text or json, got %q", c.LogFormat)
 	check(c.ReactionCoalesce >= 0 && c.ReactionCoalesce <= 10*time.Second, "REPLYFLOW_REACTION_COALESCE must be between 0 and 10s, got %s", c.ReactionCoalesce)

@@ -153,6 +153,7 @@ func location(name string) *time.Location {
 
 // runWorker serves session workflows and activities until ctx is done.
 func runWorker(ctx context.Context, c client.Client, cfg Config, acts *activities.Activities) error {
+	workers.SetWorkflowCacheSize(cfg.WorkflowCacheSize)
 	w := workers.New(c, cfg.TaskQueue, acts)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start the worker on task queue %q: %w", cfg.TaskQueue, err)
