@@ -19,7 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/replyflow/replyflow/activities/models"
-	"github.com/replyflow/replyflow/workflows"
+	"github.com/replyflow/replyflow/cmd/internal/devserver"
 )
 
 // runDev runs the laptop bundle: a Temporal dev server on a persistent
@@ -128,13 +128,8 @@ func startDevServer(cfg Config) (*devServer, error) {
 		"--ui-port", strconv.Itoa(cfg.DevUIPort),
 		"--db-filename", filepath.Join(cfg.DevDir, "temporal.db"),
 		"--log-level", "warn",
-		// Activities start on the worker that scheduled them, skipping a
-		// round trip through matching (a third off a turn's latency).
-		"--dynamic-config-value", "system.enableActivityEagerExecution=true",
 	}
-	for _, sa := range workflows.SearchAttributes() {
-		args = append(args, "--search-attribute", sa)
-	}
+	args = append(args, devserver.Args()...)
 	logPath := filepath.Join(cfg.DevDir, "temporal.log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {

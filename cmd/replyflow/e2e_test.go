@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/replyflow/replyflow/activities/models"
+	"github.com/replyflow/replyflow/cmd/internal/devserver"
 	"github.com/replyflow/replyflow/pipeline"
 	"github.com/replyflow/replyflow/workflows"
 )
@@ -50,10 +51,7 @@ func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	// Sessions are told to continue as new after a few turns, so every
 	// test also crosses continue-as-new.
-	extra := []string{"--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=60"}
-	for _, sa := range workflows.SearchAttributes() {
-		extra = append(extra, "--search-attribute", sa)
-	}
+	extra := append([]string{"--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=60"}, devserver.Args()...)
 	var err error
 	temporalServer, err = testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
 		ExistingPath:  cli,

@@ -9,7 +9,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/replyflow/replyflow/workflows"
+	"github.com/replyflow/replyflow/cmd/internal/devserver"
 )
 
 // Temporal is a dev server on its own database file, so that it can be
@@ -20,24 +20,19 @@ type Temporal struct {
 }
 
 // StartTemporal runs `temporal server start-dev` on a free port with the
-// database at dbFile (in memory when empty) and replyflow's search
-// attributes, and waits until it answers.
+// database at dbFile (in memory when empty) and replyflow's flags (see
+// devserver), and waits until it answers.
 func StartTemporal(ctx context.Context, cli, dbFile, log string, extraArgs ...string) (*Temporal, error) {
 	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
 	args := []string{"server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--headless",
-		"--log-level", "error", "--namespace", "default",
-		// Activities start on the worker that scheduled them, without a
-		// round trip through matching: what a tuned server does.
-		"--dynamic-config-value", "system.enableActivityEagerExecution=true"}
+		"--log-level", "error", "--namespace", "default"}
 	if dbFile != "" {
 		args = append(args, "--db-filename", dbFile)
 	}
-	for _, sa := range workflows.SearchAttributes() {
-		args = append(args, "--search-attribute", sa)
-	}
+	args = append(args, devserver.Args()...)
 	args = append(args, extraArgs...)
 	t := &Temporal{Proc: NewProc("temporal", cli, args, nil, log), Address: "127.0.0.1:" + strconv.Itoa(port)}
 	if err := t.Restart(ctx); err != nil {
