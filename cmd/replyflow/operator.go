@@ -43,8 +43,8 @@ func sessionsQuery(o sessionsOptions, now time.Time) string {
 	if o.stuck {
 		cutoff := now.Add(-o.stuckAfter).UTC().Format(time.RFC3339)
 		parts = append(parts, fmt.Sprintf(
-			`(ReplyflowState = "delivery_failed" OR (ReplyflowState IN ("thinking", "delivering", "debouncing", "gating") AND ReplyflowLastInboundAt < %q) OR (ReplyflowQueueDepth > 0 AND ReplyflowLastInboundAt < %q))`,
-			cutoff, cutoff))
+			`(ReplyflowState = "delivery_failed" OR (ReplyflowState IN ("thinking", "delivering", "debouncing", "gating") AND ReplyflowLastInboundAt < %q) OR (ReplyflowQueueDepth > 0 AND ReplyflowLastInboundAt < %q) OR (ReplyflowState IS NULL AND StartTime < %q))`,
+			cutoff, cutoff, cutoff))
 	}
 	return strings.Join(parts, " AND ")
 }
@@ -52,7 +52,7 @@ func sessionsQuery(o sessionsOptions, now time.Time) string {
 func sessionsCommand(ctx context.Context, args []string, out io.Writer, logger *slog.Logger) error {
 	fs := flag.NewFlagSet("sessions", flag.ContinueOnError)
 	var o sessionsOptions
-	fs.BoolVar(&o.stuck, "stuck", false, "only sessions that look stuck: delivery failed, or busy or queued with no new message for --stuck-after")
+	fs.BoolVar(&o.stuck, "stuck", false, "only sessions that look stuck: delivery failed, busy or queued with no new message for --stuck-after, or never run by a worker")
 	fs.DurationVar(&o.stuckAfter, "stuck-after", 10*time.Minute, "how long a busy session may go before it counts as stuck")
 	fs.StringVar(&o.channel, "channel", "", "only this channel (webchat, telegram, ...)")
 	fs.BoolVar(&o.all, "all", false, "include sessions that completed or continued as new")

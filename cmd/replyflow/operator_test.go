@@ -20,7 +20,8 @@ func TestSessionsQuery(t *testing.T) {
 	assert.Equal(t, `WorkflowType = "session" AND ReplyflowChannel = "telegram"`, sessionsQuery(sessionsOptions{all: true, channel: "telegram"}, now))
 	assert.Equal(t, `WorkflowType = "session" AND ExecutionStatus = "Running" AND (ReplyflowState = "delivery_failed" OR `+
 		`(ReplyflowState IN ("thinking", "delivering", "debouncing", "gating") AND ReplyflowLastInboundAt < "2026-11-21T11:50:00Z") OR `+
-		`(ReplyflowQueueDepth > 0 AND ReplyflowLastInboundAt < "2026-11-21T11:50:00Z"))`,
+		`(ReplyflowQueueDepth > 0 AND ReplyflowLastInboundAt < "2026-11-21T11:50:00Z") OR `+
+		`(ReplyflowState IS NULL AND StartTime < "2026-11-21T11:50:00Z"))`,
 		sessionsQuery(sessionsOptions{stuck: true, stuckAfter: 10 * time.Minute}, now))
 }
 
