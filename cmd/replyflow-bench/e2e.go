@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -60,43 +62,93 @@ type e2e struct {
 }
 
 func benchEndToEnd(ctx context.Context, c client.Client, o options) ([][]string, error) {
-	botID := time.Now().UnixNano() % 1_000_000_000
-	fake := telegramtest.New(strconv.FormatInt(botID, 10) + ":bench")
-	defer fake.Close()
-	queue := fmt.Sprintf("bench-e2e-%d", botID)
-	env := harness.Env(o.address, queue, filepath.Join(o.workDir, "e2e.db"), fake, map[string]string{
-		"DEBOUNCE": "0", "REACTION_CLEAR_DELAY": "1s",
-	})
-	worker := harness.Worker(o.replyflow, env, filepath.Join(o.workDir, "worker-e2e.log"))
-	if err := worker.Start(); err != nil {
+	r, stop, err := startE2E(ctx, c, o, "e2e", nil)
+	if err != nil {
 		return nil, err
 	}
-	defer worker.Stop()
+	defer stop()
+	rows, err := r.historyPerTurn(ctx)
+	if err != nil {
+		return nil, r.withLog(err)
+	}
+	for _, level := range o.sessions {
+		row, err := r.latency(ctx, level, o.messages, o.think)
+		if err != nil {
+			return nil, r.withLog(err)
+		}
+		rows = append(rows, row)
+	}
+	if len(o.sessions) == 0 {
+		return rows, nil
+	}
+	// The same sessions with no pause between a reply and the next
+	// message: the most turns a second this machine runs.
+	most := slices.Max(o.sessions)
+	row, err := r.latency(ctx, most, o.messages, 0)
+	if err != nil {
+		return nil, r.withLog(err)
+	}
+	rows = append(rows, row)
+
+	// A worker that keeps one session in memory: nearly every task
+	// replays its session's history, the cost a session evicted from a
+	// full cache pays on its next message.
+	cold, stopCold, err := startE2E(ctx, c, o, "e2e-cache1", map[string]string{"WORKFLOW_CACHE_SIZE": "1"})
+	if err != nil {
+		return nil, err
+	}
+	defer stopCold()
+	if _, err := cold.ask(ctx, telegramtest.Private(1), "warm up"); err != nil {
+		return nil, cold.withLog(err)
+	}
+	sessions := min(10, most)
+	row, err = cold.latency(ctx, sessions, o.messages, o.think)
+	if err != nil {
+		return nil, cold.withLog(err)
+	}
+	row[0] = fmt.Sprintf("  … same, %d sessions, cache of 1 (replays)", sessions)
+	return append(rows, row), nil
+}
+
+// startE2E starts a rig: a fake Bot API, the real worker process (the
+// demo model with no delay, debounce off, extra on top) on a task queue
+// of its own, and the gateway's Telegram receiver in this process.
+func startE2E(ctx context.Context, c client.Client, o options, name string, extra map[string]string) (*e2e, func(), error) {
+	botID := time.Now().UnixNano() % 1_000_000_000
+	fake := telegramtest.New(strconv.FormatInt(botID, 10) + ":bench")
+	queue := fmt.Sprintf("bench-%s-%d", name, botID)
+	vars := map[string]string{"DEBOUNCE": "0", "REACTION_CLEAR_DELAY": "1s"}
+	for k, v := range extra {
+		vars[k] = v
+	}
+	env := harness.Env(o.address, queue, filepath.Join(o.workDir, name+".db"), fake, vars)
+	worker := harness.Worker(o.replyflow, env, filepath.Join(o.workDir, "worker-"+name+".log"))
+	if err := worker.Start(); err != nil {
+		fake.Close()
+		return nil, nil, err
+	}
 	sink := &timingSink{Ingress: &workers.Ingress{Client: c, TaskQueue: queue}, accepted: map[string]time.Time{}}
 	rcv, err := telegram.NewReceiver(ctx, telegram.ReceiverConfig{
 		Token: fake.Token, APIURL: fake.URL(), Sink: sink, Feedback: sink.Ingress,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
-		return nil, err
+		worker.Stop()
+		fake.Close()
+		return nil, nil, err
 	}
 	pollCtx, stopPolling := context.WithCancel(ctx)
-	defer stopPolling()
 	go func() { _ = rcv.Poll(pollCtx) }()
-	r := &e2e{c: c, fake: fake, sink: sink, worker: worker, bot: rcv.Identity(), next: 2_000_000}
+	stop := func() {
+		stopPolling()
+		worker.Stop()
+		fake.Close()
+	}
+	return &e2e{c: c, fake: fake, sink: sink, worker: worker, bot: rcv.Identity(), next: 2_000_000}, stop, nil
+}
 
-	rows, err := r.historyPerTurn(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("%w\nworker log:\n%s", err, worker.Tail())
-	}
-	for _, level := range o.sessions {
-		levelRows, err := r.latency(ctx, level, o.messages)
-		if err != nil {
-			return nil, fmt.Errorf("%w\nworker log:\n%s", err, worker.Tail())
-		}
-		rows = append(rows, levelRows...)
-	}
-	return rows, nil
+func (r *e2e) withLog(err error) error {
+	return fmt.Errorf("%w\nworker log:\n%s", err, r.worker.Tail())
 }
 
 // ask sends one message in chat and waits for the bot's reply to it.
@@ -182,9 +234,12 @@ func settledHistoryLength(ctx context.Context, c client.Client, id string) (int,
 }
 
 // latency runs sessions conversations at once, each of messages turns in
-// a row, and reports the time from accepted inbound to first delivered
-// chunk.
-func (r *e2e) latency(ctx context.Context, sessions, messages int) ([][]string, error) {
+// a row with a pause of about think (uniform from half to one and a half)
+// between a reply and the next message, as people pause to read and
+// type, and reports the time from accepted inbound to first delivered
+// chunk. With think 0 it is a saturation run: the rate it reaches is the
+// machine's capacity, and its latency is mostly queueing.
+func (r *e2e) latency(ctx context.Context, sessions, messages int, think time.Duration) ([]string, error) {
 	chats := make([]telegramtest.Chat, sessions)
 	for i := range chats {
 		r.next++
@@ -198,10 +253,17 @@ func (r *e2e) latency(ctx context.Context, sessions, messages int) ([][]string, 
 	var all []asked
 	var wg sync.WaitGroup
 	errs := make(chan error, sessions)
-	for _, chat := range chats {
+	start := time.Now()
+	for i, chat := range chats {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			rnd := rand.New(rand.NewSource(int64(i)))
+			// Sessions start spread over one pause, as people do.
+			pause := func() time.Duration { return think/2 + time.Duration(rnd.Int63n(int64(think)+1)) }
+			if think > 0 {
+				time.Sleep(time.Duration(rnd.Int63n(int64(think) + 1)))
+			}
 			for k := range messages {
 				msg, err := r.ask(ctx, chat, "message "+strconv.Itoa(k))
 				if err != nil {
@@ -211,10 +273,14 @@ func (r *e2e) latency(ctx context.Context, sessions, messages int) ([][]string, 
 				mu.Lock()
 				all = append(all, asked{chat.ID, msg})
 				mu.Unlock()
+				if think > 0 && k < messages-1 {
+					time.Sleep(pause())
+				}
 			}
 		}()
 	}
 	wg.Wait()
+	elapsed := time.Since(start)
 	close(errs)
 	if err := <-errs; err != nil {
 		return nil, err
@@ -241,15 +307,19 @@ func (r *e2e) latency(ctx context.Context, sessions, messages int) ([][]string, 
 		return nil, fmt.Errorf("no latency could be measured")
 	}
 	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
+	name := fmt.Sprintf("accepted → first chunk, %d sessions, %s pause", sessions, think)
 	target := ""
-	if sessions >= 50 {
+	if think == 0 {
+		name = fmt.Sprintf("saturation: %d sessions, no pause", sessions)
+	} else if sessions >= 50 {
 		target = "p50 ≤ 60 ms, p99 ≤ 250 ms"
 	}
-	return [][]string{{
-		fmt.Sprintf("accepted → first chunk, %d sessions", sessions),
-		fmt.Sprintf("p50 %s  p95 %s  p99 %s  (%d turns)", ms(pct(latencies, 50)), ms(pct(latencies, 95)), ms(pct(latencies, 99)), len(latencies)),
+	return []string{
+		name,
+		fmt.Sprintf("p50 %s  p95 %s  p99 %s  (%d turns, %.1f/s)", ms(pct(latencies, 50)), ms(pct(latencies, 95)), ms(pct(latencies, 99)),
+			len(latencies), float64(len(latencies))/elapsed.Seconds()),
 		target,
-	}}, nil
+	}, nil
 }
 
 // replyTo is the message a sendMessage call answered, from its

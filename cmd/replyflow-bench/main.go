@@ -1,10 +1,13 @@
 // Command replyflow-bench measures what durability costs: the raw
 // SignalWithStart rate of the Temporal server against replyflow's real
-// ingress path, end-to-end latency from an accepted inbound message to
-// its first delivered chunk, history events and platform calls per turn,
-// and the worker's memory with many idle sessions. Every comparison is a
-// ratio taken in the same run. `make bench` runs it against a dev server
-// it starts; -address points it at an existing server instead.
+// ingress path; end-to-end latency from an accepted inbound message to
+// its first delivered chunk, for sessions that pause like people between
+// a reply and their next message, then with no pause (the machine's
+// capacity) and with a cache of one session (every task replays);
+// history events and platform calls per turn; and the worker's memory
+// with many idle sessions. Every comparison is a ratio taken in the same
+// run. `make bench` runs it against a dev server it starts; -address
+// points it at an existing server instead.
 package main
 
 import (
@@ -30,6 +33,7 @@ type options struct {
 	ingressIDs  int
 	sessions    []int
 	messages    int
+	think       time.Duration
 	idle        []int
 	workDir     string
 }
@@ -40,11 +44,12 @@ func main() {
 	flag.StringVar(&o.address, "address", "", "an existing Temporal server (host:port) instead of a dev server started here")
 	flag.StringVar(&o.temporalCLI, "temporal", "bin/temporal", "the Temporal CLI that runs the dev server")
 	flag.StringVar(&o.replyflow, "replyflow", "", "the replyflow binary the worker runs from (built when empty)")
-	flag.IntVar(&o.signals, "signals", 3000, "signals per ingress measurement")
+	flag.IntVar(&o.signals, "signals", 8000, "signals per ingress measurement")
 	flag.IntVar(&o.concurrency, "concurrency", 50, "concurrent callers in the ingress measurement")
 	flag.IntVar(&o.ingressIDs, "ingress-sessions", 500, "distinct sessions the ingress signals go to")
 	flag.StringVar(&sessions, "sessions", "1,10,50", "concurrent sessions of the end-to-end measurement, comma-separated")
 	flag.IntVar(&o.messages, "messages", 20, "messages per session in the end-to-end measurement")
+	flag.DurationVar(&o.think, "think", 3*time.Second, "mean pause of a session between a reply and its next message, as a person reads and types (a saturation run with no pause follows)")
 	flag.StringVar(&idle, "idle", "1000,10000", "open idle sessions at which the worker's memory is measured (empty: skip)")
 	flag.Parse()
 	var err error
