@@ -16,16 +16,16 @@ import (
 	"github.com/replyflow/replyflow/workers"
 )
 
-// benchIngress compares the server's raw SignalWithStart rate (a no-op
-// workflow type, nothing else) with replyflow's ingress: Telegram update
-// normalization, validation, and SignalWithStart of the session workflow
-// with its search attributes. No worker polls either task queue, so both
-// measure what the gateway waits for. The runs alternate in rounds of
-// raw, ingress, ingress, raw, so that drift in the server's speed (its
-// histories grow with every signal) cancels out.
 // ingressRounds is how many raw-ingress-ingress-raw rounds a run takes.
 const ingressRounds = 4
 
+// benchIngress compares the server's raw SignalWithStart rate (a no-op
+// workflow type, nothing else) with replyflow's ingress: Telegram update
+// normalization, validation, and SignalWithStart of the session workflow
+// (workers.Ingress). No worker polls either task queue, so both measure
+// what the gateway waits for. The runs alternate in rounds of raw,
+// ingress, ingress, raw, so that drift in the server's speed (its
+// histories grow with every signal) cancels out.
 func benchIngress(ctx context.Context, c client.Client, o options) ([][]string, error) {
 	runID := time.Now().UnixNano()
 	bot := telegram.Identity{ID: runID % 1_000_000_000, Username: "bench_bot"}

@@ -43,7 +43,9 @@ func TestShortChaosLosesNothing(t *testing.T) {
 	rep.print(&out)
 	t.Log("\n" + string(out))
 	assert.Equal(t, 20, rep.sent)
-	assert.GreaterOrEqual(t, rep.kills["worker"]+rep.kills["gateway"]+rep.kills["server"], 3, "the run must be long enough to kill each kind once")
+	for _, victim := range []string{"worker", "gateway", "server"} {
+		assert.GreaterOrEqual(t, rep.kills[victim], 1, "the %s was never killed", victim)
+	}
 	assert.Zero(t, rep.unanswered, "lost messages")
 	assert.Zero(t, rep.uncleared, "reactions left behind")
 	assert.Zero(t, rep.notIdle, "stuck sessions")

@@ -181,7 +181,7 @@ func (r *rig) checkIdle(ctx context.Context, chats map[int64]bool, rep *report) 
 	}
 	defer c.Close()
 	for chat := range chats {
-		id := pipeline.SessionKey{Channel: telegram.Channel, Account: "4242", Chat: strconv.FormatInt(chat, 10)}.WorkflowID()
+		id := pipeline.SessionKey{Channel: telegram.Channel, Account: botAccount, Chat: strconv.FormatInt(chat, 10)}.WorkflowID()
 		queryCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		v, err := c.QueryWorkflow(queryCtx, id, "", workflows.QueryState)
 		cancel()

@@ -30,6 +30,9 @@ func defaultConfig() config {
 	return config{clearDelay: 2 * time.Second, settle: 4 * time.Minute, progress: io.Discard}
 }
 
+// botAccount is the fake bot's ID, the account part of its sessions' keys.
+const botAccount = "4242"
+
 // sent is one user message: its chat, ID and the token its text carries.
 type sent struct {
 	chat  int64
@@ -67,7 +70,7 @@ func (r *rig) exits() int {
 func run(ctx context.Context, cfg config) (report, error) {
 	r := &rig{cfg: cfg, killRnd: rand.New(rand.NewSource(cfg.seed)), talkRnd: rand.New(rand.NewSource(cfg.seed + 1))}
 	fmt.Fprintf(cfg.progress, "chaos: seed %d, %d sessions × %d messages, work dir %s\n", cfg.seed, cfg.sessions, cfg.messages, cfg.workDir)
-	r.fake = telegramtest.New("4242:chaos")
+	r.fake = telegramtest.New(botAccount + ":chaos")
 	defer r.fake.Close()
 	var err error
 	r.temporal, err = harness.StartTemporal(ctx, cfg.temporalCLI, filepath.Join(cfg.workDir, "temporal.db"), filepath.Join(cfg.workDir, "temporal.log"))
