@@ -147,8 +147,8 @@ func (s *session) abort() {
 	}
 	if o := s.st.Overflow; o != nil {
 		for _, id := range o.MessageIDs {
-			if r := s.st.reaction(id); r != nil {
-				s.react([]msgRef{{ID: id, Thread: r.ThreadID}}, pipeline.ReactionNone)
+			if ref, ok := s.reactions.tracked(id); ok {
+				s.reactions.react([]msgRef{ref}, pipeline.ReactionNone)
 			}
 		}
 	}
@@ -158,7 +158,7 @@ func (s *session) abort() {
 		s.st.Counters.Aborted++
 		s.st.AbortedLastRun = true
 	}
-	s.attrsDirty = true
+	s.touch()
 }
 
 func (s *session) primaryModel() string {
@@ -223,9 +223,9 @@ func (s *session) sendReply(r DirectReply) {
 		ref := []msgRef{{ID: r.MessageID, Thread: r.ThreadID}}
 		if err != nil {
 			s.log.Error("Command reply not delivered", "message_id", r.MessageID, "error", err)
-			s.react(ref, pipeline.ReactionError)
+			s.reactions.react(ref, pipeline.ReactionError)
 			return
 		}
-		s.react(ref, pipeline.ReactionDone)
+		s.reactions.react(ref, pipeline.ReactionDone)
 	})
 }

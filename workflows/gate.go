@@ -26,7 +26,7 @@ func (s *session) gateMessage(in pipeline.Inbound, now time.Time) {
 	}
 	s.st.GateBuffer = append(s.st.GateBuffer, in)
 	s.st.GateFlushAt = now.Add(s.settings.Queue.Debounce.D())
-	s.attrsDirty = true
+	s.touch()
 }
 
 // dropGateBuffer keeps a pending gated batch as observed context: a
@@ -91,11 +91,11 @@ func (s *session) runGate(ctx workflow.Context) {
 		Summary:             fmt.Sprintf("gate: %d message(s) via %s", len(batch), s.settings.GateModel),
 	})
 	s.gating++
-	s.attrsDirty = true
+	s.touch()
 	var result pipeline.GateResult
 	err := workflow.ExecuteActivity(gctx, pipeline.ActivityGate, req).Get(gctx, &result)
 	s.gating--
-	s.attrsDirty = true
+	s.touch()
 	if err != nil || !result.Forward {
 		why := result.Reason
 		if err != nil {
@@ -115,6 +115,6 @@ func (s *session) runGate(ctx workflow.Context) {
 	for _, in := range batch {
 		s.log.Info("Inbound decision", "message_id", in.MessageID, "decision", pipeline.DecisionEngage, "reason", "gate: "+result.Reason)
 	}
-	s.react(refsOf(batch...), pipeline.ReactionReceived)
+	s.reactions.react(refsOf(batch...), pipeline.ReactionReceived)
 	s.dispatch(Batch{Messages: batch, Queue: s.queueSettings(), NoAnchor: true})
 }

@@ -32,7 +32,7 @@ func (s *session) accept(in pipeline.Inbound) {
 	}
 	s.st.Counters.Inbound++
 	s.st.LastInboundAt = now
-	s.attrsDirty = true
+	s.touch()
 
 	if pipeline.IsClaimCode(strings.TrimSpace(in.Text)) {
 		// Before the permission gate: claiming is how an owner gets in.
@@ -71,7 +71,7 @@ func (s *session) accept(in pipeline.Inbound) {
 	if len(s.st.GateBuffer) > 0 {
 		s.dropGateBuffer(now)
 	}
-	s.react(refsOf(in), pipeline.ReactionReceived)
+	s.reactions.react(refsOf(in), pipeline.ReactionReceived)
 	in.Text = parsed.Text
 	settings := parsed.Queue.Apply(s.queueSettings())
 	if parsed.IsDirective() || len(in.Media) > 0 || settings.Debounce <= 0 {
@@ -177,7 +177,7 @@ func (s *session) queueSettings() pipeline.QueueSettings {
 // dispatch hands a flushed batch to the running turn or the queue,
 // according to its queue mode.
 func (s *session) dispatch(b Batch) {
-	s.attrsDirty = true
+	s.touch()
 	a := s.st.Active
 	if a == nil {
 		s.enqueue(b)
@@ -231,7 +231,7 @@ func (s *session) drop(b Batch, why string) {
 	for _, m := range b.Messages {
 		s.log.Info("Queued message dropped", "why", why, "message_id", m.MessageID)
 	}
-	s.react(refsOf(b.Messages...), pipeline.ReactionNone)
+	s.reactions.react(refsOf(b.Messages...), pipeline.ReactionNone)
 }
 
 // summarize drops a batch but keeps a line of each message for the next
@@ -246,7 +246,7 @@ func (s *session) summarize(b Batch) {
 	for _, m := range b.Messages {
 		o.Dropped++
 		if len(o.Summaries) >= maxOverflowLines {
-			s.react(refsOf(m), pipeline.ReactionNone)
+			s.reactions.react(refsOf(m), pipeline.ReactionNone)
 			continue
 		}
 		name := m.SenderName

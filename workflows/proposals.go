@@ -125,7 +125,7 @@ func (s *session) decide(d pipeline.Decision) (string, error) {
 	p := s.proposal(d.ID)
 	if !repeat {
 		p.Status, p.DecidedBy, p.Reason = outcomeOf(d.Decision), d.By, d.Reason
-		s.attrsDirty = true
+		s.touch()
 		s.log.Info("Proposal decided", "proposal", p.ID, "decision", p.Status, "by", d.By)
 	}
 	return fmt.Sprintf("Proposal %s %s by %s.", p.ID, p.Status, p.DecidedBy), nil
@@ -174,7 +174,7 @@ func (s *session) propose(ctx workflow.Context, a *ActiveTurn, call pipeline.Too
 		TurnID: a.TurnID, CreatedAt: now, ExpiresAt: now.Add(ttl), Status: ProposalPending,
 	}
 	s.st.Proposals = append(s.st.Proposals, p)
-	s.attrsDirty = true
+	s.touch()
 	text, buttons := pipeline.RenderProposal(p.view())
 	id, err := s.deliver(ctx, pipeline.Delivery{
 		Session: s.key, IdempotencyKey: s.key.WorkflowID() + "/proposal/" + a.TurnID + "/" + p.ID,
@@ -235,7 +235,7 @@ func (s *session) waitForDecisions(ctx workflow.Context, a *ActiveTurn, ids []st
 		for _, p := range undecided() {
 			if !now.Before(p.ExpiresAt) {
 				p.Status, p.Reason = ProposalExpired, "expired"
-				s.attrsDirty = true
+				s.touch()
 				s.log.Info("Proposal expired", "proposal", p.ID)
 			}
 		}

@@ -12,74 +12,99 @@ import (
 
 const localActivityTimeout = 10 * time.Second
 
+// reactions is the part that shows where each user message stands: it
+// owns ReactionsState (the state each message should show and the changes
+// not yet sent), the one change in flight, and the coroutines that send
+// changes, clear final states and retry failed ones. Other parts only ask
+// it to move messages to a state (react, clearLater) or where a message
+// lives (tracked); nothing else touches reaction state.
+type reactions struct {
+	*runEnv
+	st       *ReactionsState
+	inFlight bool
+	// inboundWaiting reports inbound signals not yet taken: no change is
+	// sent before the main loop has taken them, so one step's changes
+	// coalesce.
+	inboundWaiting func() bool
+}
+
+// ReactionsState is the durable state of the reactions part.
+type ReactionsState struct {
+	// Reactions is the reaction state of user messages not yet cleared.
+	Reactions []Reaction `json:"reactions"`
+	// ReactionChanges are reaction updates not yet applied, at most one
+	// per message (a newer state replaces one not yet sent).
+	ReactionChanges []pipeline.ReactionChange `json:"reaction_changes"`
+}
+
 // react moves user messages to a reaction state. A change not yet sent is
 // replaced by a newer one for the same message, so states superseded in the
 // same workflow step never reach the platform. "thinking" is only recorded
 // here: the model step shows it once it has run for the coalescing window
 // (see pipeline.TurnRequest.ThinkingOn), so a fast turn goes 👀 → ✅.
 // Final states schedule their durable clear.
-func (s *session) react(refs []msgRef, state pipeline.ReactionState) {
+func (rx *reactions) react(refs []msgRef, state pipeline.ReactionState) {
 	for _, ref := range refs {
-		r := s.st.reaction(ref.ID)
+		r := rx.st.reaction(ref.ID)
 		if r == nil {
-			s.st.Reactions = append(s.st.Reactions, Reaction{MessageID: ref.ID, ThreadID: ref.Thread})
-			r = &s.st.Reactions[len(s.st.Reactions)-1]
+			rx.st.Reactions = append(rx.st.Reactions, Reaction{MessageID: ref.ID, ThreadID: ref.Thread})
+			r = &rx.st.Reactions[len(rx.st.Reactions)-1]
 		}
-		unchanged := r.State == state && r.Shown && !s.reactionQueued(ref.ID)
+		unchanged := r.State == state && r.Shown && !rx.reactionQueued(ref.ID)
 		r.State, r.ClearAt, r.RetryAt, r.Attempts = state, time.Time{}, time.Time{}, 0
 		switch {
 		case unchanged:
 			// Already showing; only its clear is rescheduled below.
 		case state == pipeline.ReactionThinking:
-			s.unqueueReaction(ref.ID)
+			rx.unqueueReaction(ref.ID)
 		case state == pipeline.ReactionNone && !r.Shown:
 			// Nothing reached the platform: nothing to clear.
-			s.unqueueReaction(ref.ID)
-			s.st.dropReaction(ref.ID)
+			rx.unqueueReaction(ref.ID)
+			rx.st.drop(ref.ID)
 		default:
-			s.queueReaction(pipeline.ReactionChange{Session: s.key, MessageID: ref.ID, ThreadID: ref.Thread, State: state})
+			rx.queueReaction(pipeline.ReactionChange{Session: rx.key, MessageID: ref.ID, ThreadID: ref.Thread, State: state})
 		}
-		if delay, ok := s.clearDelay(state); ok {
-			r.ClearAt = workflow.Now(s.ctx).Add(delay)
-			s.armClear(*r)
+		if delay, ok := rx.clearDelay(state); ok {
+			r.ClearAt = workflow.Now(rx.ctx).Add(delay)
+			rx.armClear(*r)
 		}
 	}
 }
 
 // clearLater keeps the messages' current reaction and clears it after delay.
-func (s *session) clearLater(refs []msgRef, delay time.Duration) {
+func (rx *reactions) clearLater(refs []msgRef, delay time.Duration) {
 	for _, ref := range refs {
-		if r := s.st.reaction(ref.ID); r != nil {
-			r.ClearAt = workflow.Now(s.ctx).Add(delay)
-			s.armClear(*r)
+		if r := rx.st.reaction(ref.ID); r != nil {
+			r.ClearAt = workflow.Now(rx.ctx).Add(delay)
+			rx.armClear(*r)
 		}
 	}
 }
 
-func (s *session) clearDelay(state pipeline.ReactionState) (time.Duration, bool) {
+func (rx *reactions) clearDelay(state pipeline.ReactionState) (time.Duration, bool) {
 	switch state {
 	case pipeline.ReactionDone:
-		return s.settings.ReactionClearDelay.D(), true
+		return rx.settings.ReactionClearDelay.D(), true
 	case pipeline.ReactionError:
-		return s.settings.ErrorClearDelay.D(), true
+		return rx.settings.ErrorClearDelay.D(), true
 	}
 	return 0, false
 }
 
 // queueReaction adds a change, replacing one for the same message that is
 // still waiting (but not the one being sent).
-func (s *session) queueReaction(c pipeline.ReactionChange) {
-	for i := range s.st.ReactionChanges {
-		if s.st.ReactionChanges[i].MessageID == c.MessageID && !(i == 0 && s.reactionInFlight) {
-			s.st.ReactionChanges[i] = c
+func (rx *reactions) queueReaction(c pipeline.ReactionChange) {
+	for i := range rx.st.ReactionChanges {
+		if rx.st.ReactionChanges[i].MessageID == c.MessageID && !(i == 0 && rx.inFlight) {
+			rx.st.ReactionChanges[i] = c
 			return
 		}
 	}
-	s.st.ReactionChanges = append(s.st.ReactionChanges, c)
+	rx.st.ReactionChanges = append(rx.st.ReactionChanges, c)
 }
 
-func (s *session) reactionQueued(messageID string) bool {
-	for _, c := range s.st.ReactionChanges {
+func (rx *reactions) reactionQueued(messageID string) bool {
+	for _, c := range rx.st.ReactionChanges {
 		if c.MessageID == messageID {
 			return true
 		}
@@ -87,34 +112,34 @@ func (s *session) reactionQueued(messageID string) bool {
 	return false
 }
 
-func (s *session) unqueueReaction(messageID string) {
-	kept := s.st.ReactionChanges[:0]
-	for i, c := range s.st.ReactionChanges {
-		if c.MessageID != messageID || (i == 0 && s.reactionInFlight) {
+func (rx *reactions) unqueueReaction(messageID string) {
+	kept := rx.st.ReactionChanges[:0]
+	for i, c := range rx.st.ReactionChanges {
+		if c.MessageID != messageID || (i == 0 && rx.inFlight) {
 			kept = append(kept, c)
 		}
 	}
-	s.st.ReactionChanges = kept
+	rx.st.ReactionChanges = kept
 }
 
-// rearmClears restarts the clear and retry timers of a run that continued
-// as new.
-func (s *session) rearmClears() {
-	for _, r := range s.st.Reactions {
+// resume restarts the clear and retry timers of a run that continued as
+// new.
+func (rx *reactions) resume() {
+	for _, r := range rx.st.Reactions {
 		if !r.ClearAt.IsZero() {
-			s.armClear(r)
+			rx.armClear(r)
 		}
 		if !r.RetryAt.IsZero() {
-			s.armReactionRetry(r)
+			rx.armReactionRetry(r)
 		}
 	}
 }
 
 // armClear starts a durable timer that clears r when it fires, unless the
 // message moved to another state in the meantime.
-func (s *session) armClear(r Reaction) {
-	delay := r.ClearAt.Sub(workflow.Now(s.ctx))
-	workflow.Go(s.ctx, func(ctx workflow.Context) {
+func (rx *reactions) armClear(r Reaction) {
+	delay := r.ClearAt.Sub(workflow.Now(rx.ctx))
+	workflow.Go(rx.ctx, func(ctx workflow.Context) {
 		if delay > 0 {
 			timer := workflow.NewTimerWithOptions(ctx, delay, workflow.TimerOptions{
 				Summary: "clear " + pipeline.DefaultEmoji[r.State] + " on " + r.MessageID + " in " + delay.String(),
@@ -123,12 +148,12 @@ func (s *session) armClear(r Reaction) {
 				return
 			}
 		}
-		current := s.st.reaction(r.MessageID)
+		current := rx.st.reaction(r.MessageID)
 		if current == nil || !current.ClearAt.Equal(r.ClearAt) {
 			return
 		}
 		current.State, current.ClearAt = pipeline.ReactionNone, time.Time{}
-		s.queueReaction(pipeline.ReactionChange{Session: s.key, MessageID: r.MessageID, ThreadID: r.ThreadID, State: pipeline.ReactionNone})
+		rx.queueReaction(pipeline.ReactionChange{Session: rx.key, MessageID: r.MessageID, ThreadID: r.ThreadID, State: pipeline.ReactionNone})
 	})
 }
 
@@ -143,34 +168,34 @@ const (
 	reactionRetryFactor = 2
 )
 
-// applyReactions sends reaction changes one at a time, in order. It runs
+// apply sends reaction changes one at a time, in order. It runs
 // only once the main loop has taken every delivered signal, so the changes
 // of one workflow step are coalesced before any is sent. A change leaves
 // the queue only once tried, so continue-as-new carries the one pending.
-func (s *session) applyReactions(ctx workflow.Context) {
+func (rx *reactions) apply(ctx workflow.Context) {
 	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: reactionTimeout,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
 	for {
-		err := workflow.Await(ctx, func() bool { return len(s.st.ReactionChanges) > 0 && s.inbound.Len() == 0 })
+		err := workflow.Await(ctx, func() bool { return len(rx.st.ReactionChanges) > 0 && !rx.inboundWaiting() })
 		if err != nil {
 			return
 		}
-		change := s.st.ReactionChanges[0]
-		s.reactionInFlight = true
-		if r := s.st.reaction(change.MessageID); r != nil {
+		change := rx.st.ReactionChanges[0]
+		rx.inFlight = true
+		if r := rx.st.reaction(change.MessageID); r != nil {
 			r.Shown = true
 		}
 		err = workflow.ExecuteLocalActivity(ctx, pipeline.ActivitySetReaction, change).Get(ctx, nil)
-		s.reactionInFlight = false
-		s.st.ReactionChanges = s.st.ReactionChanges[1:]
+		rx.inFlight = false
+		rx.st.ReactionChanges = rx.st.ReactionChanges[1:]
 		if err != nil {
-			s.reactionFailed(change, err)
+			rx.reactionFailed(change, err)
 			continue
 		}
-		if r := s.st.reaction(change.MessageID); r != nil && r.State == pipeline.ReactionNone && change.State == pipeline.ReactionNone {
-			s.st.dropReaction(change.MessageID)
+		if r := rx.st.reaction(change.MessageID); r != nil && r.State == pipeline.ReactionNone && change.State == pipeline.ReactionNone {
+			rx.st.drop(change.MessageID)
 		}
 	}
 }
@@ -178,33 +203,33 @@ func (s *session) applyReactions(ctx workflow.Context) {
 // reactionFailed logs a change the platform refused and, for a final state
 // that may be retried, queues it again after a backoff unless a newer state
 // replaced it by then.
-func (s *session) reactionFailed(change pipeline.ReactionChange, err error) {
+func (rx *reactions) reactionFailed(change pipeline.ReactionChange, err error) {
 	final := change.State == pipeline.ReactionNone || change.State == pipeline.ReactionDone || change.State == pipeline.ReactionError
 	retryable := errorType(err) != "PlatformRejected"
 	if !final || !retryable || change.Attempt >= reactionRetries {
 		// Reactions are a courtesy: this one is given up, visibly.
-		s.log.Warn("Reaction not applied; giving up on it", "message_id", change.MessageID, "state", change.State, "attempts", change.Attempt+1, "error", err)
-		if r := s.st.reaction(change.MessageID); r != nil && r.State == pipeline.ReactionNone {
-			s.st.dropReaction(change.MessageID)
+		rx.log.Warn("Reaction not applied; giving up on it", "message_id", change.MessageID, "state", change.State, "attempts", change.Attempt+1, "error", err)
+		if r := rx.st.reaction(change.MessageID); r != nil && r.State == pipeline.ReactionNone {
+			rx.st.drop(change.MessageID)
 		}
 		return
 	}
-	s.log.Warn("Reaction not applied; will try again", "message_id", change.MessageID, "state", change.State, "attempt", change.Attempt+1, "error", err)
+	rx.log.Warn("Reaction not applied; will try again", "message_id", change.MessageID, "state", change.State, "attempt", change.Attempt+1, "error", err)
 	delay := reactionRetryBase
 	for range change.Attempt {
 		delay *= reactionRetryFactor
 	}
-	if r := s.st.reaction(change.MessageID); r != nil && r.State == change.State {
-		r.RetryAt, r.Attempts = workflow.Now(s.ctx).Add(delay), change.Attempt+1
-		s.armReactionRetry(*r)
+	if r := rx.st.reaction(change.MessageID); r != nil && r.State == change.State {
+		r.RetryAt, r.Attempts = workflow.Now(rx.ctx).Add(delay), change.Attempt+1
+		rx.armReactionRetry(*r)
 	}
 }
 
 // armReactionRetry queues r's state again at r.RetryAt, unless the message
 // moved to another state by then.
-func (s *session) armReactionRetry(r Reaction) {
-	delay := r.RetryAt.Sub(workflow.Now(s.ctx))
-	workflow.Go(s.ctx, func(ctx workflow.Context) {
+func (rx *reactions) armReactionRetry(r Reaction) {
+	delay := r.RetryAt.Sub(workflow.Now(rx.ctx))
+	workflow.Go(rx.ctx, func(ctx workflow.Context) {
 		if delay > 0 {
 			timer := workflow.NewTimerWithOptions(ctx, delay, workflow.TimerOptions{
 				Summary: fmt.Sprintf("retry reaction %q on %s in %s", r.State, r.MessageID, delay),
@@ -213,41 +238,47 @@ func (s *session) armReactionRetry(r Reaction) {
 				return
 			}
 		}
-		current := s.st.reaction(r.MessageID)
+		current := rx.st.reaction(r.MessageID)
 		if current == nil || !current.RetryAt.Equal(r.RetryAt) {
 			return
 		}
 		current.RetryAt = time.Time{}
-		if current.State == r.State && !s.reactionQueued(r.MessageID) {
-			s.st.ReactionChanges = append(s.st.ReactionChanges, pipeline.ReactionChange{
-				Session: s.key, MessageID: r.MessageID, ThreadID: r.ThreadID, State: r.State, Attempt: r.Attempts,
+		if current.State == r.State && !rx.reactionQueued(r.MessageID) {
+			rx.st.ReactionChanges = append(rx.st.ReactionChanges, pipeline.ReactionChange{
+				Session: rx.key, MessageID: r.MessageID, ThreadID: r.ThreadID, State: r.State, Attempt: r.Attempts,
 			})
 		}
 	})
 }
 
-func (s *State) reaction(messageID string) *Reaction {
-	for i := range s.Reactions {
-		if s.Reactions[i].MessageID == messageID {
-			return &s.Reactions[i]
+// tracked names the message if its reaction is managed here.
+func (rx *reactions) tracked(messageID string) (msgRef, bool) {
+	if r := rx.st.reaction(messageID); r != nil {
+		return msgRef{ID: messageID, Thread: r.ThreadID}, true
+	}
+	return msgRef{}, false
+}
+
+// pending is true while a message shows a state or a change waits.
+func (rx *reactions) pending() bool {
+	return len(rx.st.Reactions) > 0 || len(rx.st.ReactionChanges) > 0
+}
+
+func (st *ReactionsState) reaction(messageID string) *Reaction {
+	for i := range st.Reactions {
+		if st.Reactions[i].MessageID == messageID {
+			return &st.Reactions[i]
 		}
 	}
 	return nil
 }
 
-func (s *State) dropReaction(messageID string) {
-	kept := s.Reactions[:0]
-	for _, r := range s.Reactions {
+func (st *ReactionsState) drop(messageID string) {
+	kept := st.Reactions[:0]
+	for _, r := range st.Reactions {
 		if r.MessageID != messageID {
 			kept = append(kept, r)
 		}
 	}
-	s.Reactions = kept
-}
-
-func (s *State) recordDelivery(d DeliveryRecord) {
-	s.Deliveries = append(s.Deliveries, d)
-	if over := len(s.Deliveries) - deliveryWindow; over > 0 {
-		s.Deliveries = append([]DeliveryRecord(nil), s.Deliveries[over:]...)
-	}
+	st.Reactions = kept
 }

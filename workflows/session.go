@@ -17,29 +17,23 @@ import (
 // debounce flushes, reaction updates and clears run as workflow coroutines
 // that change the State and wake it.
 type session struct {
-	ctx      workflow.Context
-	key      pipeline.SessionKey
-	st       *State
-	settings pipeline.Settings
-	log      log.Logger
-	inbound  workflow.ReceiveChannel
-	retries  workflow.ReceiveChannel
+	runEnv
+	st      *State
+	inbound workflow.ReceiveChannel
+	retries workflow.ReceiveChannel
 	// decisions carries proposal decisions sent as signals.
 	decisions  workflow.ReceiveChannel
 	disengages workflow.ReceiveChannel
 	feedback   workflow.ReceiveChannel
 	// cancelTurn cancels the running turn's model step (interrupt mode).
 	cancelTurn workflow.CancelFunc
-	// reactionInFlight and repliesInFlight count side effects under way,
+	reactions  *reactions
+	// repliesInFlight and feedbackInFlight count side effects under way,
 	// which continue-as-new waits for.
-	reactionInFlight bool
 	repliesInFlight  int
 	feedbackInFlight int
 	gating           int
-	// attrsDirty is set when a search attribute changed; the main loop
-	// publishes all changes of one step in one upsert.
-	attrsDirty bool
-	published  published
+	published        published
 }
 
 // SessionWorkflow serves one conversation until it has been idle for the
@@ -49,10 +43,12 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 		return temporal.NewNonRetryableApplicationError("invalid session key: "+err.Error(), "InvalidSession", err)
 	}
 	s := &session{
-		ctx:        ctx,
-		key:        p.Session,
+		runEnv: runEnv{
+			ctx: ctx,
+			key: p.Session,
+			log: log.With(workflow.GetLogger(ctx), "session", p.Session.WorkflowID()),
+		},
 		st:         p.State,
-		log:        log.With(workflow.GetLogger(ctx), "session", p.Session.WorkflowID()),
 		inbound:    workflow.GetSignalChannel(ctx, SignalInbound),
 		retries:    workflow.GetSignalChannel(ctx, SignalRetry),
 		decisions:  workflow.GetSignalChannel(ctx, SignalProposal),
@@ -63,6 +59,8 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 	if fresh {
 		s.st = &State{Status: StatusIdle}
 	}
+	s.counters = &s.st.Counters
+	s.wire()
 	s.st.Counters.Runs++
 	if err := s.loadSettings(); err != nil {
 		return err
@@ -79,8 +77,18 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 		return err
 	}
 	s.resume()
-	workflow.Go(ctx, s.applyReactions)
+	workflow.Go(ctx, s.reactions.apply)
 	return s.run()
+}
+
+// wire builds the session's parts over its State and connects them: the
+// only place where one part learns how to reach another.
+func (s *session) wire() {
+	s.reactions = &reactions{
+		runEnv:         &s.runEnv,
+		st:             &s.st.ReactionsState,
+		inboundWaiting: func() bool { return s.inbound.Len() > 0 },
+	}
 }
 
 func (s *session) loadSettings() error {
@@ -105,7 +113,7 @@ func (s *session) resume() {
 	if len(s.st.GateBuffer) > 0 {
 		s.armGateFlush(s.st.GateSeq)
 	}
-	s.rearmClears()
+	s.reactions.resume()
 }
 
 // run is the main loop.
@@ -182,7 +190,7 @@ func (s *session) takeInbound() {
 // complete.
 func (s *session) idle() bool {
 	return s.atQuietPoint() && len(s.st.Queue) == 0 && len(s.st.Buffers) == 0 && len(s.st.GateBuffer) == 0 &&
-		len(s.st.Reactions) == 0 && len(s.st.ReactionChanges) == 0 && s.inbound.Len() == 0 && s.retries.Len() == 0 && s.decisions.Len() == 0 && s.feedback.Len() == 0
+		!s.reactions.pending() && s.inbound.Len() == 0 && s.retries.Len() == 0 && s.decisions.Len() == 0 && s.feedback.Len() == 0
 }
 
 // retry resumes a parked delivery; with nothing parked it changes nothing.
@@ -200,7 +208,7 @@ func (s *session) retry(r RetryRequest) {
 // moment to continue as new. Buffers, the queue and scheduled clears are
 // carried in State and re-armed by the next run.
 func (s *session) atQuietPoint() bool {
-	return s.st.Active == nil && !s.reactionInFlight && s.repliesInFlight == 0 && s.feedbackInFlight == 0 && len(s.st.Replies) == 0 && s.gating == 0
+	return s.st.Active == nil && !s.reactions.inFlight && s.repliesInFlight == 0 && s.feedbackInFlight == 0 && len(s.st.Replies) == 0 && s.gating == 0
 }
 
 // waitWhileIdle waits for work, or for the idle TTL to pass. The timer is

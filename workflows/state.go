@@ -61,11 +61,7 @@ type State struct {
 	Cooldowns []Cooldown `json:"cooldowns,omitempty"`
 	// QueueOverride is the session's /queue setting, over the defaults.
 	QueueOverride *pipeline.QueuePatch `json:"queue_override,omitempty"`
-	// Reactions is the reaction state of user messages not yet cleared.
-	Reactions []Reaction `json:"reactions"`
-	// ReactionChanges are reaction updates not yet applied, at most one
-	// per message (a newer state replaces one not yet sent).
-	ReactionChanges []pipeline.ReactionChange `json:"reaction_changes"`
+	ReactionsState
 	// Proposals are the tool calls waiting for (or recently given) a
 	// person's decision.
 	Proposals   []Proposal `json:"proposals,omitempty"`
@@ -241,4 +237,11 @@ type Counters struct {
 type RetryRequest struct {
 	By     string `json:"by,omitempty"`
 	Reason string `json:"reason,omitempty"`
+}
+
+func (s *State) recordDelivery(d DeliveryRecord) {
+	s.Deliveries = append(s.Deliveries, d)
+	if over := len(s.Deliveries) - deliveryWindow; over > 0 {
+		s.Deliveries = append([]DeliveryRecord(nil), s.Deliveries[over:]...)
+	}
 }

@@ -25,14 +25,14 @@ func (s *session) runTools(ctx workflow.Context, a *ActiveTurn, calls []pipeline
 	}
 	if len(ids) > 0 {
 		a.Phase = PhaseWaiting
-		s.react(refs, pipeline.ReactionWaitingUser)
-		s.attrsDirty = true
+		s.reactions.react(refs, pipeline.ReactionWaitingUser)
+		s.touch()
 		if err := s.waitForDecisions(ctx, a, ids); err != nil {
 			s.log.Warn("Waiting for decisions ended", "error", err)
 		}
 		a.Phase = PhaseModel
-		s.react(refs, pipeline.ReactionThinking)
-		s.attrsDirty = true
+		s.reactions.react(refs, pipeline.ReactionThinking)
+		s.touch()
 	}
 	results := make([]pipeline.ToolResult, 0, len(calls))
 	for _, call := range calls {

@@ -36,8 +36,8 @@ func (s *session) startTurn() {
 	if o := s.st.Overflow; o != nil {
 		text = pipeline.RenderOverflow(o.Dropped, o.Summaries) + "\n\n" + text
 		for _, id := range o.MessageIDs {
-			if r := s.st.reaction(id); r != nil {
-				refs = append(refs, msgRef{ID: id, Thread: r.ThreadID})
+			if ref, ok := s.reactions.tracked(id); ok {
+				refs = append(refs, ref)
 			}
 		}
 		s.st.Overflow = nil
@@ -57,8 +57,8 @@ func (s *session) startTurn() {
 		rec.MessageIDs = append(rec.MessageIDs, r.ID)
 	}
 	s.st.Active, s.st.LastTurn = a, rec
-	s.attrsDirty = true
-	s.react(refs, pipeline.ReactionThinking)
+	s.touch()
+	s.reactions.react(refs, pipeline.ReactionThinking)
 	workflow.Go(s.ctx, func(ctx workflow.Context) { s.runTurn(ctx, a, rec, text, refs) })
 }
 
@@ -90,7 +90,7 @@ func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, 
 		s.requeueSteered(a)
 		s.st.Active, s.cancelTurn = nil, nil
 		rec.FinishedAt = workflow.Now(ctx)
-		s.attrsDirty = true
+		s.touch()
 	}()
 	anchor := a.Messages[len(a.Messages)-1]
 	thinkingOn := idsOf(refs)
@@ -129,7 +129,7 @@ func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, 
 				}
 				// A cancelled step may still show ✍️ until it sees the
 				// cancellation at its next heartbeat: clear after that.
-				s.clearLater(refs, s.settings.TurnHeartbeatTimeout.D())
+				s.reactions.clearLater(refs, s.settings.TurnHeartbeatTimeout.D())
 				return
 			}
 			s.failTurn(rec, refs, "agent turn failed", err)
@@ -156,7 +156,7 @@ func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, 
 			if a.Interrupted {
 				rec.Outcome = "interrupted"
 			}
-			s.clearLater(refs, s.settings.TurnHeartbeatTimeout.D())
+			s.reactions.clearLater(refs, s.settings.TurnHeartbeatTimeout.D())
 			return
 		}
 		rounds = append(rounds, round)
@@ -171,7 +171,7 @@ func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, 
 			a.Messages = append(a.Messages, injected...)
 			refs = append(refs, refsOf(injected...)...)
 			thinkingOn = idsOf(refsOf(injected...))
-			s.react(refsOf(injected...), pipeline.ReactionThinking)
+			s.reactions.react(refsOf(injected...), pipeline.ReactionThinking)
 		}
 	}
 	s.deliverReply(ctx, a, rec, result.Reply, anchor, refs)
@@ -185,11 +185,11 @@ func (s *session) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRec
 	}
 	rec.Chunks = len(chunks)
 	a.Phase = PhaseDelivering
-	s.attrsDirty = true
+	s.touch()
 	for i := 0; i < len(chunks); {
 		if a.Aborted {
 			rec.Outcome = "aborted"
-			s.react(refs, pipeline.ReactionNone)
+			s.reactions.react(refs, pipeline.ReactionNone)
 			return
 		}
 		d := pipeline.Delivery{
@@ -220,7 +220,7 @@ func (s *session) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRec
 	} else {
 		s.grantSticky(a.Messages, anchor.ThreadID)
 	}
-	s.react(refs, pipeline.ReactionDone)
+	s.reactions.react(refs, pipeline.ReactionDone)
 }
 
 // park holds a turn whose chunk could not be delivered within the deadline:
@@ -230,14 +230,14 @@ func (s *session) park(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, ref
 	s.failTurn(rec, refs, fmt.Sprintf("delivery of chunk %d/%d failed", chunk+1, rec.Chunks), err)
 	rec.Outcome = "delivery_failed"
 	a.Phase = PhaseParked
-	s.attrsDirty = true
+	s.touch()
 	s.log.Error("Delivery parked: fix the cause, then `replyflow retry` this session", "turn_id", a.TurnID, "chunk", chunk+1)
 	if werr := workflow.Await(ctx, func() bool { return a.RetryRequested || a.Aborted }); werr != nil {
 		return false
 	}
 	a.RetryRequested, a.Phase = false, PhaseDelivering
 	rec.Outcome = "running"
-	s.attrsDirty = true
+	s.touch()
 	return true
 }
 
@@ -310,7 +310,7 @@ func (s *session) failTurn(rec *TurnRecord, refs []msgRef, what string, err erro
 		rec.Error += " (" + t + ")"
 	}
 	s.log.Error("Turn failed", "turn_id", rec.TurnID, "what", what, "error", err)
-	s.react(refs, pipeline.ReactionError)
+	s.reactions.react(refs, pipeline.ReactionError)
 }
 
 func turnMessages(msgs []pipeline.Inbound) []pipeline.TurnMessage {

@@ -45,7 +45,7 @@ func (s *session) currentStatus() Status {
 func (s *session) updateStatus() {
 	if st := s.currentStatus(); st != s.st.Status {
 		s.st.Status = st
-		s.attrsDirty = true
+		s.touch()
 	}
 }
 

@@ -1,0 +1,27 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// runEnv is what every part of a session shares: the run's context and
+// key, its settings, its logger, the running totals, and the mark that
+// something visible changed. Parts read the settings (only a claim, which
+// adds an owner, changes them), add to the counters, and call touch; only
+// the main loop clears the mark, when it publishes.
+type runEnv struct {
+	ctx      workflow.Context
+	key      pipeline.SessionKey
+	settings pipeline.Settings
+	log      log.Logger
+	counters *Counters
+	// attrsDirty is set when a search attribute changed; the main loop
+	// publishes all changes of one step in one upsert.
+	attrsDirty bool
+}
+
+// touch marks the search attributes and details as changed.
+func (e *runEnv) touch() { e.attrsDirty = true }
