@@ -26,7 +26,7 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 	case p.Command == pipeline.CommandDecide:
 		d := *p.Decision
 		d.By = in.Channel + ":" + in.SenderID
-		if out, err := s.decide(d); err != nil {
+		if out, err := s.proposals.decide(d); err != nil {
 			text = "⚠️ " + err.Error()
 		} else {
 			text = out
@@ -102,7 +102,7 @@ func (s *session) pressButton(in pipeline.Inbound) {
 		s.log.Warn("Unknown button action ignored", "action", in.Action)
 		return
 	}
-	_, err := s.decide(pipeline.Decision{ID: id, Decision: decision, By: in.Channel + ":" + in.SenderID})
+	_, err := s.proposals.decide(pipeline.Decision{ID: id, Decision: decision, By: in.Channel + ":" + in.SenderID})
 	if err != nil {
 		s.st.Notices++
 		r := DirectReply{MessageID: nonEmpty(in.ReplyTo, in.MessageID), ThreadID: in.ThreadID, Text: "⚠️ " + err.Error(), Key: fmt.Sprintf("notice-%d", s.st.Notices)}

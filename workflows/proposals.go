@@ -25,6 +25,26 @@ const (
 // repeated decisions.
 const keptProposals = 50
 
+// proposals is the part that holds tool calls for a person's decision: it
+// owns ProposalsState, takes decisions (the "decide" update, the
+// "proposal" signal, buttons and /approve), posts and closes the proposal
+// messages and expires what nobody decided. A turn reaches it through
+// propose, waitForDecisions and close; it touches no other state.
+type proposals struct {
+	*runEnv
+	st *ProposalsState
+	// decisions carries proposal decisions sent as signals.
+	decisions workflow.ReceiveChannel
+}
+
+// ProposalsState is the durable state of the proposals part.
+type ProposalsState struct {
+	// Proposals are the tool calls waiting for (or recently given) a
+	// person's decision.
+	Proposals   []Proposal `json:"proposals,omitempty"`
+	ProposalSeq int        `json:"proposal_seq,omitempty"`
+}
+
 // Proposal is a tool call that waits for a person's decision.
 type Proposal struct {
 	ID        string            `json:"id"`
@@ -52,18 +72,18 @@ func (p Proposal) view() pipeline.ProposalView {
 	return v
 }
 
-func (s *session) proposal(id string) *Proposal {
-	for i := range s.st.Proposals {
-		if s.st.Proposals[i].ID == id {
-			return &s.st.Proposals[i]
+func (pr *proposals) get(id string) *Proposal {
+	for i := range pr.st.Proposals {
+		if pr.st.Proposals[i].ID == id {
+			return &pr.st.Proposals[i]
 		}
 	}
 	return nil
 }
 
-func (s *session) pendingProposals() int {
+func (pr *proposals) pending() int {
 	n := 0
-	for _, p := range s.st.Proposals {
+	for _, p := range pr.st.Proposals {
 		if p.Status == ProposalPending {
 			n++
 		}
@@ -71,13 +91,13 @@ func (s *session) pendingProposals() int {
 	return n
 }
 
-// registerDecisions installs the "decide" update, whose validator answers
-// a refusal at once, before anything reaches history.
-func (s *session) registerDecisions() error {
-	return workflow.SetUpdateHandlerWithOptions(s.ctx, UpdateDecide,
-		func(_ workflow.Context, d pipeline.Decision) (string, error) { return s.decide(d) },
+// register installs the "decide" update, whose validator answers a
+// refusal at once, before anything reaches history.
+func (pr *proposals) register() error {
+	return workflow.SetUpdateHandlerWithOptions(pr.ctx, UpdateDecide,
+		func(_ workflow.Context, d pipeline.Decision) (string, error) { return pr.decide(d) },
 		workflow.UpdateHandlerOptions{Validator: func(d pipeline.Decision) error {
-			_, err := s.checkDecision(d)
+			_, err := pr.checkDecision(d)
 			return err
 		}})
 }
@@ -85,17 +105,17 @@ func (s *session) registerDecisions() error {
 // checkDecision refuses a decision that is malformed, about an unknown
 // proposal, by someone not allowed, or contrary to one already made. It
 // returns true when the same decision was already made: a double click.
-func (s *session) checkDecision(d pipeline.Decision) (repeat bool, err error) {
+func (pr *proposals) checkDecision(d pipeline.Decision) (repeat bool, err error) {
 	if err := d.Validate(); err != nil {
 		return false, err
 	}
-	p := s.proposal(d.ID)
+	p := pr.get(d.ID)
 	if p == nil {
-		return false, fmt.Errorf("unknown proposal %q in %s", d.ID, s.key.WorkflowID())
+		return false, fmt.Errorf("unknown proposal %q in %s", d.ID, pr.key.WorkflowID())
 	}
-	if !s.mayDecide(d.By, *p) {
+	if !pr.mayDecide(d.By, *p) {
 		return false, fmt.Errorf("%s is not allowed to decide proposal %s: only owners%s may", d.By, d.ID,
-			map[bool]string{true: " and its requester", false: ""}[s.settings.RequesterMayDecide])
+			map[bool]string{true: " and its requester", false: ""}[pr.settings.RequesterMayDecide])
 	}
 	if p.Status != ProposalPending {
 		if p.Status == outcomeOf(d.Decision) && p.DecidedBy == d.By {
@@ -109,24 +129,24 @@ func (s *session) checkDecision(d pipeline.Decision) (repeat bool, err error) {
 // mayDecide: owners (and "*"), operators (anyone with Temporal access, who
 // decides through the CLI or the UI as "operator:<name>"), and the
 // requester when the configuration allows it.
-func (s *session) mayDecide(by string, p Proposal) bool {
-	if strings.HasPrefix(by, "operator:") || slices.Contains(s.settings.Owners, "*") || slices.Contains(s.settings.Owners, by) {
+func (pr *proposals) mayDecide(by string, p Proposal) bool {
+	if strings.HasPrefix(by, "operator:") || slices.Contains(pr.settings.Owners, "*") || slices.Contains(pr.settings.Owners, by) {
 		return true
 	}
-	return s.settings.RequesterMayDecide && by == p.Requester
+	return pr.settings.RequesterMayDecide && by == p.Requester
 }
 
 // decide applies a decision after checking it; a repeat is one decision.
-func (s *session) decide(d pipeline.Decision) (string, error) {
-	repeat, err := s.checkDecision(d)
+func (pr *proposals) decide(d pipeline.Decision) (string, error) {
+	repeat, err := pr.checkDecision(d)
 	if err != nil {
 		return "", err
 	}
-	p := s.proposal(d.ID)
+	p := pr.get(d.ID)
 	if !repeat {
 		p.Status, p.DecidedBy, p.Reason = outcomeOf(d.Decision), d.By, d.Reason
-		s.touch()
-		s.log.Info("Proposal decided", "proposal", p.ID, "decision", p.Status, "by", d.By)
+		pr.touch()
+		pr.log.Info("Proposal decided", "proposal", p.ID, "decision", p.Status, "by", d.By)
 	}
 	return fmt.Sprintf("Proposal %s %s by %s.", p.ID, p.Status, p.DecidedBy), nil
 }
@@ -145,58 +165,58 @@ func nonEmpty(s, otherwise string) string {
 	return s
 }
 
-// takeDecisionSignals applies decisions sent as the "proposal" signal;
-// a refused one is logged, since a signal has no one to answer.
-func (s *session) takeDecisionSignals() {
+// takeSignals applies decisions sent as the "proposal" signal; a refused
+// one is logged, since a signal has no one to answer.
+func (pr *proposals) takeSignals() {
 	for {
 		var d pipeline.Decision
-		if !s.decisions.ReceiveAsync(&d) {
+		if !pr.decisions.ReceiveAsync(&d) {
 			return
 		}
-		if _, err := s.decide(d); err != nil {
-			s.log.Warn("Proposal decision refused", "proposal", d.ID, "by", d.By, "error", err)
+		if _, err := pr.decide(d); err != nil {
+			pr.log.Warn("Proposal decision refused", "proposal", d.ID, "by", d.By, "error", err)
 		}
 	}
 }
 
 // propose posts a proposal message with Approve and Reject buttons for a
 // call that needs approval, and records the proposal.
-func (s *session) propose(ctx workflow.Context, a *ActiveTurn, call pipeline.ToolCall, origin pipeline.Inbound) string {
-	s.st.ProposalSeq++
+func (pr *proposals) propose(ctx workflow.Context, turnID string, call pipeline.ToolCall, origin pipeline.Inbound) string {
+	pr.st.ProposalSeq++
 	now := workflow.Now(ctx)
-	ttl := s.settings.ProposalTTL.D()
+	ttl := pr.settings.ProposalTTL.D()
 	if ttl <= 0 {
 		ttl = 24 * time.Hour
 	}
 	p := Proposal{
-		ID: fmt.Sprintf("p%d", s.st.ProposalSeq), Call: call, Summary: pipeline.SummarizeArgs(call.Arguments),
+		ID: fmt.Sprintf("p%d", pr.st.ProposalSeq), Call: call, Summary: pipeline.SummarizeArgs(call.Arguments),
 		Requester: origin.Channel + ":" + origin.SenderID, Origin: origin.MessageID, ThreadID: origin.ThreadID,
-		TurnID: a.TurnID, CreatedAt: now, ExpiresAt: now.Add(ttl), Status: ProposalPending,
+		TurnID: turnID, CreatedAt: now, ExpiresAt: now.Add(ttl), Status: ProposalPending,
 	}
-	s.st.Proposals = append(s.st.Proposals, p)
-	s.touch()
+	pr.st.Proposals = append(pr.st.Proposals, p)
+	pr.touch()
 	text, buttons := pipeline.RenderProposal(p.view())
-	id, err := s.deliver(ctx, pipeline.Delivery{
-		Session: s.key, IdempotencyKey: s.key.WorkflowID() + "/proposal/" + a.TurnID + "/" + p.ID,
+	id, err := pr.deliver(ctx, pipeline.Delivery{
+		Session: pr.key, IdempotencyKey: pr.key.WorkflowID() + "/proposal/" + turnID + "/" + p.ID,
 		ThreadID: origin.ThreadID, ReplyTo: origin.MessageID, Text: text, Buttons: buttons, Total: 1,
 	})
 	if err != nil {
 		// Nobody can see it, so nobody can decide it: it is rejected.
-		s.log.Error("Proposal message not delivered; the proposal is rejected", "proposal", p.ID, "error", err)
-		_, _ = s.decide(pipeline.Decision{ID: p.ID, Decision: pipeline.DecisionReject, By: "operator:replyflow", Reason: "the proposal could not be posted"})
+		pr.log.Error("Proposal message not delivered; the proposal is rejected", "proposal", p.ID, "error", err)
+		_, _ = pr.decide(pipeline.Decision{ID: p.ID, Decision: pipeline.DecisionReject, By: "operator:replyflow", Reason: "the proposal could not be posted"})
 		return p.ID
 	}
-	s.proposal(p.ID).MessageID = id
+	pr.get(p.ID).MessageID = id
 	return p.ID
 }
 
 // waitForDecisions waits until every proposal of ids is decided, expiring
 // those whose time runs out (a durable timer), or the turn is aborted.
-func (s *session) waitForDecisions(ctx workflow.Context, a *ActiveTurn, ids []string) error {
+func (pr *proposals) waitForDecisions(ctx workflow.Context, ids []string, aborted func() bool) error {
 	undecided := func() []*Proposal {
 		var out []*Proposal
 		for _, id := range ids {
-			if p := s.proposal(id); p != nil && p.Status == ProposalPending {
+			if p := pr.get(id); p != nil && p.Status == ProposalPending {
 				out = append(out, p)
 			}
 		}
@@ -207,7 +227,7 @@ func (s *session) waitForDecisions(ctx workflow.Context, a *ActiveTurn, ids []st
 		if len(pending) == 0 {
 			return nil
 		}
-		if a.Aborted {
+		if aborted() {
 			for _, p := range pending {
 				p.Status, p.DecidedBy, p.Reason = ProposalRejected, "operator:replyflow", "the turn was aborted"
 			}
@@ -223,7 +243,7 @@ func (s *session) waitForDecisions(ctx workflow.Context, a *ActiveTurn, ids []st
 			_, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
 				Timeout:      wait,
 				TimerOptions: workflow.TimerOptions{Summary: "proposal " + first.ID + " expires in " + wait.Round(time.Second).String()},
-			}, func() bool { return a.Aborted || len(undecided()) < len(pending) })
+			}, func() bool { return aborted() || len(undecided()) < len(pending) })
 			if err != nil {
 				for _, p := range undecided() {
 					p.Status, p.DecidedBy, p.Reason = ProposalRejected, "operator:replyflow", "the turn was cancelled"
@@ -235,32 +255,32 @@ func (s *session) waitForDecisions(ctx workflow.Context, a *ActiveTurn, ids []st
 		for _, p := range undecided() {
 			if !now.Before(p.ExpiresAt) {
 				p.Status, p.Reason = ProposalExpired, "expired"
-				s.touch()
-				s.log.Info("Proposal expired", "proposal", p.ID)
+				pr.touch()
+				pr.log.Info("Proposal expired", "proposal", p.ID)
 			}
 		}
 	}
 }
 
-// closeProposal edits the proposal message to show the outcome and who
+// close edits the proposal message to show the outcome and who
 // decided, without buttons, and returns what the model is told.
-func (s *session) closeProposal(ctx workflow.Context, id string) pipeline.ToolResult {
-	p := s.proposal(id)
+func (pr *proposals) close(ctx workflow.Context, id string) pipeline.ToolResult {
+	p := pr.get(id)
 	if p.MessageID != "" {
 		text, buttons := pipeline.RenderProposal(p.view())
 		// Shown even when the turn was aborted: its buttons must go.
 		dctx, _ := workflow.NewDisconnectedContext(ctx)
 		ectx := workflow.WithActivityOptions(dctx, workflow.ActivityOptions{
-			StartToCloseTimeout: s.settings.DeliveryTimeout.D(),
+			StartToCloseTimeout: pr.settings.DeliveryTimeout.D(),
 			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5},
 			Summary:             "show the outcome of proposal " + p.ID,
 		})
-		edit := pipeline.Edit{Session: s.key, PlatformMessageID: p.MessageID, Text: text, Buttons: buttons}
+		edit := pipeline.Edit{Session: pr.key, PlatformMessageID: p.MessageID, Text: text, Buttons: buttons}
 		if err := workflow.ExecuteActivity(ectx, pipeline.ActivityEdit, edit).Get(ectx, nil); err != nil && !errors.Is(err, workflow.ErrCanceled) {
-			s.log.Warn("Proposal message not updated", "proposal", p.ID, "error", err)
+			pr.log.Warn("Proposal message not updated", "proposal", p.ID, "error", err)
 		}
 	}
-	s.pruneProposals()
+	pr.prune()
 	switch p.Status {
 	case ProposalRejected:
 		reason := ""
@@ -274,11 +294,11 @@ func (s *session) closeProposal(ctx workflow.Context, id string) pipeline.ToolRe
 	return pipeline.ToolResult{}
 }
 
-func (s *session) pruneProposals() {
-	decided := len(s.st.Proposals) - s.pendingProposals()
-	for i := 0; i < len(s.st.Proposals) && decided > keptProposals; {
-		if s.st.Proposals[i].Status != ProposalPending {
-			s.st.Proposals = append(s.st.Proposals[:i], s.st.Proposals[i+1:]...)
+func (pr *proposals) prune() {
+	decided := len(pr.st.Proposals) - pr.pending()
+	for i := 0; i < len(pr.st.Proposals) && decided > keptProposals; {
+		if pr.st.Proposals[i].Status != ProposalPending {
+			pr.st.Proposals = append(pr.st.Proposals[:i], pr.st.Proposals[i+1:]...)
 			decided--
 			continue
 		}

@@ -18,16 +18,15 @@ import (
 // that change the State and wake it.
 type session struct {
 	runEnv
-	st      *State
-	inbound workflow.ReceiveChannel
-	retries workflow.ReceiveChannel
-	// decisions carries proposal decisions sent as signals.
-	decisions  workflow.ReceiveChannel
+	st         *State
+	inbound    workflow.ReceiveChannel
+	retries    workflow.ReceiveChannel
 	disengages workflow.ReceiveChannel
 	feedback   workflow.ReceiveChannel
 	// cancelTurn cancels the running turn's model step (interrupt mode).
 	cancelTurn workflow.CancelFunc
 	reactions  *reactions
+	proposals  *proposals
 	// repliesInFlight and feedbackInFlight count side effects under way,
 	// which continue-as-new waits for.
 	repliesInFlight  int
@@ -51,7 +50,6 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 		st:         p.State,
 		inbound:    workflow.GetSignalChannel(ctx, SignalInbound),
 		retries:    workflow.GetSignalChannel(ctx, SignalRetry),
-		decisions:  workflow.GetSignalChannel(ctx, SignalProposal),
 		disengages: workflow.GetSignalChannel(ctx, SignalDisengage),
 		feedback:   workflow.GetSignalChannel(ctx, SignalFeedback),
 	}
@@ -73,7 +71,7 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 	if err := workflow.SetQueryHandler(ctx, QueryState, s.snapshot); err != nil {
 		return err
 	}
-	if err := s.registerDecisions(); err != nil {
+	if err := s.proposals.register(); err != nil {
 		return err
 	}
 	s.resume()
@@ -88,6 +86,11 @@ func (s *session) wire() {
 		runEnv:         &s.runEnv,
 		st:             &s.st.ReactionsState,
 		inboundWaiting: func() bool { return s.inbound.Len() > 0 },
+	}
+	s.proposals = &proposals{
+		runEnv:    &s.runEnv,
+		st:        &s.st.ProposalsState,
+		decisions: workflow.GetSignalChannel(s.ctx, SignalProposal),
 	}
 }
 
@@ -147,7 +150,7 @@ func (s *session) run() error {
 			continue
 		}
 		err := workflow.Await(s.ctx, func() bool {
-			return s.inbound.Len() > 0 || s.retries.Len() > 0 || s.decisions.Len() > 0 || s.disengages.Len() > 0 || s.feedback.Len() > 0 || s.attrsDirty || s.idle() ||
+			return s.inbound.Len() > 0 || s.retries.Len() > 0 || s.proposals.decisions.Len() > 0 || s.disengages.Len() > 0 || s.feedback.Len() > 0 || s.attrsDirty || s.idle() ||
 				(s.st.Active == nil && len(s.st.Queue) > 0) ||
 				(s.shouldContinueAsNew() && s.atQuietPoint())
 		})
@@ -159,7 +162,7 @@ func (s *session) run() error {
 
 // takeInbound accepts every signal delivered so far.
 func (s *session) takeInbound() {
-	s.takeDecisionSignals()
+	s.proposals.takeSignals()
 	for s.disengages.ReceiveAsync(nil) {
 		s.disengage()
 	}
@@ -190,7 +193,7 @@ func (s *session) takeInbound() {
 // complete.
 func (s *session) idle() bool {
 	return s.atQuietPoint() && len(s.st.Queue) == 0 && len(s.st.Buffers) == 0 && len(s.st.GateBuffer) == 0 &&
-		!s.reactions.pending() && s.inbound.Len() == 0 && s.retries.Len() == 0 && s.decisions.Len() == 0 && s.feedback.Len() == 0
+		!s.reactions.pending() && s.inbound.Len() == 0 && s.retries.Len() == 0 && s.proposals.decisions.Len() == 0 && s.feedback.Len() == 0
 }
 
 // retry resumes a parked delivery; with nothing parked it changes nothing.

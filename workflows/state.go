@@ -62,10 +62,7 @@ type State struct {
 	// QueueOverride is the session's /queue setting, over the defaults.
 	QueueOverride *pipeline.QueuePatch `json:"queue_override,omitempty"`
 	ReactionsState
-	// Proposals are the tool calls waiting for (or recently given) a
-	// person's decision.
-	Proposals   []Proposal `json:"proposals,omitempty"`
-	ProposalSeq int        `json:"proposal_seq,omitempty"`
+	ProposalsState
 	// Replies are direct answers (commands) not yet delivered.
 	Replies       []DirectReply    `json:"replies"`
 	TurnSeq       int              `json:"turn_seq"`

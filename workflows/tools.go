@@ -18,7 +18,7 @@ func (s *session) runTools(ctx workflow.Context, a *ActiveTurn, calls []pipeline
 	var ids []string
 	for _, call := range calls {
 		if call.RequiresApproval {
-			id := s.propose(ctx, a, call, origin)
+			id := s.proposals.propose(ctx, a.TurnID, call, origin)
 			proposals[call.ID] = id
 			ids = append(ids, id)
 		}
@@ -27,7 +27,7 @@ func (s *session) runTools(ctx workflow.Context, a *ActiveTurn, calls []pipeline
 		a.Phase = PhaseWaiting
 		s.reactions.react(refs, pipeline.ReactionWaitingUser)
 		s.touch()
-		if err := s.waitForDecisions(ctx, a, ids); err != nil {
+		if err := s.proposals.waitForDecisions(ctx, ids, func() bool { return a.Aborted }); err != nil {
 			s.log.Warn("Waiting for decisions ended", "error", err)
 		}
 		a.Phase = PhaseModel
@@ -37,7 +37,7 @@ func (s *session) runTools(ctx workflow.Context, a *ActiveTurn, calls []pipeline
 	results := make([]pipeline.ToolResult, 0, len(calls))
 	for _, call := range calls {
 		if id, ok := proposals[call.ID]; ok {
-			if res := s.closeProposal(ctx, id); res.IsError {
+			if res := s.proposals.close(ctx, id); res.IsError {
 				results = append(results, res)
 				continue
 			}

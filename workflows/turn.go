@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/replyflow/replyflow/pipeline"
@@ -280,26 +279,6 @@ func (s *session) sendNotice(anchor pipeline.Inbound, text string) {
 	r := DirectReply{MessageID: anchor.MessageID, ThreadID: anchor.ThreadID, Text: text, Key: fmt.Sprintf("notice-%d", s.st.Notices)}
 	s.st.Replies = append(s.st.Replies, r)
 	s.sendReply(r)
-}
-
-func (s *session) deliver(ctx workflow.Context, d pipeline.Delivery) (string, error) {
-	deadline := s.settings.DeliveryDeadline.D()
-	if deadline <= 0 {
-		deadline = defaultDeliveryDeadline
-	}
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:    s.settings.DeliveryTimeout.D(),
-		ScheduleToCloseTimeout: deadline,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    time.Minute,
-		},
-		Summary: fmt.Sprintf("deliver %d/%d to %s", d.Index+1, d.Total, s.key.Channel),
-	})
-	var out pipeline.Delivered
-	err := workflow.ExecuteActivity(ctx, pipeline.ActivityDeliver, d).Get(ctx, &out)
-	return out.PlatformMessageID, err
 }
 
 // failTurn marks the batch ❌ and records why, so the state query and the

@@ -61,7 +61,7 @@ func (s *session) publish() {
 	if first {
 		updates = append(updates, AttrChannel.ValueSet(s.key.Channel), AttrChat.ValueSet(s.key.Chat))
 	}
-	if pending := s.pendingProposals(); first || pending != s.published.proposals {
+	if pending := s.proposals.pending(); first || pending != s.published.proposals {
 		updates = append(updates, AttrPendingProposals.ValueSet(int64(pending)))
 	}
 	if s.published.status != s.st.Status {
@@ -73,7 +73,7 @@ func (s *session) publish() {
 	if !s.st.LastInboundAt.IsZero() && !s.st.LastInboundAt.Equal(s.published.last) {
 		updates = append(updates, AttrLastInboundAt.ValueSet(s.st.LastInboundAt))
 	}
-	s.published = published{status: s.st.Status, depth: len(s.st.Queue), proposals: s.pendingProposals(), last: s.st.LastInboundAt}
+	s.published = published{status: s.st.Status, depth: len(s.st.Queue), proposals: s.proposals.pending(), last: s.st.LastInboundAt}
 	if len(updates) > 0 {
 		if err := workflow.UpsertTypedSearchAttributes(s.ctx, updates...); err != nil {
 			s.log.Warn("Search attributes not updated; is the namespace missing replyflow's attributes? See deploy/README.md", "error", err)
