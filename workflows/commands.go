@@ -1,10 +1,7 @@
 package workflows
 
 import (
-	"fmt"
 	"strings"
-
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/replyflow/replyflow/pipeline"
 )
@@ -21,7 +18,7 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 		s.abort()
 		text = pipeline.AbortedReply
 	case p.Command == pipeline.CommandClaim:
-		s.claim(in, p.Code)
+		s.replies.claim(in, p.Code)
 		return
 	case p.Command == pipeline.CommandDecide:
 		d := *p.Decision
@@ -63,35 +60,9 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 		text = "Queue settings: " + s.queueSettings().Describe() + ". Change them with /queue <mode> [debounce:2s] [cap:25] [drop:old|new|summarize]."
 	}
 	if p.Command == pipeline.CommandModel || p.Command == pipeline.CommandQueue || p.Command == pipeline.CommandActivation {
-		s.saveSession()
+		s.replies.save(pipeline.SessionSettings{ModelOverride: s.st.ModelOverride, Queue: s.st.QueueOverride, Activation: s.st.ActivationOverride})
 	}
-	r := DirectReply{MessageID: in.MessageID, ThreadID: in.ThreadID, Text: text}
-	s.st.Replies = append(s.st.Replies, r)
-	s.sendReply(r)
-}
-
-// claim spends a claim code in a coroutine (a local activity against the
-// store) and tells the sender how it went.
-func (s *session) claim(in pipeline.Inbound, code string) {
-	who := in.Channel + ":" + in.SenderID
-	s.log.Info("Inbound decision", "message_id", in.MessageID, "decision", pipeline.DecisionClaim)
-	s.repliesInFlight++
-	workflow.Go(s.ctx, func(ctx workflow.Context) {
-		defer func() { s.repliesInFlight-- }()
-		ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: localActivityTimeout, Summary: "claim"})
-		var ok bool
-		text := "That claim code is not valid, or was already used."
-		if err := workflow.ExecuteLocalActivity(ctx, pipeline.ActivityClaim, pipeline.ClaimRequest{Code: code, Who: who}).Get(ctx, &ok); err != nil {
-			s.log.Error("Claim not checked", "error", err)
-			text = "The claim could not be checked right now; send the code again."
-		} else if ok {
-			s.settings.Owners = append(s.settings.Owners, who)
-			text = "You (" + who + ") are now an owner of this agent."
-		}
-		r := DirectReply{MessageID: in.MessageID, ThreadID: in.ThreadID, Text: text}
-		s.st.Replies = append(s.st.Replies, r)
-		s.sendReply(r)
-	})
+	s.replies.answer(in.MessageID, in.ThreadID, text)
 }
 
 // pressButton applies a button press; a refusal is told to the presser
@@ -104,28 +75,8 @@ func (s *session) pressButton(in pipeline.Inbound) {
 	}
 	_, err := s.proposals.decide(pipeline.Decision{ID: id, Decision: decision, By: in.Channel + ":" + in.SenderID})
 	if err != nil {
-		s.st.Notices++
-		r := DirectReply{MessageID: nonEmpty(in.ReplyTo, in.MessageID), ThreadID: in.ThreadID, Text: "⚠️ " + err.Error(), Key: fmt.Sprintf("notice-%d", s.st.Notices)}
-		s.st.Replies = append(s.st.Replies, r)
-		s.sendReply(r)
+		s.replies.notice(nonEmpty(in.ReplyTo, in.MessageID), in.ThreadID, "⚠️ "+err.Error())
 	}
-}
-
-// saveSession stores the chat's settings in its session entry, so they
-// outlive this workflow run.
-func (s *session) saveSession() {
-	settings := pipeline.SessionSettings{ModelOverride: s.st.ModelOverride, Queue: s.st.QueueOverride, Activation: s.st.ActivationOverride}
-	s.repliesInFlight++
-	workflow.Go(s.ctx, func(ctx workflow.Context) {
-		defer func() { s.repliesInFlight-- }()
-		ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-			StartToCloseTimeout: localActivityTimeout,
-			Summary:             "save session settings",
-		})
-		if err := workflow.ExecuteLocalActivity(ctx, pipeline.ActivitySaveSession, s.key, settings).Get(ctx, nil); err != nil {
-			s.log.Warn("Session settings not saved; they hold until the session completes", "error", err)
-		}
-	})
 }
 
 // abort stops the running turn (its model step is cancelled, no further
@@ -187,45 +138,4 @@ func (s *session) statusInfo() pipeline.StatusInfo {
 		}
 	}
 	return info
-}
-
-// sendReply delivers a direct reply in its own coroutine and marks the
-// command ✅ (or ❌).
-func (s *session) sendReply(r DirectReply) {
-	s.repliesInFlight++
-	key := s.key.WorkflowID() + "/reply/" + r.MessageID
-	if r.Key != "" {
-		key += "/" + r.Key
-	}
-	workflow.Go(s.ctx, func(ctx workflow.Context) {
-		defer func() { s.repliesInFlight-- }()
-		_, err := s.deliver(ctx, pipeline.Delivery{
-			Session:        s.key,
-			IdempotencyKey: key,
-			ThreadID:       r.ThreadID,
-			ReplyTo:        r.MessageID,
-			Text:           r.Text,
-			Total:          1,
-		})
-		for i := range s.st.Replies {
-			if s.st.Replies[i] == r {
-				s.st.Replies = append(s.st.Replies[:i:i], s.st.Replies[i+1:]...)
-				break
-			}
-		}
-		if r.Key != "" {
-			// A notice leaves the message's reaction to its turn.
-			if err != nil {
-				s.log.Error("Notice not delivered", "message_id", r.MessageID, "error", err)
-			}
-			return
-		}
-		ref := []msgRef{{ID: r.MessageID, Thread: r.ThreadID}}
-		if err != nil {
-			s.log.Error("Command reply not delivered", "message_id", r.MessageID, "error", err)
-			s.reactions.react(ref, pipeline.ReactionError)
-			return
-		}
-		s.reactions.react(ref, pipeline.ReactionDone)
-	})
 }

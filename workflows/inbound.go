@@ -36,7 +36,7 @@ func (s *session) accept(in pipeline.Inbound) {
 
 	if pipeline.IsClaimCode(strings.TrimSpace(in.Text)) {
 		// Before the permission gate: claiming is how an owner gets in.
-		s.claim(in, strings.TrimSpace(in.Text))
+		s.replies.claim(in, strings.TrimSpace(in.Text))
 		return
 	}
 	if !s.permitted(in.Channel + ":" + in.SenderID) {

@@ -27,12 +27,9 @@ type session struct {
 	cancelTurn workflow.CancelFunc
 	reactions  *reactions
 	proposals  *proposals
-	// repliesInFlight and feedbackInFlight count side effects under way,
-	// which continue-as-new waits for.
-	repliesInFlight  int
-	feedbackInFlight int
-	gating           int
-	published        published
+	replies    *replies
+	gating     int
+	published  published
 }
 
 // SessionWorkflow serves one conversation until it has been idle for the
@@ -86,6 +83,11 @@ func (s *session) wire() {
 		runEnv:         &s.runEnv,
 		st:             &s.st.ReactionsState,
 		inboundWaiting: func() bool { return s.inbound.Len() > 0 },
+	}
+	s.replies = &replies{
+		runEnv: &s.runEnv,
+		st:     &s.st.RepliesState,
+		react:  s.reactions.react,
 	}
 	s.proposals = &proposals{
 		runEnv:    &s.runEnv,
@@ -171,7 +173,7 @@ func (s *session) takeInbound() {
 		if !s.feedback.ReceiveAsync(&f) {
 			break
 		}
-		s.recordFeedback(f)
+		s.replies.recordFeedback(f)
 	}
 	for {
 		var r RetryRequest
@@ -211,7 +213,7 @@ func (s *session) retry(r RetryRequest) {
 // moment to continue as new. Buffers, the queue and scheduled clears are
 // carried in State and re-armed by the next run.
 func (s *session) atQuietPoint() bool {
-	return s.st.Active == nil && !s.reactions.inFlight && s.repliesInFlight == 0 && s.feedbackInFlight == 0 && len(s.st.Replies) == 0 && s.gating == 0
+	return s.st.Active == nil && !s.reactions.inFlight && !s.replies.busy() && s.gating == 0
 }
 
 // waitWhileIdle waits for work, or for the idle TTL to pass. The timer is

@@ -63,10 +63,8 @@ type State struct {
 	QueueOverride *pipeline.QueuePatch `json:"queue_override,omitempty"`
 	ReactionsState
 	ProposalsState
-	// Replies are direct answers (commands) not yet delivered.
-	Replies       []DirectReply    `json:"replies"`
+	RepliesState
 	TurnSeq       int              `json:"turn_seq"`
-	Notices       int              `json:"notices,omitempty"`
 	LastTurn      *TurnRecord      `json:"last_turn,omitempty"`
 	Deliveries    []DeliveryRecord `json:"deliveries"`
 	LastInboundAt time.Time        `json:"last_inbound_at"`
@@ -154,16 +152,6 @@ type ActiveTurn struct {
 }
 
 func (a *ActiveTurn) threadID() string { return a.Messages[len(a.Messages)-1].ThreadID }
-
-// DirectReply is an answer the session gives itself, without the model.
-type DirectReply struct {
-	MessageID string `json:"message_id"`
-	ThreadID  string `json:"thread_id,omitempty"`
-	Text      string `json:"text"`
-	// Key tells apart several notices about one message; a command's
-	// answer has none.
-	Key string `json:"key,omitempty"`
-}
 
 // Reaction is the reaction a user message should show, and when it is due
 // to be cleared (zero while it must stay).

@@ -116,7 +116,7 @@ func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, 
 			// A fresh session, told to the user, and one more try.
 			reset = true
 			s.st.Counters.Resets++
-			s.sendNotice(anchor, pipeline.ReplyContextReset)
+			s.replies.notice(anchor.MessageID, anchor.ThreadID, pipeline.ReplyContextReset)
 			req.NewTranscript = true
 			result, err = s.askModels(ctx, req, rec)
 		}
@@ -132,7 +132,7 @@ func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, 
 				return
 			}
 			s.failTurn(rec, refs, "agent turn failed", err)
-			s.sendNotice(anchor, failureReply(modelErrorType(err)))
+			s.replies.notice(anchor.MessageID, anchor.ThreadID, failureReply(modelErrorType(err)))
 			return
 		}
 		a.Step++
@@ -270,15 +270,6 @@ func failureReply(errType string) string {
 		return pipeline.ReplyContentFilter
 	}
 	return pipeline.ReplyNoModel(errType)
-}
-
-// sendNotice delivers a short message from the session itself in the
-// anchor's thread, like a command's answer.
-func (s *session) sendNotice(anchor pipeline.Inbound, text string) {
-	s.st.Notices++
-	r := DirectReply{MessageID: anchor.MessageID, ThreadID: anchor.ThreadID, Text: text, Key: fmt.Sprintf("notice-%d", s.st.Notices)}
-	s.st.Replies = append(s.st.Replies, r)
-	s.sendReply(r)
 }
 
 // failTurn marks the batch ❌ and records why, so the state query and the

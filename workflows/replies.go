@@ -1,0 +1,142 @@
+package workflows
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// replies is the part that answers without the model: it owns RepliesState
+// (the direct replies not yet delivered, the notice counter) and the
+// coroutines that deliver them, spend claim codes, save the chat's
+// settings and record feedback, with their in-flight counts. It marks a
+// command's message ✅ or ❌ through react, and touches nothing else; a
+// claim adds the claimer to the owners in the run's settings.
+type replies struct {
+	*runEnv
+	st *RepliesState
+	// inFlight counts replies, claims and saves under way, and
+	// feedbackInFlight feedback records: continue-as-new waits for both.
+	inFlight         int
+	feedbackInFlight int
+	react            func([]msgRef, pipeline.ReactionState)
+}
+
+// RepliesState is the durable state of the replies part.
+type RepliesState struct {
+	// Replies are direct answers (commands) not yet delivered.
+	Replies []DirectReply `json:"replies"`
+	Notices int           `json:"notices,omitempty"`
+}
+
+// DirectReply is an answer the session gives itself, without the model.
+type DirectReply struct {
+	MessageID string `json:"message_id"`
+	ThreadID  string `json:"thread_id,omitempty"`
+	Text      string `json:"text"`
+	// Key tells apart several notices about one message; a command's
+	// answer has none.
+	Key string `json:"key,omitempty"`
+}
+
+// busy is true while a reply, claim, save or feedback record is under way.
+func (rp *replies) busy() bool {
+	return rp.inFlight > 0 || rp.feedbackInFlight > 0 || len(rp.st.Replies) > 0
+}
+
+// answer replies to a command's message, which shows ✅ once delivered.
+func (rp *replies) answer(messageID, threadID, text string) {
+	r := DirectReply{MessageID: messageID, ThreadID: threadID, Text: text}
+	rp.st.Replies = append(rp.st.Replies, r)
+	rp.send(r)
+}
+
+// notice delivers a short message from the session itself under a
+// message, leaving the message's reaction alone.
+func (rp *replies) notice(messageID, threadID, text string) {
+	rp.st.Notices++
+	r := DirectReply{MessageID: messageID, ThreadID: threadID, Text: text, Key: fmt.Sprintf("notice-%d", rp.st.Notices)}
+	rp.st.Replies = append(rp.st.Replies, r)
+	rp.send(r)
+}
+
+// claim spends a claim code in a coroutine (a local activity against the
+// store) and tells the sender how it went.
+func (rp *replies) claim(in pipeline.Inbound, code string) {
+	who := in.Channel + ":" + in.SenderID
+	rp.log.Info("Inbound decision", "message_id", in.MessageID, "decision", pipeline.DecisionClaim)
+	rp.inFlight++
+	workflow.Go(rp.ctx, func(ctx workflow.Context) {
+		defer func() { rp.inFlight-- }()
+		ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: localActivityTimeout, Summary: "claim"})
+		var ok bool
+		text := "That claim code is not valid, or was already used."
+		if err := workflow.ExecuteLocalActivity(ctx, pipeline.ActivityClaim, pipeline.ClaimRequest{Code: code, Who: who}).Get(ctx, &ok); err != nil {
+			rp.log.Error("Claim not checked", "error", err)
+			text = "The claim could not be checked right now; send the code again."
+		} else if ok {
+			rp.settings.Owners = append(rp.settings.Owners, who)
+			text = "You (" + who + ") are now an owner of this agent."
+		}
+		rp.answer(in.MessageID, in.ThreadID, text)
+	})
+}
+
+// save stores the chat's settings in its session entry, so they outlive
+// this workflow run.
+func (rp *replies) save(settings pipeline.SessionSettings) {
+	rp.inFlight++
+	workflow.Go(rp.ctx, func(ctx workflow.Context) {
+		defer func() { rp.inFlight-- }()
+		ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout: localActivityTimeout,
+			Summary:             "save session settings",
+		})
+		if err := workflow.ExecuteLocalActivity(ctx, pipeline.ActivitySaveSession, rp.key, settings).Get(ctx, nil); err != nil {
+			rp.log.Warn("Session settings not saved; they hold until the session completes", "error", err)
+		}
+	})
+}
+
+// send delivers a direct reply in its own coroutine and marks the
+// command ✅ (or ❌).
+func (rp *replies) send(r DirectReply) {
+	rp.inFlight++
+	key := rp.key.WorkflowID() + "/reply/" + r.MessageID
+	if r.Key != "" {
+		key += "/" + r.Key
+	}
+	workflow.Go(rp.ctx, func(ctx workflow.Context) {
+		defer func() { rp.inFlight-- }()
+		_, err := rp.deliver(ctx, pipeline.Delivery{
+			Session:        rp.key,
+			IdempotencyKey: key,
+			ThreadID:       r.ThreadID,
+			ReplyTo:        r.MessageID,
+			Text:           r.Text,
+			Total:          1,
+		})
+		for i := range rp.st.Replies {
+			if rp.st.Replies[i] == r {
+				rp.st.Replies = append(rp.st.Replies[:i:i], rp.st.Replies[i+1:]...)
+				break
+			}
+		}
+		if r.Key != "" {
+			// A notice leaves the message's reaction to its turn.
+			if err != nil {
+				rp.log.Error("Notice not delivered", "message_id", r.MessageID, "error", err)
+			}
+			return
+		}
+		ref := []msgRef{{ID: r.MessageID, Thread: r.ThreadID}}
+		if err != nil {
+			rp.log.Error("Command reply not delivered", "message_id", r.MessageID, "error", err)
+			rp.react(ref, pipeline.ReactionError)
+			return
+		}
+		rp.react(ref, pipeline.ReactionDone)
+	})
+}
