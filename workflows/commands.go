@@ -29,13 +29,13 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 			text = out
 		}
 	case p.Command == pipeline.CommandActivation && p.Activation == "":
-		text = "Activation: " + s.activation() + ". Owners change it with /activation mention|smart|gated|always."
+		text = "Activation: " + s.engagement.activation() + ". Owners change it with /activation mention|smart|gated|always."
 	case p.Command == pipeline.CommandActivation:
 		if !pipeline.Allowed(in.Channel+":"+in.SenderID, s.settings.Owners) {
 			text = "⚠️ Only owners may change the activation mode."
 			break
 		}
-		s.st.ActivationOverride = p.Activation
+		s.engagement.setActivation(p.Activation)
 		text = "Activation for this chat: " + p.Activation + "."
 	case p.Command == pipeline.CommandNew:
 		s.st.NewTranscript = true

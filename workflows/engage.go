@@ -17,6 +17,41 @@ const (
 	maxBotThreads     = 100
 )
 
+// engagement is the part that decides whether the agent answers: it owns
+// EngagementState (participants, sticky credits, the observed context, the
+// peer-bot loop guard, the activation override, the gated batch) and the
+// gate model's coroutine. It learns about turns only through callbacks:
+// whether one runs, the turn number, which platform messages are the
+// bot's, and forward, which hands a batch the gate let through to a turn.
+type engagement struct {
+	*runEnv
+	st *EngagementState
+	// gating counts gate model calls under way.
+	gating       int
+	turnRunning  func() bool
+	turnSeq      func() int
+	isBotMessage func(platformID string) bool
+	forward      func(batch []pipeline.Inbound)
+}
+
+// EngagementState is the durable state of the engagement part: who speaks
+// here, the sticky credits, what the agent watched without answering, the
+// peer-bot loop guard, and a gated chat's batch.
+type EngagementState struct {
+	Participants       []Participant         `json:"participants,omitempty"`
+	Sticky             pipeline.StickyLedger `json:"sticky,omitempty"`
+	Observed           []pipeline.Observed   `json:"observed,omitempty"`
+	LoopGuard          pipeline.LoopGuard    `json:"loop_guard"`
+	BotThreads         []string              `json:"bot_threads,omitempty"`
+	DisengagedTurn     int                   `json:"disengaged_turn,omitempty"`
+	ActivationOverride string                `json:"activation_override,omitempty"`
+	LastDenied         string                `json:"last_denied,omitempty"`
+	// GateBuffer is a gated chat's batch waiting for the gate model.
+	GateBuffer  []pipeline.Inbound `json:"gate_buffer,omitempty"`
+	GateFlushAt time.Time          `json:"gate_flush_at,omitzero"`
+	GateSeq     int                `json:"gate_seq,omitempty"`
+}
+
 // Participant is someone seen speaking in the chat recently.
 type Participant struct {
 	ID       string    `json:"id"` // "provider:id"
@@ -27,30 +62,30 @@ type Participant struct {
 
 // permitted is the permission gate: AllowFrom (default everyone) and the
 // owners, who are always let in.
-func (s *session) permitted(sender string) bool {
-	allow := s.settings.AllowFrom
+func (en *engagement) permitted(sender string) bool {
+	allow := en.settings.AllowFrom
 	if len(allow) == 0 {
 		allow = []string{"*"}
 	}
-	return pipeline.Allowed(sender, allow) || pipeline.Allowed(sender, s.settings.Owners)
+	return pipeline.Allowed(sender, allow) || pipeline.Allowed(sender, en.settings.Owners)
 }
 
-func (s *session) activation() string {
-	if s.st.ActivationOverride != "" {
-		return s.st.ActivationOverride
+func (en *engagement) activation() string {
+	if en.st.ActivationOverride != "" {
+		return en.st.ActivationOverride
 	}
-	if s.settings.Activation != "" {
-		return s.settings.Activation
+	if en.settings.Activation != "" {
+		return en.settings.Activation
 	}
 	return pipeline.ActivationSmart
 }
 
 // seeParticipant records the sender as seen now, and forgets those not
 // seen for a week.
-func (s *session) seeParticipant(in pipeline.Inbound, now time.Time) {
+func (en *engagement) seeParticipant(in pipeline.Inbound, now time.Time) {
 	id := in.Channel + ":" + in.SenderID
-	kept := s.st.Participants[:0]
-	for _, p := range s.st.Participants {
+	kept := en.st.Participants[:0]
+	for _, p := range en.st.Participants {
 		if p.ID != id && now.Sub(p.LastSeen) < participantWindow {
 			kept = append(kept, p)
 		}
@@ -59,12 +94,12 @@ func (s *session) seeParticipant(in pipeline.Inbound, now time.Time) {
 	if over := len(kept) - maxParticipants; over > 0 {
 		kept = kept[over:]
 	}
-	s.st.Participants = kept
+	en.st.Participants = kept
 }
 
-func (s *session) humans() int {
+func (en *engagement) humans() int {
 	n := 0
-	for _, p := range s.st.Participants {
+	for _, p := range en.st.Participants {
 		if !p.IsBot {
 			n++
 		}
@@ -74,46 +109,37 @@ func (s *session) humans() int {
 
 // engage runs the engage ladder for a message, and logs the decision with
 // its message ID (never its text).
-func (s *session) engage(in pipeline.Inbound, now time.Time) pipeline.EngageResult {
+func (en *engagement) engage(in pipeline.Inbound, now time.Time) pipeline.EngageResult {
 	sender := in.Channel + ":" + in.SenderID
-	replyToBot := in.ReplyTo != "" && (in.ReplyToBot || s.isBotMessage(in.ReplyTo))
+	replyToBot := in.ReplyTo != "" && (in.ReplyToBot || en.isBotMessage(in.ReplyTo))
 	result := pipeline.DecideEngagement(pipeline.EngageInput{
-		Activation:         s.activation(),
+		Activation:         en.activation(),
 		DM:                 in.ChatType != pipeline.ChatGroup,
 		MentionsBot:        in.MentionsBot,
 		ReplyToBot:         replyToBot,
 		MentionsOthers:     in.MentionsOthers,
 		ReplyToOther:       in.ReplyTo != "" && !replyToBot,
-		BotInThread:        slices.Contains(s.st.BotThreads, in.ThreadID),
-		TextTargetsPeerBot: s.namesPeerBot(in.Text, sender),
+		BotInThread:        slices.Contains(en.st.BotThreads, in.ThreadID),
+		TextTargetsPeerBot: en.namesPeerBot(in.Text, sender),
 		AuthorIsBot:        in.SenderIsBot,
-		EffectiveHumans:    pipeline.EffectiveHumans(s.humans(), nil, now),
+		EffectiveHumans:    pipeline.EffectiveHumans(en.humans(), nil, now),
 		Text:               in.Text,
-		Aliases:            s.settings.Aliases,
-		HasStickyCredit:    s.st.Sticky.Has(sender, now),
+		Aliases:            en.settings.Aliases,
+		HasStickyCredit:    en.st.Sticky.Has(sender, now),
 	})
 	if result.ConsumeCredit {
-		s.st.Sticky = s.st.Sticky.Consume(sender, now)
+		en.st.Sticky = en.st.Sticky.Consume(sender, now)
 	}
-	s.st.LoopGuard = s.st.LoopGuard.Observe(in.SenderIsBot, result.Decision == pipeline.DecisionEngage, now)
-	s.log.Info("Inbound decision", "message_id", in.MessageID, "decision", result.Decision, "reason", result.Reason)
+	en.st.LoopGuard = en.st.LoopGuard.Observe(in.SenderIsBot, result.Decision == pipeline.DecisionEngage, now)
+	en.log.Info("Inbound decision", "message_id", in.MessageID, "decision", result.Decision, "reason", result.Reason)
 	return result
-}
-
-func (s *session) isBotMessage(platformID string) bool {
-	for _, d := range s.st.Deliveries {
-		if d.PlatformMessageID == platformID {
-			return true
-		}
-	}
-	return false
 }
 
 // namesPeerBot is true when text names a bot (other than the sender) that
 // has spoken in the chat.
-func (s *session) namesPeerBot(text, sender string) bool {
+func (en *engagement) namesPeerBot(text, sender string) bool {
 	lower := strings.ToLower(text)
-	for _, p := range s.st.Participants {
+	for _, p := range en.st.Participants {
 		if p.IsBot && p.ID != sender && p.Name != "" && strings.Contains(lower, strings.ToLower(p.Name)) {
 			return true
 		}
@@ -121,29 +147,40 @@ func (s *session) namesPeerBot(text, sender string) bool {
 	return false
 }
 
+// deny records a message the permission gate kept out: never given to
+// the model, visible in the state query.
+func (en *engagement) deny(in pipeline.Inbound) {
+	en.counters.Denied++
+	en.st.LastDenied = in.MessageID
+	en.log.Info("Inbound decision", "message_id", in.MessageID, "decision", pipeline.DecisionDenied)
+}
+
+// setActivation is the chat's /activation override.
+func (en *engagement) setActivation(mode string) { en.st.ActivationOverride = mode }
+
 // observe keeps a message the agent will not answer as context for its
 // next turn.
-func (s *session) observe(in pipeline.Inbound, now time.Time) {
-	s.st.Counters.Observed++
+func (en *engagement) observe(in pipeline.Inbound, now time.Time) {
+	en.counters.Observed++
 	name := in.SenderName
 	if name == "" {
 		name = in.SenderID
 	}
-	s.st.Observed = pipeline.ObserveMessage(s.st.Observed, pipeline.Observed{Sender: name, Text: in.Text, At: now})
+	en.st.Observed = pipeline.ObserveMessage(en.st.Observed, pipeline.Observed{Sender: name, Text: in.Text, At: now})
 }
 
 // engagedText wraps a turn's text with what the agent watched while quiet
 // and the system notice the chat calls for.
-func (s *session) engagedText(text string, now time.Time, group bool) string {
-	if observed := pipeline.RenderObserved(s.st.Observed, now, s.settings.ObservedMaxAge.D()); observed != "" {
+func (en *engagement) engagedText(text string, now time.Time, group bool) string {
+	if observed := pipeline.RenderObserved(en.st.Observed, now, en.settings.ObservedMaxAge.D()); observed != "" {
 		text = observed + "\n\n## Current message(s) (addressed to you)\n" + text
 	}
-	s.st.Observed = nil
+	en.st.Observed = nil
 	humans := 0 // the group nudge is for group chats only
 	if group {
-		humans = pipeline.EffectiveHumans(s.humans(), nil, now)
+		humans = pipeline.EffectiveHumans(en.humans(), nil, now)
 	}
-	if notice := pipeline.TurnNotice(s.st.LoopGuard, humans); notice != "" {
+	if notice := pipeline.TurnNotice(en.st.LoopGuard, humans); notice != "" {
 		text += "\n\n" + notice
 	}
 	return text
@@ -151,14 +188,14 @@ func (s *session) engagedText(text string, now time.Time, group bool) string {
 
 // grantSticky lets the authors a reply answered follow up without a
 // mention, unless the agent disengaged in this turn.
-func (s *session) grantSticky(msgs []pipeline.Inbound, thread string) {
-	if !slices.Contains(s.st.BotThreads, thread) {
-		s.st.BotThreads = append(s.st.BotThreads, thread)
-		if over := len(s.st.BotThreads) - maxBotThreads; over > 0 {
-			s.st.BotThreads = s.st.BotThreads[over:]
+func (en *engagement) grantSticky(msgs []pipeline.Inbound, thread string) {
+	if !slices.Contains(en.st.BotThreads, thread) {
+		en.st.BotThreads = append(en.st.BotThreads, thread)
+		if over := len(en.st.BotThreads) - maxBotThreads; over > 0 {
+			en.st.BotThreads = en.st.BotThreads[over:]
 		}
 	}
-	if s.st.DisengagedTurn == s.st.TurnSeq {
+	if en.st.DisengagedTurn == en.turnSeq() {
 		return
 	}
 	var authors []string
@@ -167,13 +204,13 @@ func (s *session) grantSticky(msgs []pipeline.Inbound, thread string) {
 			authors = append(authors, id)
 		}
 	}
-	s.st.Sticky = s.st.Sticky.Grant(authors, workflow.Now(s.ctx), pipeline.StickyTTL)
+	en.st.Sticky = en.st.Sticky.Grant(authors, workflow.Now(en.ctx), pipeline.StickyTTL)
 }
 
 // disengage drops every sticky credit; a reply in the same turn does not
 // grant them again.
-func (s *session) disengage() {
-	s.st.Sticky = nil
-	s.st.DisengagedTurn = s.st.TurnSeq
-	s.log.Info("Disengaged: sticky credits dropped")
+func (en *engagement) disengage() {
+	en.st.Sticky = nil
+	en.st.DisengagedTurn = en.turnSeq()
+	en.log.Info("Disengaged: sticky credits dropped")
 }

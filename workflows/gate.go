@@ -15,37 +15,47 @@ const defaultGateTimeout = 2500 * time.Millisecond
 // gateMessage holds a message of a gated chat that no trigger addressed,
 // until its debounced batch goes to the gate model. With no gate model, or
 // while a turn runs (no gate is evaluated then), it is only observed.
-func (s *session) gateMessage(in pipeline.Inbound, now time.Time) {
-	if s.settings.GateModel == "" || s.st.Active != nil {
-		s.observe(in, now)
+func (en *engagement) gateMessage(in pipeline.Inbound, now time.Time) {
+	if en.settings.GateModel == "" || en.turnRunning() {
+		en.observe(in, now)
 		return
 	}
-	if len(s.st.GateBuffer) == 0 {
-		s.st.GateSeq++
-		s.armGateFlush(s.st.GateSeq)
+	if len(en.st.GateBuffer) == 0 {
+		en.st.GateSeq++
+		en.armGateFlush(en.st.GateSeq)
 	}
-	s.st.GateBuffer = append(s.st.GateBuffer, in)
-	s.st.GateFlushAt = now.Add(s.settings.Queue.Debounce.D())
-	s.touch()
+	en.st.GateBuffer = append(en.st.GateBuffer, in)
+	en.st.GateFlushAt = now.Add(en.settings.Queue.Debounce.D())
+	en.touch()
 }
+
+// gatePending is true while a gated batch waits for the gate model.
+func (en *engagement) gatePending() bool { return len(en.st.GateBuffer) > 0 }
 
 // dropGateBuffer keeps a pending gated batch as observed context: a
 // mention or a reply to the bot bypasses the gate and discards it.
-func (s *session) dropGateBuffer(now time.Time) {
-	for _, in := range s.st.GateBuffer {
-		s.observe(in, now)
+func (en *engagement) dropGateBuffer(now time.Time) {
+	for _, in := range en.st.GateBuffer {
+		en.observe(in, now)
 	}
-	s.st.GateBuffer = nil
+	en.st.GateBuffer = nil
+}
+
+// resume re-arms the gate's window a previous run left open.
+func (en *engagement) resume() {
+	if len(en.st.GateBuffer) > 0 {
+		en.armGateFlush(en.st.GateSeq)
+	}
 }
 
 // armGateFlush asks the gate once the batch's window has passed.
-func (s *session) armGateFlush(gen int) {
-	workflow.Go(s.ctx, func(ctx workflow.Context) {
+func (en *engagement) armGateFlush(gen int) {
+	workflow.Go(en.ctx, func(ctx workflow.Context) {
 		for {
-			if s.st.GateSeq != gen || len(s.st.GateBuffer) == 0 {
+			if en.st.GateSeq != gen || len(en.st.GateBuffer) == 0 {
 				return
 			}
-			wait := s.st.GateFlushAt.Sub(workflow.Now(ctx))
+			wait := en.st.GateFlushAt.Sub(workflow.Now(ctx))
 			if wait <= 0 {
 				break
 			}
@@ -54,7 +64,7 @@ func (s *session) armGateFlush(gen int) {
 				return
 			}
 		}
-		s.runGate(ctx)
+		en.runGate(ctx)
 	})
 }
 
@@ -62,59 +72,58 @@ func (s *session) armGateFlush(gen int) {
 // that sees the latest messages and anchors no reply; anything else (no,
 // an error, a timeout, output that is not the strict JSON) skips, and the
 // batch is observed.
-func (s *session) runGate(ctx workflow.Context) {
-	batch := s.st.GateBuffer
-	s.st.GateBuffer = nil
+func (en *engagement) runGate(ctx workflow.Context) {
+	batch := en.st.GateBuffer
+	en.st.GateBuffer = nil
 	now := workflow.Now(ctx)
-	if s.st.Active != nil {
+	if en.turnRunning() {
 		for _, in := range batch {
-			s.observe(in, now)
+			en.observe(in, now)
 		}
 		return
 	}
-	req := pipeline.GateRequest{Session: s.key, Batch: turnMessages(batch)}
+	req := pipeline.GateRequest{Session: en.key, Batch: turnMessages(batch)}
 	keep := max(pipeline.GateContext-len(batch), 0)
-	observed := s.st.Observed[max(len(s.st.Observed)-keep, 0):]
+	observed := en.st.Observed[max(len(en.st.Observed)-keep, 0):]
 	for _, o := range observed {
 		req.Context = append(req.Context, pipeline.TurnMessage{SenderName: o.Sender, Text: o.Text, At: o.At})
 	}
 	for _, in := range batch {
-		req.IndirectMention = req.IndirectMention || pipeline.MatchesAlias(in.Text, s.settings.Aliases)
+		req.IndirectMention = req.IndirectMention || pipeline.MatchesAlias(in.Text, en.settings.Aliases)
 	}
-	timeout := s.settings.GateTimeout.D()
+	timeout := en.settings.GateTimeout.D()
 	if timeout <= 0 {
 		timeout = defaultGateTimeout
 	}
 	gctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: timeout,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
-		Summary:             fmt.Sprintf("gate: %d message(s) via %s", len(batch), s.settings.GateModel),
+		Summary:             fmt.Sprintf("gate: %d message(s) via %s", len(batch), en.settings.GateModel),
 	})
-	s.gating++
-	s.touch()
+	en.gating++
+	en.touch()
 	var result pipeline.GateResult
 	err := workflow.ExecuteActivity(gctx, pipeline.ActivityGate, req).Get(gctx, &result)
-	s.gating--
-	s.touch()
+	en.gating--
+	en.touch()
 	if err != nil || !result.Forward {
 		why := result.Reason
 		if err != nil {
 			why = "gate failed, skipping: " + errorType(err)
-			s.log.Warn("Gate failed; the batch is skipped", "error", err)
+			en.log.Warn("Gate failed; the batch is skipped", "error", err)
 		}
 		for _, in := range batch {
-			s.log.Info("Inbound decision", "message_id", in.MessageID, "decision", pipeline.DecisionObserve, "reason", "gate: "+why)
-			s.observe(in, workflow.Now(ctx))
+			en.log.Info("Inbound decision", "message_id", in.MessageID, "decision", pipeline.DecisionObserve, "reason", "gate: "+why)
+			en.observe(in, workflow.Now(ctx))
 		}
 		return
 	}
 	// The turn sees the latest messages: the observed ones kept above,
 	// then the batch.
-	s.st.Observed = append([]pipeline.Observed(nil), observed...)
-	s.st.Counters.Gated++
+	en.st.Observed = append([]pipeline.Observed(nil), observed...)
+	en.counters.Gated++
 	for _, in := range batch {
-		s.log.Info("Inbound decision", "message_id", in.MessageID, "decision", pipeline.DecisionEngage, "reason", "gate: "+result.Reason)
+		en.log.Info("Inbound decision", "message_id", in.MessageID, "decision", pipeline.DecisionEngage, "reason", "gate: "+result.Reason)
 	}
-	s.reactions.react(refsOf(batch...), pipeline.ReactionReceived)
-	s.dispatch(Batch{Messages: batch, Queue: s.queueSettings(), NoAnchor: true})
+	en.forward(batch)
 }

@@ -39,14 +39,11 @@ func (s *session) accept(in pipeline.Inbound) {
 		s.replies.claim(in, strings.TrimSpace(in.Text))
 		return
 	}
-	if !s.permitted(in.Channel + ":" + in.SenderID) {
-		// Never given to the model; visible in the state query.
-		s.st.Counters.Denied++
-		s.st.LastDenied = in.MessageID
-		s.log.Info("Inbound decision", "message_id", in.MessageID, "decision", pipeline.DecisionDenied)
+	if !s.engagement.permitted(in.Channel + ":" + in.SenderID) {
+		s.engagement.deny(in)
 		return
 	}
-	s.seeParticipant(in, now)
+	s.engagement.seeParticipant(in, now)
 	if in.Action != "" {
 		s.pressButton(in)
 		return
@@ -60,16 +57,16 @@ func (s *session) accept(in pipeline.Inbound) {
 		s.runCommand(in, parsed)
 		return
 	}
-	switch s.engage(in, now).Decision {
+	switch s.engagement.engage(in, now).Decision {
 	case pipeline.DecisionGate:
-		s.gateMessage(in, now)
+		s.engagement.gateMessage(in, now)
 		return
 	case pipeline.DecisionObserve:
-		s.observe(in, now)
+		s.engagement.observe(in, now)
 		return
 	}
-	if len(s.st.GateBuffer) > 0 {
-		s.dropGateBuffer(now)
+	if s.engagement.gatePending() {
+		s.engagement.dropGateBuffer(now)
 	}
 	s.reactions.react(refsOf(in), pipeline.ReactionReceived)
 	in.Text = parsed.Text

@@ -28,7 +28,7 @@ type session struct {
 	reactions  *reactions
 	proposals  *proposals
 	replies    *replies
-	gating     int
+	engagement *engagement
 	published  published
 }
 
@@ -89,6 +89,17 @@ func (s *session) wire() {
 		st:     &s.st.RepliesState,
 		react:  s.reactions.react,
 	}
+	s.engagement = &engagement{
+		runEnv:       &s.runEnv,
+		st:           &s.st.EngagementState,
+		turnRunning:  func() bool { return s.st.Active != nil },
+		turnSeq:      func() int { return s.st.TurnSeq },
+		isBotMessage: s.isBotMessage,
+		forward: func(batch []pipeline.Inbound) {
+			s.reactions.react(refsOf(batch...), pipeline.ReactionReceived)
+			s.dispatch(Batch{Messages: batch, Queue: s.queueSettings(), NoAnchor: true})
+		},
+	}
 	s.proposals = &proposals{
 		runEnv:    &s.runEnv,
 		st:        &s.st.ProposalsState,
@@ -115,9 +126,7 @@ func (s *session) resume() {
 	for _, b := range s.st.Buffers {
 		s.armFlush(b.Key, b.Gen)
 	}
-	if len(s.st.GateBuffer) > 0 {
-		s.armGateFlush(s.st.GateSeq)
-	}
+	s.engagement.resume()
 	s.reactions.resume()
 }
 
@@ -166,7 +175,7 @@ func (s *session) run() error {
 func (s *session) takeInbound() {
 	s.proposals.takeSignals()
 	for s.disengages.ReceiveAsync(nil) {
-		s.disengage()
+		s.engagement.disengage()
 	}
 	for {
 		var f pipeline.Feedback
@@ -213,7 +222,7 @@ func (s *session) retry(r RetryRequest) {
 // moment to continue as new. Buffers, the queue and scheduled clears are
 // carried in State and re-armed by the next run.
 func (s *session) atQuietPoint() bool {
-	return s.st.Active == nil && !s.reactions.inFlight && !s.replies.busy() && s.gating == 0
+	return s.st.Active == nil && !s.reactions.inFlight && !s.replies.busy() && s.engagement.gating == 0
 }
 
 // waitWhileIdle waits for work, or for the idle TTL to pass. The timer is

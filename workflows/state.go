@@ -39,20 +39,7 @@ type State struct {
 	// AbortedLastRun makes the next turn's text say the previous run was
 	// aborted.
 	AbortedLastRun bool `json:"aborted_last_run,omitempty"`
-	// Engagement: who speaks here, the sticky credits, what the agent
-	// watched without answering, the peer-bot loop guard.
-	Participants       []Participant         `json:"participants,omitempty"`
-	Sticky             pipeline.StickyLedger `json:"sticky,omitempty"`
-	Observed           []pipeline.Observed   `json:"observed,omitempty"`
-	LoopGuard          pipeline.LoopGuard    `json:"loop_guard"`
-	BotThreads         []string              `json:"bot_threads,omitempty"`
-	DisengagedTurn     int                   `json:"disengaged_turn,omitempty"`
-	ActivationOverride string                `json:"activation_override,omitempty"`
-	LastDenied         string                `json:"last_denied,omitempty"`
-	// GateBuffer is a gated chat's batch waiting for the gate model.
-	GateBuffer  []pipeline.Inbound `json:"gate_buffer,omitempty"`
-	GateFlushAt time.Time          `json:"gate_flush_at,omitzero"`
-	GateSeq     int                `json:"gate_seq,omitempty"`
+	EngagementState
 	// NewTranscript makes the next turn start a fresh transcript.
 	NewTranscript bool `json:"new_transcript,omitempty"`
 	// ModelOverride is the model chosen with /model: strict, no fallback.

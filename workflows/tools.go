@@ -76,7 +76,7 @@ func (s *session) runBuiltin(call pipeline.ToolCall) (pipeline.ToolResult, bool)
 	if call.Name != pipeline.DisengageTool {
 		return pipeline.ToolResult{}, false
 	}
-	s.disengage()
+	s.engagement.disengage()
 	return pipeline.ToolResult{CallID: call.ID, Name: call.Name, Output: "Disengaged: you will answer here again only when mentioned, replied to or named."}, true
 }
 

@@ -27,7 +27,7 @@ func (s *session) startTurn() {
 		text = pipeline.RenderCollected(texts)
 	}
 	refs := refsOf(msgs...)
-	text = s.engagedText(text, workflow.Now(s.ctx), msgs[len(msgs)-1].ChatType == pipeline.ChatGroup)
+	text = s.engagement.engagedText(text, workflow.Now(s.ctx), msgs[len(msgs)-1].ChatType == pipeline.ChatGroup)
 	if s.st.AbortedLastRun {
 		text = pipeline.AbortedNotice + "\n\n" + text
 		s.st.AbortedLastRun = false
@@ -217,7 +217,7 @@ func (s *session) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRec
 	if len(chunks) == 0 {
 		rec.Outcome = "silent"
 	} else {
-		s.grantSticky(a.Messages, anchor.ThreadID)
+		s.engagement.grantSticky(a.Messages, anchor.ThreadID)
 	}
 	s.reactions.react(refs, pipeline.ReactionDone)
 }
@@ -305,4 +305,14 @@ func idsOf(refs []msgRef) []string {
 		out[i] = r.ID
 	}
 	return out
+}
+
+// isBotMessage is true for a platform message the session delivered.
+func (s *session) isBotMessage(platformID string) bool {
+	for _, d := range s.st.Deliveries {
+		if d.PlatformMessageID == platformID {
+			return true
+		}
+	}
+	return false
 }

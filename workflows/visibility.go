@@ -33,7 +33,7 @@ func (s *session) currentStatus() Status {
 		}
 		return StatusThinking
 	}
-	if s.gating > 0 {
+	if s.engagement.gating > 0 {
 		return StatusGating
 	}
 	if len(s.st.Buffers) > 0 || len(s.st.GateBuffer) > 0 {
@@ -165,7 +165,7 @@ func (s *session) snapshot() (Snapshot, error) {
 	snap := Snapshot{
 		Session: s.key, Status: s.currentStatus(), Settings: s.settings, Queue: s.queueSettings(),
 		ModelOverride: s.st.ModelOverride, Cooldowns: s.st.Cooldowns, Proposals: s.st.Proposals,
-		Activation: s.activation(), Participants: s.st.Participants, Sticky: s.st.Sticky, ObservedCount: len(s.st.Observed),
+		Activation: s.engagement.activation(), Participants: s.st.Participants, Sticky: s.st.Sticky, ObservedCount: len(s.st.Observed),
 		LoopGuard: s.st.LoopGuard, LastDenied: s.st.LastDenied,
 		Buffers: []BufferView{}, Queued: []BatchView{}, Overflow: s.st.Overflow,
 		Reactions: s.st.Reactions, Pending: s.st.ReactionChanges, LastTurn: s.st.LastTurn,
