@@ -51,13 +51,13 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 	case p.Command == pipeline.CommandStatus:
 		text = pipeline.RenderStatus(s.statusInfo())
 	case p.Command == pipeline.CommandQueue && p.QueueReset:
-		s.st.QueueOverride = nil
-		text = "Queue settings back to the defaults: " + s.queueSettings().Describe() + "."
+		s.intake.resetQueue()
+		text = "Queue settings back to the defaults: " + s.intake.queueSettings().Describe() + "."
 	case p.Command == pipeline.CommandQueue && p.Queue != nil:
-		s.st.QueueOverride = s.st.QueueOverride.Merge(p.Queue)
-		text = "Queue settings for this chat: " + s.queueSettings().Describe() + "."
+		s.intake.patchQueue(p.Queue)
+		text = "Queue settings for this chat: " + s.intake.queueSettings().Describe() + "."
 	default:
-		text = "Queue settings: " + s.queueSettings().Describe() + ". Change them with /queue <mode> [debounce:2s] [cap:25] [drop:old|new|summarize]."
+		text = "Queue settings: " + s.intake.queueSettings().Describe() + ". Change them with /queue <mode> [debounce:2s] [cap:25] [drop:old|new|summarize]."
 	}
 	if p.Command == pipeline.CommandModel || p.Command == pipeline.CommandQueue || p.Command == pipeline.CommandActivation {
 		s.replies.save(pipeline.SessionSettings{ModelOverride: s.st.ModelOverride, Queue: s.st.QueueOverride, Activation: s.st.ActivationOverride})
@@ -90,7 +90,8 @@ func (s *session) abort() {
 			s.cancelTurn()
 		}
 	}
-	for _, b := range s.st.Buffers {
+	buffered := s.intake.takeBuffers()
+	for _, b := range buffered {
 		s.drop(Batch{Messages: b.Messages}, "aborted")
 	}
 	for _, b := range s.st.Queue {
@@ -103,8 +104,8 @@ func (s *session) abort() {
 			}
 		}
 	}
-	stopped = stopped || len(s.st.Queue) > 0 || len(s.st.Buffers) > 0
-	s.st.Buffers, s.st.Queue, s.st.Overflow = nil, nil, nil
+	stopped = stopped || len(s.st.Queue) > 0 || len(buffered) > 0
+	s.st.Queue, s.st.Overflow = nil, nil
 	if stopped {
 		s.st.Counters.Aborted++
 		s.st.AbortedLastRun = true
@@ -123,7 +124,7 @@ func (s *session) statusInfo() pipeline.StatusInfo {
 	info := pipeline.StatusInfo{
 		Session:    s.key.WorkflowID(),
 		Model:      s.primaryModel(),
-		Queue:      s.queueSettings(),
+		Queue:      s.intake.queueSettings(),
 		QueueDepth: len(s.st.Queue),
 		State:      string(s.currentStatus()),
 		TurnsTotal: s.st.Counters.Turns,

@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -17,77 +16,53 @@ const (
 	// maxBufferedMessages flushes a debounce window early, so a sender
 	// who never pauses still gets answers.
 	maxBufferedMessages = 50
-	// maxOverflowLines bounds the summaries kept for one turn's prompt.
-	maxOverflowLines = 50
 )
 
-// accept runs a new message through dedupe, commands and directives, and
-// the debounce window.
-func (s *session) accept(in pipeline.Inbound) {
-	now := workflow.Now(s.ctx)
-	if s.seen(in.MessageID, now) {
-		s.st.Counters.Duplicates++
-		s.log.Debug("Duplicate inbound ignored", "message_id", in.MessageID)
-		return
-	}
-	s.st.Counters.Inbound++
-	s.st.LastInboundAt = now
-	s.touch()
+// intake is the part that takes messages in: it owns IntakeState (the
+// dedupe window, the debounce windows and their timers, the chat's /queue
+// override, when the last message came) and hands each flushed batch to
+// dispatch, which the main loop wires to the turns. It touches no other
+// state.
+type intake struct {
+	*runEnv
+	st       *IntakeState
+	dispatch func(Batch)
+}
 
-	if pipeline.IsClaimCode(strings.TrimSpace(in.Text)) {
-		// Before the permission gate: claiming is how an owner gets in.
-		s.replies.claim(in, strings.TrimSpace(in.Text))
-		return
+// IntakeState is the durable state of the intake part.
+type IntakeState struct {
+	// Seen holds recently seen platform message IDs, least recently seen
+	// first, so a message delivered twice is processed once.
+	Seen []SeenMessage `json:"seen"`
+	// Buffers are the open debounce windows, one per BufferKey.
+	Buffers   []Buffer `json:"buffers"`
+	BufferSeq int      `json:"buffer_seq"`
+	// QueueOverride is the session's /queue setting, over the defaults.
+	QueueOverride *pipeline.QueuePatch `json:"queue_override,omitempty"`
+	LastInboundAt time.Time            `json:"last_inbound_at"`
+}
+
+// admit counts a new message and reports true, or false for one already
+// seen within the dedupe window.
+func (ik *intake) admit(id string, now time.Time) bool {
+	if ik.seen(id, now) {
+		ik.counters.Duplicates++
+		ik.log.Debug("Duplicate inbound ignored", "message_id", id)
+		return false
 	}
-	if !s.engagement.permitted(in.Channel + ":" + in.SenderID) {
-		s.engagement.deny(in)
-		return
-	}
-	s.engagement.seeParticipant(in, now)
-	if in.Action != "" {
-		s.pressButton(in)
-		return
-	}
-	parsed := pipeline.ParseMessage(in.Text)
-	key := pipeline.BufferKeyOf(in)
-	if parsed.Command != "" {
-		// No 👀: the answer comes at once and ✅ would replace it
-		// within the coalescing window.
-		s.flushBuffer(key)
-		s.runCommand(in, parsed)
-		return
-	}
-	switch s.engagement.engage(in, now).Decision {
-	case pipeline.DecisionGate:
-		s.engagement.gateMessage(in, now)
-		return
-	case pipeline.DecisionObserve:
-		s.engagement.observe(in, now)
-		return
-	}
-	if s.engagement.gatePending() {
-		s.engagement.dropGateBuffer(now)
-	}
-	s.reactions.react(refsOf(in), pipeline.ReactionReceived)
-	in.Text = parsed.Text
-	settings := parsed.Queue.Apply(s.queueSettings())
-	if parsed.IsDirective() || len(in.Media) > 0 || settings.Debounce <= 0 {
-		// Commands, directives and media skip the window, after what
-		// was pending for their key, so the order holds.
-		s.flushBuffer(key)
-		s.dispatch(Batch{Messages: []pipeline.Inbound{in}, Queue: settings})
-		return
-	}
-	s.bufferMessage(in, key, settings.Debounce.D())
+	ik.counters.Inbound++
+	ik.st.LastInboundAt = now
+	ik.touch()
+	return true
 }
 
 // seen reports whether id was seen within the dedupe window, and slides
 // the window: the entry moves to the end with the current time.
-func (s *session) seen(id string, now time.Time) bool {
+func (ik *intake) seen(id string, now time.Time) bool {
 	cutoff := now.Add(-dedupeWindow)
-	kept := s.st.Seen[:0]
+	kept := ik.st.Seen[:0]
 	found := false
-	for _, e := range s.st.Seen {
+	for _, e := range ik.st.Seen {
 		if !e.At.After(cutoff) {
 			continue
 		}
@@ -101,29 +76,29 @@ func (s *session) seen(id string, now time.Time) bool {
 	if over := len(kept) - seenCapacity; over > 0 {
 		kept = kept[over:]
 	}
-	s.st.Seen = kept
+	ik.st.Seen = kept
 	return found
 }
 
-func (s *session) bufferMessage(in pipeline.Inbound, key pipeline.BufferKey, window time.Duration) {
-	b := s.buffer(key)
+func (ik *intake) bufferMessage(in pipeline.Inbound, key pipeline.BufferKey, window time.Duration) {
+	b := ik.buffer(key)
 	if b == nil {
-		s.st.BufferSeq++
-		s.st.Buffers = append(s.st.Buffers, Buffer{Key: key, Gen: s.st.BufferSeq})
-		b = &s.st.Buffers[len(s.st.Buffers)-1]
-		s.armFlush(key, b.Gen)
+		ik.st.BufferSeq++
+		ik.st.Buffers = append(ik.st.Buffers, Buffer{Key: key, Gen: ik.st.BufferSeq})
+		b = &ik.st.Buffers[len(ik.st.Buffers)-1]
+		ik.armFlush(key, b.Gen)
 	}
 	b.Messages = append(b.Messages, in)
-	b.FlushAt = workflow.Now(s.ctx).Add(window)
+	b.FlushAt = workflow.Now(ik.ctx).Add(window)
 	if len(b.Messages) >= maxBufferedMessages {
-		s.flushBuffer(key)
+		ik.flushBuffer(key)
 	}
 }
 
-func (s *session) buffer(key pipeline.BufferKey) *Buffer {
-	for i := range s.st.Buffers {
-		if s.st.Buffers[i].Key == key {
-			return &s.st.Buffers[i]
+func (ik *intake) buffer(key pipeline.BufferKey) *Buffer {
+	for i := range ik.st.Buffers {
+		if ik.st.Buffers[i].Key == key {
+			return &ik.st.Buffers[i]
 		}
 	}
 	return nil
@@ -132,16 +107,16 @@ func (s *session) buffer(key pipeline.BufferKey) *Buffer {
 // armFlush flushes the buffer of key when its window has passed. A message
 // that re-arms the window only moves FlushAt; this timer then sleeps the
 // remainder, so a burst costs one timer per window, not one per message.
-func (s *session) armFlush(key pipeline.BufferKey, gen int) {
-	workflow.Go(s.ctx, func(ctx workflow.Context) {
+func (ik *intake) armFlush(key pipeline.BufferKey, gen int) {
+	workflow.Go(ik.ctx, func(ctx workflow.Context) {
 		for {
-			b := s.buffer(key)
+			b := ik.buffer(key)
 			if b == nil || b.Gen != gen {
 				return
 			}
 			wait := b.FlushAt.Sub(workflow.Now(ctx))
 			if wait <= 0 {
-				s.flushBuffer(key)
+				ik.flushBuffer(key)
 				return
 			}
 			timer := workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{
@@ -155,113 +130,41 @@ func (s *session) armFlush(key pipeline.BufferKey, gen int) {
 }
 
 // flushBuffer turns the buffer of key, if any, into one batch.
-func (s *session) flushBuffer(key pipeline.BufferKey) {
-	for i, b := range s.st.Buffers {
+func (ik *intake) flushBuffer(key pipeline.BufferKey) {
+	for i, b := range ik.st.Buffers {
 		if b.Key == key {
-			s.st.Buffers = append(s.st.Buffers[:i:i], s.st.Buffers[i+1:]...)
-			s.dispatch(Batch{Messages: b.Messages, Queue: s.queueSettings()})
+			ik.st.Buffers = append(ik.st.Buffers[:i:i], ik.st.Buffers[i+1:]...)
+			ik.dispatch(Batch{Messages: b.Messages, Queue: ik.queueSettings()})
 			return
 		}
+	}
+}
+
+// takeBuffers empties every debounce window (a /stop) and returns what
+// they held.
+func (ik *intake) takeBuffers() []Buffer {
+	buffers := ik.st.Buffers
+	ik.st.Buffers = nil
+	return buffers
+}
+
+// resume re-arms the debounce windows a previous run left open.
+func (ik *intake) resume() {
+	for _, b := range ik.st.Buffers {
+		ik.armFlush(b.Key, b.Gen)
 	}
 }
 
 // queueSettings are the session's queue settings: its /queue override over
 // the channel's defaults.
-func (s *session) queueSettings() pipeline.QueueSettings {
-	return s.st.QueueOverride.Apply(s.settings.Queue)
+func (ik *intake) queueSettings() pipeline.QueueSettings {
+	return ik.st.QueueOverride.Apply(ik.settings.Queue)
 }
 
-// dispatch hands a flushed batch to the running turn or the queue,
-// according to its queue mode.
-func (s *session) dispatch(b Batch) {
-	s.touch()
-	a := s.st.Active
-	if a == nil {
-		s.enqueue(b)
-		return
-	}
-	steerable := a.Phase == PhaseModel && !a.Interrupted && b.Last().ThreadID == a.threadID()
-	switch b.Queue.Mode {
-	case pipeline.QueueSteer:
-		if steerable {
-			a.Steered = append(a.Steered, b.Messages...)
-			s.st.Counters.Steered += len(b.Messages)
-			return
-		}
-	case pipeline.QueueSteerBacklog:
-		if steerable {
-			a.SteeredBacklog = append(a.SteeredBacklog, b.Messages...)
-			s.st.Counters.Steered += len(b.Messages)
-		}
-	case pipeline.QueueInterrupt:
-		if a.Phase == PhaseModel && !a.Interrupted {
-			s.interrupt(a)
-			s.st.Queue = append([]Batch{b}, s.st.Queue...)
-			return
-		}
-	}
-	s.enqueue(b)
-}
+// resetQueue drops the chat's /queue override.
+func (ik *intake) resetQueue() { ik.st.QueueOverride = nil }
 
-// enqueue adds a batch to the queue, applying the cap and drop policy.
-func (s *session) enqueue(b Batch) {
-	if limit := max(b.Queue.Cap, 1); len(s.st.Queue) >= limit {
-		switch b.Queue.Drop {
-		case pipeline.DropNew:
-			s.drop(b, "the queue is at its cap")
-			return
-		case pipeline.DropSummarize:
-			s.summarize(s.st.Queue[0])
-		default:
-			s.drop(s.st.Queue[0], "the queue is at its cap")
-		}
-		s.st.Queue = s.st.Queue[1:]
-	}
-	b.Queued = b.Queued || s.st.Active != nil
-	s.st.Queue = append(s.st.Queue, b)
-}
-
-// drop gives up on a batch: its reactions are cleared, since it will get
-// no answer.
-func (s *session) drop(b Batch, why string) {
-	s.st.Counters.Dropped += len(b.Messages)
-	for _, m := range b.Messages {
-		s.log.Info("Queued message dropped", "why", why, "message_id", m.MessageID)
-	}
-	s.reactions.react(refsOf(b.Messages...), pipeline.ReactionNone)
-}
-
-// summarize drops a batch but keeps a line of each message for the next
-// turn's prompt; the messages' reactions follow that turn.
-func (s *session) summarize(b Batch) {
-	s.st.Counters.Dropped += len(b.Messages)
-	o := s.st.Overflow
-	if o == nil {
-		o = &Overflow{}
-		s.st.Overflow = o
-	}
-	for _, m := range b.Messages {
-		o.Dropped++
-		if len(o.Summaries) >= maxOverflowLines {
-			s.reactions.react(refsOf(m), pipeline.ReactionNone)
-			continue
-		}
-		name := m.SenderName
-		if name == "" {
-			name = m.SenderID
-		}
-		o.Summaries = append(o.Summaries, pipeline.SummaryLine(name, m.Text))
-		o.MessageIDs = append(o.MessageIDs, m.MessageID)
-	}
-}
-
-// msgRef names a user message whose reaction the session manages.
-type msgRef struct{ ID, Thread string }
-
-func refsOf(msgs ...pipeline.Inbound) []msgRef {
-	refs := make([]msgRef, len(msgs))
-	for i, m := range msgs {
-		refs[i] = msgRef{ID: m.MessageID, Thread: m.ThreadID}
-	}
-	return refs
+// patchQueue merges a /queue command into the chat's override.
+func (ik *intake) patchQueue(p *pipeline.QueuePatch) {
+	ik.st.QueueOverride = ik.st.QueueOverride.Merge(p)
 }

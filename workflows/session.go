@@ -28,6 +28,7 @@ type session struct {
 	reactions  *reactions
 	proposals  *proposals
 	replies    *replies
+	intake     *intake
 	engagement *engagement
 	published  published
 }
@@ -89,6 +90,11 @@ func (s *session) wire() {
 		st:     &s.st.RepliesState,
 		react:  s.reactions.react,
 	}
+	s.intake = &intake{
+		runEnv:   &s.runEnv,
+		st:       &s.st.IntakeState,
+		dispatch: s.dispatch,
+	}
 	s.engagement = &engagement{
 		runEnv:       &s.runEnv,
 		st:           &s.st.EngagementState,
@@ -97,7 +103,7 @@ func (s *session) wire() {
 		isBotMessage: s.isBotMessage,
 		forward: func(batch []pipeline.Inbound) {
 			s.reactions.react(refsOf(batch...), pipeline.ReactionReceived)
-			s.dispatch(Batch{Messages: batch, Queue: s.queueSettings(), NoAnchor: true})
+			s.dispatch(Batch{Messages: batch, Queue: s.intake.queueSettings(), NoAnchor: true})
 		},
 	}
 	s.proposals = &proposals{
@@ -123,9 +129,7 @@ func (s *session) loadSettings() error {
 // and scheduled clears. (A run continues as new only between turns and with
 // no reply in flight, so nothing else is under way.)
 func (s *session) resume() {
-	for _, b := range s.st.Buffers {
-		s.armFlush(b.Key, b.Gen)
-	}
+	s.intake.resume()
 	s.engagement.resume()
 	s.reactions.resume()
 }

@@ -23,12 +23,7 @@ type SessionParams struct {
 // State is the whole durable state of a session, carried across
 // continue-as-new.
 type State struct {
-	// Seen holds recently seen platform message IDs, least recently seen
-	// first, so a message delivered twice is processed once.
-	Seen []SeenMessage `json:"seen"`
-	// Buffers are the open debounce windows, one per BufferKey.
-	Buffers   []Buffer `json:"buffers"`
-	BufferSeq int      `json:"buffer_seq"`
+	IntakeState
 	// Queue holds batches waiting for a turn, oldest first.
 	Queue []Batch `json:"queue"`
 	// Overflow is what the summarize drop policy kept of dropped batches,
@@ -46,17 +41,14 @@ type State struct {
 	ModelOverride string `json:"model_override,omitempty"`
 	// Cooldowns are models skipped for a while after rate limits.
 	Cooldowns []Cooldown `json:"cooldowns,omitempty"`
-	// QueueOverride is the session's /queue setting, over the defaults.
-	QueueOverride *pipeline.QueuePatch `json:"queue_override,omitempty"`
 	ReactionsState
 	ProposalsState
 	RepliesState
-	TurnSeq       int              `json:"turn_seq"`
-	LastTurn      *TurnRecord      `json:"last_turn,omitempty"`
-	Deliveries    []DeliveryRecord `json:"deliveries"`
-	LastInboundAt time.Time        `json:"last_inbound_at"`
-	Status        Status           `json:"status"`
-	Counters      Counters         `json:"counters"`
+	TurnSeq    int              `json:"turn_seq"`
+	LastTurn   *TurnRecord      `json:"last_turn,omitempty"`
+	Deliveries []DeliveryRecord `json:"deliveries"`
+	Status     Status           `json:"status"`
+	Counters   Counters         `json:"counters"`
 }
 
 // SeenMessage is one entry of the dedupe window.

@@ -246,7 +246,7 @@ func (s *session) requeueSteered(a *ActiveTurn) {
 	if len(a.Steered) == 0 {
 		return
 	}
-	settings := s.queueSettings()
+	settings := s.intake.queueSettings()
 	settings.Mode = pipeline.QueueFollowup
 	s.enqueue(Batch{Messages: a.Steered, Queue: settings, Queued: true})
 	a.Steered = nil

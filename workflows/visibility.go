@@ -85,7 +85,7 @@ func (s *session) publish() {
 // details is the markdown the Temporal UI shows as the current details.
 func (s *session) details() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "**%s** · state `%s` · queue %d · mode `%s`\n\n", s.key.WorkflowID(), s.st.Status, len(s.st.Queue), s.queueSettings().Mode)
+	fmt.Fprintf(&b, "**%s** · state `%s` · queue %d · mode `%s`\n\n", s.key.WorkflowID(), s.st.Status, len(s.st.Queue), s.intake.queueSettings().Mode)
 	if a := s.st.Active; a != nil {
 		fmt.Fprintf(&b, "- running turn `%s` (%s, step %d, %d message(s))\n", a.TurnID, a.Phase, a.Step+1, len(a.Messages))
 	}
@@ -163,7 +163,7 @@ type (
 
 func (s *session) snapshot() (Snapshot, error) {
 	snap := Snapshot{
-		Session: s.key, Status: s.currentStatus(), Settings: s.settings, Queue: s.queueSettings(),
+		Session: s.key, Status: s.currentStatus(), Settings: s.settings, Queue: s.intake.queueSettings(),
 		ModelOverride: s.st.ModelOverride, Cooldowns: s.st.Cooldowns, Proposals: s.st.Proposals,
 		Activation: s.engagement.activation(), Participants: s.st.Participants, Sticky: s.st.Sticky, ObservedCount: len(s.st.Observed),
 		LoopGuard: s.st.LoopGuard, LastDenied: s.st.LastDenied,
