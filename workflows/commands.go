@@ -38,13 +38,13 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 		s.engagement.setActivation(p.Activation)
 		text = "Activation for this chat: " + p.Activation + "."
 	case p.Command == pipeline.CommandNew:
-		s.st.NewTranscript = true
+		s.turns.requestNewTranscript()
 		text = pipeline.NewTranscriptReply
 	case p.Command == pipeline.CommandModel && p.ModelReset:
-		s.st.ModelOverride = ""
+		s.turns.setModel("")
 		text = "Model back to the default chain: " + strings.Join(s.settings.Models, " → ") + "."
 	case p.Command == pipeline.CommandModel && p.Model != "":
-		s.st.ModelOverride = p.Model
+		s.turns.setModel(p.Model)
 		text = "Model for this chat: " + p.Model + " (no fallback while it is chosen; /model default undoes it)."
 	case p.Command == pipeline.CommandModel:
 		text = "Model: " + s.primaryModel() + ". Chain: " + strings.Join(s.settings.Models, " → ") + ". Change it with /model provider/model."
@@ -83,38 +83,20 @@ func (s *session) pressButton(in pipeline.Inbound) {
 // chunk is sent, a parked delivery is given up) and drops everything
 // waiting, so the next message starts afresh.
 func (s *session) abort() {
-	stopped := false
-	if a := s.st.Active; a != nil && !a.Aborted {
-		a.Aborted, stopped = true, true
-		if s.cancelTurn != nil {
-			s.cancelTurn()
-		}
-	}
+	stopped := s.turns.abortActive()
 	buffered := s.intake.takeBuffers()
 	for _, b := range buffered {
-		s.drop(Batch{Messages: b.Messages}, "aborted")
+		s.turns.drop(Batch{Messages: b.Messages}, "aborted")
 	}
-	for _, b := range s.st.Queue {
-		s.drop(b, "aborted")
-	}
-	if o := s.st.Overflow; o != nil {
-		for _, id := range o.MessageIDs {
-			if ref, ok := s.reactions.tracked(id); ok {
-				s.reactions.react([]msgRef{ref}, pipeline.ReactionNone)
-			}
-		}
-	}
-	stopped = stopped || len(s.st.Queue) > 0 || len(buffered) > 0
-	s.st.Queue, s.st.Overflow = nil, nil
+	stopped = s.turns.dropWaiting() || stopped || len(buffered) > 0
 	if stopped {
-		s.st.Counters.Aborted++
-		s.st.AbortedLastRun = true
+		s.turns.markAborted()
 	}
 	s.touch()
 }
 
 func (s *session) primaryModel() string {
-	if chain, _ := s.chain(); len(chain) > 0 {
+	if chain, _ := s.turns.chain(); len(chain) > 0 {
 		return chain[0]
 	}
 	return ""

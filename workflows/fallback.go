@@ -21,36 +21,36 @@ type Cooldown struct {
 
 // chain is the models to try for a turn: the one the user chose with
 // /model (strict: no fallback), else the configured chain.
-func (s *session) chain() (models []string, strict bool) {
-	if s.st.ModelOverride != "" {
-		return []string{s.st.ModelOverride}, true
+func (tr *turns) chain() (models []string, strict bool) {
+	if tr.st.ModelOverride != "" {
+		return []string{tr.st.ModelOverride}, true
 	}
-	return s.settings.Models, false
+	return tr.settings.Models, false
 }
 
 // askModels runs one model step, one activity per model attempt so the
 // fallback chain shows in history. Models on cooldown are skipped; when
 // every model failed in a way that may pass, the step waits for the first
 // cooldown to end and goes round again, up to TurnAttempts rounds.
-func (s *session) askModels(ctx workflow.Context, req pipeline.TurnRequest, rec *TurnRecord) (pipeline.TurnResult, error) {
-	models, strict := s.chain()
+func (tr *turns) askModels(ctx workflow.Context, req pipeline.TurnRequest, rec *TurnRecord) (pipeline.TurnResult, error) {
+	models, strict := tr.chain()
 	var lastErr error
-	rounds := max(s.settings.TurnAttempts, 1)
+	rounds := max(tr.settings.TurnAttempts, 1)
 	for round := 1; round <= rounds; round++ {
-		candidates := s.notCooling(models, strict)
+		candidates := tr.notCooling(models, strict)
 		if len(candidates) == 0 {
 			// Everything is cooling down: wait for the first to be ready.
-			first := s.firstReady(models)
-			if err := s.sleep(ctx, first.Until.Sub(workflow.Now(ctx)), "all models cooling down; "+first.Model+" is ready in"); err != nil {
+			first := tr.firstReady(models)
+			if err := tr.sleep(ctx, first.Until.Sub(workflow.Now(ctx)), "all models cooling down; "+first.Model+" is ready in"); err != nil {
 				return pipeline.TurnResult{}, err
 			}
 			candidates = []string{first.Model}
 		}
 		for _, model := range candidates {
 			req.Model = model
-			result, err := s.modelAttempt(ctx, req, len(rec.Fallback)+1)
+			result, err := tr.modelAttempt(ctx, req, len(rec.Fallback)+1)
 			if err == nil {
-				s.cooledDown(model)
+				tr.cooledDown(model)
 				return result, nil
 			}
 			lastErr = err
@@ -60,7 +60,7 @@ func (s *session) askModels(ctx workflow.Context, req pipeline.TurnRequest, rec 
 			typ := modelErrorType(err)
 			rec.Fallback = append(rec.Fallback, model+": "+typ)
 			if pipeline.CoolsDown(typ) {
-				s.coolDown(model, nextRetryDelay(err), workflow.Now(ctx))
+				tr.coolDown(model, nextRetryDelay(err), workflow.Now(ctx))
 			}
 			if !pipeline.MovesToNextModel(typ) || strict {
 				break
@@ -70,7 +70,7 @@ func (s *session) askModels(ctx workflow.Context, req pipeline.TurnRequest, rec 
 			break
 		}
 		if strict {
-			if err := s.sleep(ctx, s.cooldownLeft(models[0], workflow.Now(ctx)), "model "+models[0]+" cooling down; retry in"); err != nil {
+			if err := tr.sleep(ctx, tr.cooldownLeft(models[0], workflow.Now(ctx)), "model "+models[0]+" cooling down; retry in"); err != nil {
 				return pipeline.TurnResult{}, err
 			}
 		}
@@ -78,14 +78,14 @@ func (s *session) askModels(ctx workflow.Context, req pipeline.TurnRequest, rec 
 	return pipeline.TurnResult{}, lastErr
 }
 
-func (s *session) modelAttempt(ctx workflow.Context, req pipeline.TurnRequest, attempt int) (pipeline.TurnResult, error) {
-	summary := fmt.Sprintf("turn %d step %d: %s", s.st.TurnSeq, req.Step+1, req.Model)
+func (tr *turns) modelAttempt(ctx workflow.Context, req pipeline.TurnRequest, attempt int) (pipeline.TurnResult, error) {
+	summary := fmt.Sprintf("turn %d step %d: %s", tr.st.TurnSeq, req.Step+1, req.Model)
 	if attempt > 1 {
 		summary += fmt.Sprintf(" (attempt %d)", attempt)
 	}
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: s.settings.TurnTimeout.D(),
-		HeartbeatTimeout:    s.settings.TurnHeartbeatTimeout.D(),
+		StartToCloseTimeout: tr.settings.TurnTimeout.D(),
+		HeartbeatTimeout:    tr.settings.TurnHeartbeatTimeout.D(),
 		// One attempt per activity: the workflow decides what comes next
 		// (another model, a cooldown, a reset), and history shows it.
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
@@ -96,40 +96,40 @@ func (s *session) modelAttempt(ctx workflow.Context, req pipeline.TurnRequest, a
 	return result, err
 }
 
-func (s *session) notCooling(models []string, strict bool) []string {
+func (tr *turns) notCooling(models []string, strict bool) []string {
 	if strict {
 		return models
 	}
-	now := workflow.Now(s.ctx)
+	now := workflow.Now(tr.ctx)
 	var out []string
 	for _, m := range models {
-		if s.cooldownLeft(m, now) <= 0 {
+		if tr.cooldownLeft(m, now) <= 0 {
 			out = append(out, m)
 		}
 	}
 	return out
 }
 
-func (s *session) cooldown(model string) *Cooldown {
-	for i := range s.st.Cooldowns {
-		if s.st.Cooldowns[i].Model == model {
-			return &s.st.Cooldowns[i]
+func (tr *turns) cooldown(model string) *Cooldown {
+	for i := range tr.st.Cooldowns {
+		if tr.st.Cooldowns[i].Model == model {
+			return &tr.st.Cooldowns[i]
 		}
 	}
 	return nil
 }
 
-func (s *session) cooldownLeft(model string, now time.Time) time.Duration {
-	if c := s.cooldown(model); c != nil {
+func (tr *turns) cooldownLeft(model string, now time.Time) time.Duration {
+	if c := tr.cooldown(model); c != nil {
 		return c.Until.Sub(now)
 	}
 	return 0
 }
 
-func (s *session) firstReady(models []string) Cooldown {
+func (tr *turns) firstReady(models []string) Cooldown {
 	var first Cooldown
 	for _, m := range models {
-		if c := s.cooldown(m); c != nil && (first.Model == "" || c.Until.Before(first.Until)) {
+		if c := tr.cooldown(m); c != nil && (first.Model == "" || c.Until.Before(first.Until)) {
 			first = *c
 		}
 	}
@@ -138,29 +138,29 @@ func (s *session) firstReady(models []string) Cooldown {
 
 // coolDown puts a model on cooldown: 30 s, 1 min, then 5 min for failures
 // in a row, or longer if the provider asked.
-func (s *session) coolDown(model string, retryAfter time.Duration, now time.Time) {
-	c := s.cooldown(model)
+func (tr *turns) coolDown(model string, retryAfter time.Duration, now time.Time) {
+	c := tr.cooldown(model)
 	if c == nil {
-		s.st.Cooldowns = append(s.st.Cooldowns, Cooldown{Model: model})
-		c = &s.st.Cooldowns[len(s.st.Cooldowns)-1]
+		tr.st.Cooldowns = append(tr.st.Cooldowns, Cooldown{Model: model})
+		c = &tr.st.Cooldowns[len(tr.st.Cooldowns)-1]
 	}
 	c.Level++
 	c.Until = now.Add(pipeline.CooldownFor(c.Level, pipeline.Duration(retryAfter)).D())
-	s.log.Warn("Model cooling down", "model", model, "until", c.Until, "level", c.Level)
+	tr.log.Warn("Model cooling down", "model", model, "until", c.Until, "level", c.Level)
 }
 
 // cooledDown forgets a model's cooldown once it answered.
-func (s *session) cooledDown(model string) {
-	kept := s.st.Cooldowns[:0]
-	for _, c := range s.st.Cooldowns {
+func (tr *turns) cooledDown(model string) {
+	kept := tr.st.Cooldowns[:0]
+	for _, c := range tr.st.Cooldowns {
 		if c.Model != model {
 			kept = append(kept, c)
 		}
 	}
-	s.st.Cooldowns = kept
+	tr.st.Cooldowns = kept
 }
 
-func (s *session) sleep(ctx workflow.Context, d time.Duration, summary string) error {
+func (tr *turns) sleep(ctx workflow.Context, d time.Duration, summary string) error {
 	if d <= 0 {
 		return nil
 	}

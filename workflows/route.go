@@ -58,7 +58,7 @@ func (s *session) accept(in pipeline.Inbound) {
 		// Commands, directives and media skip the window, after what
 		// was pending for their key, so the order holds.
 		s.intake.flushBuffer(key)
-		s.dispatch(Batch{Messages: []pipeline.Inbound{in}, Queue: settings})
+		s.turns.dispatch(Batch{Messages: []pipeline.Inbound{in}, Queue: settings})
 		return
 	}
 	s.intake.bufferMessage(in, key, settings.Debounce.D())

@@ -23,8 +23,7 @@ type session struct {
 	retries    workflow.ReceiveChannel
 	disengages workflow.ReceiveChannel
 	feedback   workflow.ReceiveChannel
-	// cancelTurn cancels the running turn's model step (interrupt mode).
-	cancelTurn workflow.CancelFunc
+	turns      *turns
 	reactions  *reactions
 	proposals  *proposals
 	replies    *replies
@@ -93,23 +92,32 @@ func (s *session) wire() {
 	s.intake = &intake{
 		runEnv:   &s.runEnv,
 		st:       &s.st.IntakeState,
-		dispatch: s.dispatch,
+		dispatch: func(b Batch) { s.turns.dispatch(b) },
 	}
 	s.engagement = &engagement{
 		runEnv:       &s.runEnv,
 		st:           &s.st.EngagementState,
-		turnRunning:  func() bool { return s.st.Active != nil },
-		turnSeq:      func() int { return s.st.TurnSeq },
-		isBotMessage: s.isBotMessage,
+		turnRunning:  func() bool { return s.turns.running() },
+		turnSeq:      func() int { return s.turns.seq() },
+		isBotMessage: func(id string) bool { return s.turns.isBotMessage(id) },
 		forward: func(batch []pipeline.Inbound) {
 			s.reactions.react(refsOf(batch...), pipeline.ReactionReceived)
-			s.dispatch(Batch{Messages: batch, Queue: s.intake.queueSettings(), NoAnchor: true})
+			s.turns.dispatch(Batch{Messages: batch, Queue: s.intake.queueSettings(), NoAnchor: true})
 		},
 	}
 	s.proposals = &proposals{
 		runEnv:    &s.runEnv,
 		st:        &s.st.ProposalsState,
 		decisions: workflow.GetSignalChannel(s.ctx, SignalProposal),
+	}
+	s.turns = &turns{
+		runEnv:        &s.runEnv,
+		st:            &s.st.TurnState,
+		reactions:     s.reactions,
+		engagement:    s.engagement,
+		approvals:     s.proposals,
+		notice:        s.replies.notice,
+		queueSettings: s.intake.queueSettings,
 	}
 }
 
@@ -138,8 +146,8 @@ func (s *session) resume() {
 func (s *session) run() error {
 	for {
 		s.takeInbound()
-		if s.st.Active == nil && len(s.st.Queue) > 0 {
-			s.startTurn()
+		if s.turns.ready() {
+			s.turns.startTurn()
 		}
 		s.updateStatus()
 		s.publish()
@@ -166,7 +174,7 @@ func (s *session) run() error {
 		}
 		err := workflow.Await(s.ctx, func() bool {
 			return s.inbound.Len() > 0 || s.retries.Len() > 0 || s.proposals.decisions.Len() > 0 || s.disengages.Len() > 0 || s.feedback.Len() > 0 || s.attrsDirty || s.idle() ||
-				(s.st.Active == nil && len(s.st.Queue) > 0) ||
+				s.turns.ready() ||
 				(s.shouldContinueAsNew() && s.atQuietPoint())
 		})
 		if err != nil {
@@ -193,7 +201,7 @@ func (s *session) takeInbound() {
 		if !s.retries.ReceiveAsync(&r) {
 			break
 		}
-		s.retry(r)
+		s.turns.retry(r)
 	}
 	for {
 		var in pipeline.Inbound
@@ -211,22 +219,11 @@ func (s *session) idle() bool {
 		!s.reactions.pending() && s.inbound.Len() == 0 && s.retries.Len() == 0 && s.proposals.decisions.Len() == 0 && s.feedback.Len() == 0
 }
 
-// retry resumes a parked delivery; with nothing parked it changes nothing.
-func (s *session) retry(r RetryRequest) {
-	a := s.st.Active
-	if a == nil || a.Phase != PhaseParked {
-		s.log.Info("Retry ignored: nothing is parked", "by", r.By)
-		return
-	}
-	s.log.Info("Retrying a parked delivery", "turn_id", a.TurnID, "by", r.By, "reason", r.Reason)
-	a.RetryRequested = true
-}
-
 // atQuietPoint is true between turns with no side effect under way: the
 // moment to continue as new. Buffers, the queue and scheduled clears are
 // carried in State and re-armed by the next run.
 func (s *session) atQuietPoint() bool {
-	return s.st.Active == nil && !s.reactions.inFlight && !s.replies.busy() && s.engagement.gating == 0
+	return !s.turns.running() && !s.reactions.inFlight && !s.replies.busy() && s.engagement.gating == 0
 }
 
 // waitWhileIdle waits for work, or for the idle TTL to pass. The timer is

@@ -22,33 +22,23 @@ type SessionParams struct {
 
 // State is the whole durable state of a session, carried across
 // continue-as-new.
+//
+// Each part of the session owns one embedded struct; encoding/json promotes
+// their fields, so the JSON is the flat object running sessions carry
+// (testdata/state_full.json guards it). A field name must stay unique
+// across the parts.
 type State struct {
 	IntakeState
-	// Queue holds batches waiting for a turn, oldest first.
-	Queue []Batch `json:"queue"`
-	// Overflow is what the summarize drop policy kept of dropped batches,
-	// for the next turn's prompt.
-	Overflow *Overflow `json:"overflow,omitempty"`
-	// Active is the running turn.
-	Active *ActiveTurn `json:"active,omitempty"`
-	// AbortedLastRun makes the next turn's text say the previous run was
-	// aborted.
-	AbortedLastRun bool `json:"aborted_last_run,omitempty"`
+	TurnState
 	EngagementState
-	// NewTranscript makes the next turn start a fresh transcript.
-	NewTranscript bool `json:"new_transcript,omitempty"`
-	// ModelOverride is the model chosen with /model: strict, no fallback.
-	ModelOverride string `json:"model_override,omitempty"`
-	// Cooldowns are models skipped for a while after rate limits.
-	Cooldowns []Cooldown `json:"cooldowns,omitempty"`
 	ReactionsState
 	ProposalsState
 	RepliesState
-	TurnSeq    int              `json:"turn_seq"`
-	LastTurn   *TurnRecord      `json:"last_turn,omitempty"`
-	Deliveries []DeliveryRecord `json:"deliveries"`
-	Status     Status           `json:"status"`
-	Counters   Counters         `json:"counters"`
+	// Status is what the search attributes last said; the main loop keeps
+	// it.
+	Status Status `json:"status"`
+	// Counters are running totals every part adds to.
+	Counters Counters `json:"counters"`
 }
 
 // SeenMessage is one entry of the dedupe window.
@@ -203,7 +193,7 @@ type RetryRequest struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-func (s *State) recordDelivery(d DeliveryRecord) {
+func (s *TurnState) recordDelivery(d DeliveryRecord) {
 	s.Deliveries = append(s.Deliveries, d)
 	if over := len(s.Deliveries) - deliveryWindow; over > 0 {
 		s.Deliveries = append([]DeliveryRecord(nil), s.Deliveries[over:]...)

@@ -12,10 +12,87 @@ import (
 
 const defaultDeliveryDeadline = 10 * time.Minute
 
+// turns is the part that answers: it owns TurnState (the queue, the running
+// turn, the model override and cooldowns, the turn counter and last turn,
+// the delivery ledger) and the turn's coroutine: model steps with
+// fallback, tools, delivery and parking. It reaches the other parts only
+// through the narrow views below, which the main loop wires.
+type turns struct {
+	*runEnv
+	st *TurnState
+	// cancel cancels the running turn's model step or tools (interrupt
+	// mode, /stop).
+	cancel        workflow.CancelFunc
+	reactions     turnReactions
+	engagement    turnEngagement
+	approvals     turnApprovals
+	notice        func(messageID, threadID, text string)
+	queueSettings func() pipeline.QueueSettings
+}
+
+// TurnState is the durable state of the turns part.
+type TurnState struct {
+	// Queue holds batches waiting for a turn, oldest first.
+	Queue []Batch `json:"queue"`
+	// Overflow is what the summarize drop policy kept of dropped batches,
+	// for the next turn's prompt.
+	Overflow *Overflow `json:"overflow,omitempty"`
+	// Active is the running turn.
+	Active *ActiveTurn `json:"active,omitempty"`
+	// AbortedLastRun makes the next turn's text say the previous run was
+	// aborted.
+	AbortedLastRun bool `json:"aborted_last_run,omitempty"`
+	// NewTranscript makes the next turn start a fresh transcript.
+	NewTranscript bool `json:"new_transcript,omitempty"`
+	// ModelOverride is the model chosen with /model: strict, no fallback.
+	ModelOverride string `json:"model_override,omitempty"`
+	// Cooldowns are models skipped for a while after rate limits.
+	Cooldowns  []Cooldown       `json:"cooldowns,omitempty"`
+	TurnSeq    int              `json:"turn_seq"`
+	LastTurn   *TurnRecord      `json:"last_turn,omitempty"`
+	Deliveries []DeliveryRecord `json:"deliveries"`
+}
+
+// turnReactions is what a turn asks of the reactions part.
+type turnReactions interface {
+	react(refs []msgRef, state pipeline.ReactionState)
+	clearLater(refs []msgRef, delay time.Duration)
+	tracked(messageID string) (msgRef, bool)
+}
+
+// turnEngagement is what a turn asks of the engagement part.
+type turnEngagement interface {
+	engagedText(text string, now time.Time, group bool) string
+	grantSticky(msgs []pipeline.Inbound, thread string)
+	disengage()
+}
+
+// turnApprovals is what a turn asks of the proposals part.
+type turnApprovals interface {
+	propose(ctx workflow.Context, turnID string, call pipeline.ToolCall, origin pipeline.Inbound) string
+	waitForDecisions(ctx workflow.Context, ids []string, aborted func() bool) error
+	close(ctx workflow.Context, id string) pipeline.ToolResult
+}
+
+// running is true while a turn runs.
+func (tr *turns) running() bool { return tr.st.Active != nil }
+
+// ready is true when no turn runs and a batch waits for one.
+func (tr *turns) ready() bool { return tr.st.Active == nil && len(tr.st.Queue) > 0 }
+
+// seq is the number of the latest turn.
+func (tr *turns) seq() int { return tr.st.TurnSeq }
+
+// requestNewTranscript makes the next turn start a fresh transcript (/new).
+func (tr *turns) requestNewTranscript() { tr.st.NewTranscript = true }
+
+// setModel is the chat's /model override; "" goes back to the chain.
+func (tr *turns) setModel(model string) { tr.st.ModelOverride = model }
+
 // startTurn takes the next batch (in collect mode, everything queued for
 // the same thread) off the queue and runs a turn for it in a coroutine.
-func (s *session) startTurn() {
-	batches := s.takeTurnBatches()
+func (tr *turns) startTurn() {
+	batches := tr.takeTurnBatches()
 	var msgs []pipeline.Inbound
 	texts := make([]string, len(batches))
 	for i, b := range batches {
@@ -27,25 +104,25 @@ func (s *session) startTurn() {
 		text = pipeline.RenderCollected(texts)
 	}
 	refs := refsOf(msgs...)
-	text = s.engagement.engagedText(text, workflow.Now(s.ctx), msgs[len(msgs)-1].ChatType == pipeline.ChatGroup)
-	if s.st.AbortedLastRun {
+	text = tr.engagement.engagedText(text, workflow.Now(tr.ctx), msgs[len(msgs)-1].ChatType == pipeline.ChatGroup)
+	if tr.st.AbortedLastRun {
 		text = pipeline.AbortedNotice + "\n\n" + text
-		s.st.AbortedLastRun = false
+		tr.st.AbortedLastRun = false
 	}
-	if o := s.st.Overflow; o != nil {
+	if o := tr.st.Overflow; o != nil {
 		text = pipeline.RenderOverflow(o.Dropped, o.Summaries) + "\n\n" + text
 		for _, id := range o.MessageIDs {
-			if ref, ok := s.reactions.tracked(id); ok {
+			if ref, ok := tr.reactions.tracked(id); ok {
 				refs = append(refs, ref)
 			}
 		}
-		s.st.Overflow = nil
+		tr.st.Overflow = nil
 	}
-	s.st.TurnSeq++
-	s.st.Counters.Turns++
-	now := workflow.Now(s.ctx)
+	tr.st.TurnSeq++
+	tr.counters.Turns++
+	now := workflow.Now(tr.ctx)
 	a := &ActiveTurn{
-		TurnID:    workflow.GetInfo(s.ctx).FirstRunID + "." + strconv.Itoa(s.st.TurnSeq),
+		TurnID:    workflow.GetInfo(tr.ctx).FirstRunID + "." + strconv.Itoa(tr.st.TurnSeq),
 		Messages:  msgs,
 		Phase:     PhaseModel,
 		NoAnchor:  batches[0].NoAnchor,
@@ -55,70 +132,49 @@ func (s *session) startTurn() {
 	for _, r := range refs {
 		rec.MessageIDs = append(rec.MessageIDs, r.ID)
 	}
-	s.st.Active, s.st.LastTurn = a, rec
-	s.touch()
-	s.reactions.react(refs, pipeline.ReactionThinking)
-	workflow.Go(s.ctx, func(ctx workflow.Context) { s.runTurn(ctx, a, rec, text, refs) })
-}
-
-func (s *session) takeTurnBatches() []Batch {
-	head := s.st.Queue[0]
-	if head.Queue.Mode != pipeline.QueueCollect {
-		s.st.Queue = s.st.Queue[1:]
-		return []Batch{head}
-	}
-	// Collect never merges across threads (the reply must land in one),
-	// nor takes a batch that asked for another mode.
-	thread := head.Last().ThreadID
-	var taken, kept []Batch
-	for _, b := range s.st.Queue {
-		if b.Last().ThreadID == thread && b.Queue.Mode == pipeline.QueueCollect {
-			taken = append(taken, b)
-		} else {
-			kept = append(kept, b)
-		}
-	}
-	s.st.Queue = kept
-	return taken
+	tr.st.Active, tr.st.LastTurn = a, rec
+	tr.touch()
+	tr.reactions.react(refs, pipeline.ReactionThinking)
+	workflow.Go(tr.ctx, func(ctx workflow.Context) { tr.runTurn(ctx, a, rec, text, refs) })
 }
 
 // runTurn runs the model steps of a turn, then delivers the reply chunk by
 // chunk, recording each platform message ID before the next chunk.
-func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, text string, refs []msgRef) {
+func (tr *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, text string, refs []msgRef) {
 	defer func() {
-		s.requeueSteered(a)
-		s.st.Active, s.cancelTurn = nil, nil
+		tr.requeueSteered(a)
+		tr.st.Active, tr.cancel = nil, nil
 		rec.FinishedAt = workflow.Now(ctx)
-		s.touch()
+		tr.touch()
 	}()
 	anchor := a.Messages[len(a.Messages)-1]
 	thinkingOn := idsOf(refs)
 	var result pipeline.TurnResult
 	reset := false
 	var rounds []pipeline.ToolRound
-	maxSteps := max(s.settings.MaxSteps, 1)
-	newTranscript := s.st.NewTranscript
-	s.st.NewTranscript = false
+	maxSteps := max(tr.settings.MaxSteps, 1)
+	newTranscript := tr.st.NewTranscript
+	tr.st.NewTranscript = false
 	for {
 		req := pipeline.TurnRequest{
-			Session: s.key, TurnID: a.TurnID, ThreadID: anchor.ThreadID, Step: a.Step,
+			Session: tr.key, TurnID: a.TurnID, ThreadID: anchor.ThreadID, Step: a.Step,
 			Text: text, Messages: turnMessages(a.Messages), ThinkingOn: thinkingOn,
 			Group: anchor.ChatType == pipeline.ChatGroup, NewTranscript: newTranscript,
 			Rounds: rounds, NoTools: a.Step >= maxSteps-1,
 		}
 		newTranscript = false
 		stepCtx, cancel := workflow.WithCancel(ctx)
-		s.cancelTurn = cancel
+		tr.cancel = cancel
 		var err error
-		result, err = s.askModels(stepCtx, req, rec)
+		result, err = tr.askModels(stepCtx, req, rec)
 		cancel()
 		if err != nil && modelErrorType(err) == pipeline.ErrContextOverflow && !reset {
 			// A fresh session, told to the user, and one more try.
 			reset = true
-			s.st.Counters.Resets++
-			s.replies.notice(anchor.MessageID, anchor.ThreadID, pipeline.ReplyContextReset)
+			tr.counters.Resets++
+			tr.notice(anchor.MessageID, anchor.ThreadID, pipeline.ReplyContextReset)
 			req.NewTranscript = true
-			result, err = s.askModels(ctx, req, rec)
+			result, err = tr.askModels(ctx, req, rec)
 		}
 		if err != nil {
 			if a.Interrupted || a.Aborted {
@@ -128,11 +184,11 @@ func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, 
 				}
 				// A cancelled step may still show ✍️ until it sees the
 				// cancellation at its next heartbeat: clear after that.
-				s.reactions.clearLater(refs, s.settings.TurnHeartbeatTimeout.D())
+				tr.reactions.clearLater(refs, tr.settings.TurnHeartbeatTimeout.D())
 				return
 			}
-			s.failTurn(rec, refs, "agent turn failed", err)
-			s.replies.notice(anchor.MessageID, anchor.ThreadID, failureReply(modelErrorType(err)))
+			tr.failTurn(rec, refs, "agent turn failed", err)
+			tr.notice(anchor.MessageID, anchor.ThreadID, failureReply(modelErrorType(err)))
 			return
 		}
 		a.Step++
@@ -145,17 +201,17 @@ func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, 
 			break
 		}
 		toolCtx, cancelTools := workflow.WithCancel(ctx)
-		s.cancelTurn = cancelTools
+		tr.cancel = cancelTools
 		round := pipeline.ToolRound{Text: result.Reply, Calls: result.ToolCalls}
 		var waited bool
-		round.Results, waited = s.runTools(toolCtx, a, result.ToolCalls, anchor, refs)
+		round.Results, waited = tr.runTools(toolCtx, a, result.ToolCalls, anchor, refs)
 		cancelTools()
 		if a.Interrupted || a.Aborted {
 			rec.Outcome = "aborted"
 			if a.Interrupted {
 				rec.Outcome = "interrupted"
 			}
-			s.reactions.clearLater(refs, s.settings.TurnHeartbeatTimeout.D())
+			tr.reactions.clearLater(refs, tr.settings.TurnHeartbeatTimeout.D())
 			return
 		}
 		rounds = append(rounds, round)
@@ -170,30 +226,30 @@ func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, 
 			a.Messages = append(a.Messages, injected...)
 			refs = append(refs, refsOf(injected...)...)
 			thinkingOn = idsOf(refsOf(injected...))
-			s.reactions.react(refsOf(injected...), pipeline.ReactionThinking)
+			tr.reactions.react(refsOf(injected...), pipeline.ReactionThinking)
 		}
 	}
-	s.deliverReply(ctx, a, rec, result.Reply, anchor, refs)
+	tr.deliverReply(ctx, a, rec, result.Reply, anchor, refs)
 }
 
-func (s *session) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, reply string, anchor pipeline.Inbound, refs []msgRef) {
+func (tr *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, reply string, anchor pipeline.Inbound, refs []msgRef) {
 	text, deliver := pipeline.NormalizeReply(reply)
 	var chunks []string
 	if deliver {
-		chunks = pipeline.Chunk(text, s.settings.ChunkLimit)
+		chunks = pipeline.Chunk(text, tr.settings.ChunkLimit)
 	}
 	rec.Chunks = len(chunks)
 	a.Phase = PhaseDelivering
-	s.touch()
+	tr.touch()
 	for i := 0; i < len(chunks); {
 		if a.Aborted {
 			rec.Outcome = "aborted"
-			s.reactions.react(refs, pipeline.ReactionNone)
+			tr.reactions.react(refs, pipeline.ReactionNone)
 			return
 		}
 		d := pipeline.Delivery{
-			Session:        s.key,
-			IdempotencyKey: fmt.Sprintf("%s/%s/%d", s.key.WorkflowID(), a.TurnID, i),
+			Session:        tr.key,
+			IdempotencyKey: fmt.Sprintf("%s/%s/%d", tr.key.WorkflowID(), a.TurnID, i),
 			ThreadID:       anchor.ThreadID,
 			Text:           chunks[i],
 			Index:          i,
@@ -202,14 +258,14 @@ func (s *session) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRec
 		if i == 0 && !a.NoAnchor {
 			d.ReplyTo = anchor.MessageID
 		}
-		platformID, err := s.deliver(ctx, d)
+		platformID, err := tr.deliver(ctx, d)
 		if err != nil {
-			if !s.park(ctx, a, rec, refs, i, err) {
+			if !tr.park(ctx, a, rec, refs, i, err) {
 				return
 			}
 			continue // the same chunk (or the abort), with the same idempotency key
 		}
-		s.st.recordDelivery(DeliveryRecord{TurnID: a.TurnID, Chunk: i, PlatformMessageID: platformID})
+		tr.st.recordDelivery(DeliveryRecord{TurnID: a.TurnID, Chunk: i, PlatformMessageID: platformID})
 		rec.Delivered++
 		i++
 	}
@@ -217,48 +273,27 @@ func (s *session) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRec
 	if len(chunks) == 0 {
 		rec.Outcome = "silent"
 	} else {
-		s.engagement.grantSticky(a.Messages, anchor.ThreadID)
+		tr.engagement.grantSticky(a.Messages, anchor.ThreadID)
 	}
-	s.reactions.react(refs, pipeline.ReactionDone)
+	tr.reactions.react(refs, pipeline.ReactionDone)
 }
 
 // park holds a turn whose chunk could not be delivered within the deadline:
 // ❌ on the user's messages, state delivery_failed, and a wait for the retry
 // signal. It returns false if the wait was cancelled.
-func (s *session) park(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, refs []msgRef, chunk int, err error) bool {
-	s.failTurn(rec, refs, fmt.Sprintf("delivery of chunk %d/%d failed", chunk+1, rec.Chunks), err)
+func (tr *turns) park(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, refs []msgRef, chunk int, err error) bool {
+	tr.failTurn(rec, refs, fmt.Sprintf("delivery of chunk %d/%d failed", chunk+1, rec.Chunks), err)
 	rec.Outcome = "delivery_failed"
 	a.Phase = PhaseParked
-	s.touch()
-	s.log.Error("Delivery parked: fix the cause, then `replyflow retry` this session", "turn_id", a.TurnID, "chunk", chunk+1)
+	tr.touch()
+	tr.log.Error("Delivery parked: fix the cause, then `replyflow retry` this session", "turn_id", a.TurnID, "chunk", chunk+1)
 	if werr := workflow.Await(ctx, func() bool { return a.RetryRequested || a.Aborted }); werr != nil {
 		return false
 	}
 	a.RetryRequested, a.Phase = false, PhaseDelivering
 	rec.Outcome = "running"
-	s.touch()
+	tr.touch()
 	return true
-}
-
-// requeueSteered queues what was steered into a turn but never reached a
-// model step, so no message is lost.
-func (s *session) requeueSteered(a *ActiveTurn) {
-	if len(a.Steered) == 0 {
-		return
-	}
-	settings := s.intake.queueSettings()
-	settings.Mode = pipeline.QueueFollowup
-	s.enqueue(Batch{Messages: a.Steered, Queue: settings, Queued: true})
-	a.Steered = nil
-}
-
-// interrupt cancels the running model step for a newer message.
-func (s *session) interrupt(a *ActiveTurn) {
-	a.Interrupted = true
-	s.st.Counters.Interrupted++
-	if s.cancelTurn != nil {
-		s.cancelTurn()
-	}
 }
 
 // failureReply is what the user is told when a turn fails.
@@ -274,13 +309,13 @@ func failureReply(errType string) string {
 
 // failTurn marks the batch ❌ and records why, so the state query and the
 // UI's current details say what failed.
-func (s *session) failTurn(rec *TurnRecord, refs []msgRef, what string, err error) {
+func (tr *turns) failTurn(rec *TurnRecord, refs []msgRef, what string, err error) {
 	rec.Outcome, rec.Error = "failed", what
 	if t := errorType(err); t != "" {
 		rec.Error += " (" + t + ")"
 	}
-	s.log.Error("Turn failed", "turn_id", rec.TurnID, "what", what, "error", err)
-	s.reactions.react(refs, pipeline.ReactionError)
+	tr.log.Error("Turn failed", "turn_id", rec.TurnID, "what", what, "error", err)
+	tr.reactions.react(refs, pipeline.ReactionError)
 }
 
 func turnMessages(msgs []pipeline.Inbound) []pipeline.TurnMessage {
@@ -308,8 +343,8 @@ func idsOf(refs []msgRef) []string {
 }
 
 // isBotMessage is true for a platform message the session delivered.
-func (s *session) isBotMessage(platformID string) bool {
-	for _, d := range s.st.Deliveries {
+func (tr *turns) isBotMessage(platformID string) bool {
+	for _, d := range tr.st.Deliveries {
 		if d.PlatformMessageID == platformID {
 			return true
 		}
