@@ -47,9 +47,9 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 		s.turns.setModel(p.Model)
 		text = "Model for this chat: " + p.Model + " (no fallback while it is chosen; /model default undoes it)."
 	case p.Command == pipeline.CommandModel:
-		text = "Model: " + s.primaryModel() + ". Chain: " + strings.Join(s.settings.Models, " → ") + ". Change it with /model provider/model."
+		text = "Model: " + s.turns.primaryModel() + ". Chain: " + strings.Join(s.settings.Models, " → ") + ". Change it with /model provider/model."
 	case p.Command == pipeline.CommandStatus:
-		text = pipeline.RenderStatus(s.statusInfo())
+		text = pipeline.RenderStatus(s.visibility.statusInfo())
 	case p.Command == pipeline.CommandQueue && p.QueueReset:
 		s.intake.resetQueue()
 		text = "Queue settings back to the defaults: " + s.intake.queueSettings().Describe() + "."
@@ -93,32 +93,4 @@ func (s *session) abort() {
 		s.turns.markAborted()
 	}
 	s.touch()
-}
-
-func (s *session) primaryModel() string {
-	if chain, _ := s.turns.chain(); len(chain) > 0 {
-		return chain[0]
-	}
-	return ""
-}
-
-func (s *session) statusInfo() pipeline.StatusInfo {
-	info := pipeline.StatusInfo{
-		Session:    s.key.WorkflowID(),
-		Model:      s.primaryModel(),
-		Queue:      s.intake.queueSettings(),
-		QueueDepth: len(s.st.Queue),
-		State:      string(s.currentStatus()),
-		TurnsTotal: s.st.Counters.Turns,
-	}
-	if t := s.st.LastTurn; t != nil {
-		if t.Model != "" {
-			info.Model = t.Model
-			info.Fallback = strings.Join(t.Fallback, ", ")
-		}
-		if !t.FinishedAt.IsZero() {
-			info.LastOutcome, info.LastTurn = t.Outcome, t.Duration()
-		}
-	}
-	return info
 }

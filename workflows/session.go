@@ -29,7 +29,7 @@ type session struct {
 	replies    *replies
 	intake     *intake
 	engagement *engagement
-	published  published
+	visibility *visibility
 }
 
 // SessionWorkflow serves one conversation until it has been idle for the
@@ -65,7 +65,7 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 		s.st.ModelOverride, s.st.QueueOverride = s.settings.Saved.ModelOverride, s.settings.Saved.Queue
 		s.st.ActivationOverride = s.settings.Saved.Activation
 	}
-	if err := workflow.SetQueryHandler(ctx, QueryState, s.snapshot); err != nil {
+	if err := workflow.SetQueryHandler(ctx, QueryState, s.visibility.snapshot); err != nil {
 		return err
 	}
 	if err := s.proposals.register(); err != nil {
@@ -119,6 +119,15 @@ func (s *session) wire() {
 		notice:        s.replies.notice,
 		queueSettings: s.intake.queueSettings,
 	}
+	s.visibility = &visibility{
+		runEnv:           &s.runEnv,
+		st:               s.st,
+		gating:           func() bool { return s.engagement.gating > 0 },
+		pendingProposals: s.proposals.pending,
+		activation:       s.engagement.activation,
+		queueSettings:    s.intake.queueSettings,
+		primaryModel:     s.turns.primaryModel,
+	}
 }
 
 func (s *session) loadSettings() error {
@@ -149,8 +158,8 @@ func (s *session) run() error {
 		if s.turns.ready() {
 			s.turns.startTurn()
 		}
-		s.updateStatus()
-		s.publish()
+		s.visibility.updateStatus()
+		s.visibility.publish()
 		if s.shouldContinueAsNew() && s.atQuietPoint() {
 			s.takeInbound()
 			if s.atQuietPoint() {

@@ -80,6 +80,14 @@ func (tr *turns) running() bool { return tr.st.Active != nil }
 // ready is true when no turn runs and a batch waits for one.
 func (tr *turns) ready() bool { return tr.st.Active == nil && len(tr.st.Queue) > 0 }
 
+// primaryModel is the model a turn tries first.
+func (tr *turns) primaryModel() string {
+	if chain, _ := tr.chain(); len(chain) > 0 {
+		return chain[0]
+	}
+	return ""
+}
+
 // seq is the number of the latest turn.
 func (tr *turns) seq() int { return tr.st.TurnSeq }
 
