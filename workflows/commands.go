@@ -9,7 +9,7 @@ import (
 // runCommand answers a command from state, without the model, and out of
 // band: a running turn or a full queue does not delay it.
 func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
-	s.st.Counters.Commands++
+	s.counters.Commands++
 	var text string
 	switch {
 	case p.Error != "":

@@ -29,6 +29,9 @@ func (en *engagement) gateMessage(in pipeline.Inbound, now time.Time) {
 	en.touch()
 }
 
+// busy is true while the gate model is being asked.
+func (en *engagement) busy() bool { return en.gating > 0 }
+
 // gatePending is true while a gated batch waits for the gate model.
 func (en *engagement) gatePending() bool { return len(en.st.GateBuffer) > 0 }
 

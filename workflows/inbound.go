@@ -140,6 +140,9 @@ func (ik *intake) flushBuffer(key pipeline.BufferKey) {
 	}
 }
 
+// buffering is true while a debounce window is open.
+func (ik *intake) buffering() bool { return len(ik.st.Buffers) > 0 }
+
 // takeBuffers empties every debounce window (a /stop) and returns what
 // they held.
 func (ik *intake) takeBuffers() []Buffer {

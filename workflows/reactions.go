@@ -259,6 +259,9 @@ func (rx *reactions) tracked(messageID string) (msgRef, bool) {
 	return msgRef{}, false
 }
 
+// busy is true while a change is being sent.
+func (rx *reactions) busy() bool { return rx.inFlight }
+
 // pending is true while a message shows a state or a change waits.
 func (rx *reactions) pending() bool {
 	return len(rx.st.Reactions) > 0 || len(rx.st.ReactionChanges) > 0

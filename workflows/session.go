@@ -11,11 +11,29 @@ import (
 	"github.com/replyflow/replyflow/pipeline"
 )
 
-// session is one run of the session workflow: the durable State plus the
-// run's settings and handles. Its main loop (run) is the only place that
-// takes signals, starts turns and publishes search attributes; turns,
-// debounce flushes, reaction updates and clears run as workflow coroutines
-// that change the State and wake it.
+// session is one run of the session workflow: the durable State, the run's
+// shared environment, and the parts that each own a slice of the State:
+//
+//   - intake (inbound.go): dedupe, debounce windows, the /queue override;
+//   - engagement (engage.go, gate.go): participants, sticky credits,
+//     observed context, loop guard, activation, the gate model;
+//   - turns (turn.go, queue.go, fallback.go, tools.go): the queue, the
+//     running turn, model fallback and cooldowns, tools, delivery, parking;
+//   - reactions (reactions.go): reaction states, pending changes, clears
+//     and retries;
+//   - proposals (proposals.go): tool calls waiting for a decision;
+//   - replies (replies.go, feedback.go): direct answers, notices, claims,
+//     saved settings, feedback;
+//   - visibility (visibility.go): status, search attributes, details, the
+//     state query.
+//
+// A part changes only its own slice; it reaches another part through the
+// callbacks and narrow interfaces that wire sets up. The session itself is
+// the wiring: its main loop (run) takes signals, starts turns and
+// publishes; accept (route.go) and the commands (commands.go) route a
+// message or a command to the parts it concerns. Turns, debounce flushes,
+// reaction updates and clears run as workflow coroutines that change their
+// part's state and wake the main loop.
 type session struct {
 	runEnv
 	st         *State
@@ -56,7 +74,7 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 	}
 	s.counters = &s.st.Counters
 	s.wire()
-	s.st.Counters.Runs++
+	s.counters.Runs++
 	if err := s.loadSettings(); err != nil {
 		return err
 	}
@@ -122,7 +140,7 @@ func (s *session) wire() {
 	s.visibility = &visibility{
 		runEnv:           &s.runEnv,
 		st:               s.st,
-		gating:           func() bool { return s.engagement.gating > 0 },
+		gating:           s.engagement.busy,
 		pendingProposals: s.proposals.pending,
 		activation:       s.engagement.activation,
 		queueSettings:    s.intake.queueSettings,
@@ -224,7 +242,7 @@ func (s *session) takeInbound() {
 // idle is true when nothing at all is pending; only an idle session may
 // complete.
 func (s *session) idle() bool {
-	return s.atQuietPoint() && len(s.st.Queue) == 0 && len(s.st.Buffers) == 0 && len(s.st.GateBuffer) == 0 &&
+	return s.atQuietPoint() && !s.turns.queued() && !s.intake.buffering() && !s.engagement.gatePending() &&
 		!s.reactions.pending() && s.inbound.Len() == 0 && s.retries.Len() == 0 && s.proposals.decisions.Len() == 0 && s.feedback.Len() == 0
 }
 
@@ -232,7 +250,7 @@ func (s *session) idle() bool {
 // moment to continue as new. Buffers, the queue and scheduled clears are
 // carried in State and re-armed by the next run.
 func (s *session) atQuietPoint() bool {
-	return !s.turns.running() && !s.reactions.inFlight && !s.replies.busy() && s.engagement.gating == 0
+	return !s.turns.running() && !s.reactions.busy() && !s.replies.busy() && !s.engagement.busy()
 }
 
 // waitWhileIdle waits for work, or for the idle TTL to pass. The timer is

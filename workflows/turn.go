@@ -77,6 +77,9 @@ type turnApprovals interface {
 // running is true while a turn runs.
 func (tr *turns) running() bool { return tr.st.Active != nil }
 
+// queued is true while a batch waits for a turn.
+func (tr *turns) queued() bool { return len(tr.st.Queue) > 0 }
+
 // ready is true when no turn runs and a batch waits for one.
 func (tr *turns) ready() bool { return tr.st.Active == nil && len(tr.st.Queue) > 0 }
 
