@@ -62,30 +62,30 @@ type Participant struct {
 
 // permitted is the permission gate: AllowFrom (default everyone) and the
 // owners, who are always let in.
-func (en *engagement) permitted(sender string) bool {
-	allow := en.settings.AllowFrom
+func (s *engagement) permitted(sender string) bool {
+	allow := s.settings.AllowFrom
 	if len(allow) == 0 {
 		allow = []string{"*"}
 	}
-	return pipeline.Allowed(sender, allow) || pipeline.Allowed(sender, en.settings.Owners)
+	return pipeline.Allowed(sender, allow) || pipeline.Allowed(sender, s.settings.Owners)
 }
 
-func (en *engagement) activation() string {
-	if en.st.ActivationOverride != "" {
-		return en.st.ActivationOverride
+func (s *engagement) activation() string {
+	if s.st.ActivationOverride != "" {
+		return s.st.ActivationOverride
 	}
-	if en.settings.Activation != "" {
-		return en.settings.Activation
+	if s.settings.Activation != "" {
+		return s.settings.Activation
 	}
 	return pipeline.ActivationSmart
 }
 
 // seeParticipant records the sender as seen now, and forgets those not
 // seen for a week.
-func (en *engagement) seeParticipant(in pipeline.Inbound, now time.Time) {
+func (s *engagement) seeParticipant(in pipeline.Inbound, now time.Time) {
 	id := in.Channel + ":" + in.SenderID
-	kept := en.st.Participants[:0]
-	for _, p := range en.st.Participants {
+	kept := s.st.Participants[:0]
+	for _, p := range s.st.Participants {
 		if p.ID != id && now.Sub(p.LastSeen) < participantWindow {
 			kept = append(kept, p)
 		}
@@ -94,12 +94,12 @@ func (en *engagement) seeParticipant(in pipeline.Inbound, now time.Time) {
 	if over := len(kept) - maxParticipants; over > 0 {
 		kept = kept[over:]
 	}
-	en.st.Participants = kept
+	s.st.Participants = kept
 }
 
-func (en *engagement) humans() int {
+func (s *engagement) humans() int {
 	n := 0
-	for _, p := range en.st.Participants {
+	for _, p := range s.st.Participants {
 		if !p.IsBot {
 			n++
 		}
@@ -109,37 +109,37 @@ func (en *engagement) humans() int {
 
 // engage runs the engage ladder for a message, and logs the decision with
 // its message ID (never its text).
-func (en *engagement) engage(in pipeline.Inbound, now time.Time) pipeline.EngageResult {
+func (s *engagement) engage(in pipeline.Inbound, now time.Time) pipeline.EngageResult {
 	sender := in.Channel + ":" + in.SenderID
-	replyToBot := in.ReplyTo != "" && (in.ReplyToBot || en.isBotMessage(in.ReplyTo))
+	replyToBot := in.ReplyTo != "" && (in.ReplyToBot || s.isBotMessage(in.ReplyTo))
 	result := pipeline.DecideEngagement(pipeline.EngageInput{
-		Activation:         en.activation(),
+		Activation:         s.activation(),
 		DM:                 in.ChatType != pipeline.ChatGroup,
 		MentionsBot:        in.MentionsBot,
 		ReplyToBot:         replyToBot,
 		MentionsOthers:     in.MentionsOthers,
 		ReplyToOther:       in.ReplyTo != "" && !replyToBot,
-		BotInThread:        slices.Contains(en.st.BotThreads, in.ThreadID),
-		TextTargetsPeerBot: en.namesPeerBot(in.Text, sender),
+		BotInThread:        slices.Contains(s.st.BotThreads, in.ThreadID),
+		TextTargetsPeerBot: s.namesPeerBot(in.Text, sender),
 		AuthorIsBot:        in.SenderIsBot,
-		EffectiveHumans:    pipeline.EffectiveHumans(en.humans(), nil, now),
+		EffectiveHumans:    pipeline.EffectiveHumans(s.humans(), nil, now),
 		Text:               in.Text,
-		Aliases:            en.settings.Aliases,
-		HasStickyCredit:    en.st.Sticky.Has(sender, now),
+		Aliases:            s.settings.Aliases,
+		HasStickyCredit:    s.st.Sticky.Has(sender, now),
 	})
 	if result.ConsumeCredit {
-		en.st.Sticky = en.st.Sticky.Consume(sender, now)
+		s.st.Sticky = s.st.Sticky.Consume(sender, now)
 	}
-	en.st.LoopGuard = en.st.LoopGuard.Observe(in.SenderIsBot, result.Decision == pipeline.DecisionEngage, now)
-	en.log.Info("Inbound decision", "message_id", in.MessageID, "decision", result.Decision, "reason", result.Reason)
+	s.st.LoopGuard = s.st.LoopGuard.Observe(in.SenderIsBot, result.Decision == pipeline.DecisionEngage, now)
+	s.log.Info("Inbound decision", "message_id", in.MessageID, "decision", result.Decision, "reason", result.Reason)
 	return result
 }
 
 // namesPeerBot is true when text names a bot (other than the sender) that
 // has spoken in the chat.
-func (en *engagement) namesPeerBot(text, sender string) bool {
+func (s *engagement) namesPeerBot(text, sender string) bool {
 	lower := strings.ToLower(text)
-	for _, p := range en.st.Participants {
+	for _, p := range s.st.Participants {
 		if p.IsBot && p.ID != sender && p.Name != "" && strings.Contains(lower, strings.ToLower(p.Name)) {
 			return true
 		}
@@ -149,38 +149,38 @@ func (en *engagement) namesPeerBot(text, sender string) bool {
 
 // deny records a message the permission gate kept out: never given to
 // the model, visible in the state query.
-func (en *engagement) deny(in pipeline.Inbound) {
-	en.counters.Denied++
-	en.st.LastDenied = in.MessageID
-	en.log.Info("Inbound decision", "message_id", in.MessageID, "decision", pipeline.DecisionDenied)
+func (s *engagement) deny(in pipeline.Inbound) {
+	s.counters.Denied++
+	s.st.LastDenied = in.MessageID
+	s.log.Info("Inbound decision", "message_id", in.MessageID, "decision", pipeline.DecisionDenied)
 }
 
 // setActivation is the chat's /activation override.
-func (en *engagement) setActivation(mode string) { en.st.ActivationOverride = mode }
+func (s *engagement) setActivation(mode string) { s.st.ActivationOverride = mode }
 
 // observe keeps a message the agent will not answer as context for its
 // next turn.
-func (en *engagement) observe(in pipeline.Inbound, now time.Time) {
-	en.counters.Observed++
+func (s *engagement) observe(in pipeline.Inbound, now time.Time) {
+	s.counters.Observed++
 	name := in.SenderName
 	if name == "" {
 		name = in.SenderID
 	}
-	en.st.Observed = pipeline.ObserveMessage(en.st.Observed, pipeline.Observed{Sender: name, Text: in.Text, At: now})
+	s.st.Observed = pipeline.ObserveMessage(s.st.Observed, pipeline.Observed{Sender: name, Text: in.Text, At: now})
 }
 
 // engagedText wraps a turn's text with what the agent watched while quiet
 // and the system notice the chat calls for.
-func (en *engagement) engagedText(text string, now time.Time, group bool) string {
-	if observed := pipeline.RenderObserved(en.st.Observed, now, en.settings.ObservedMaxAge.D()); observed != "" {
+func (s *engagement) engagedText(text string, now time.Time, group bool) string {
+	if observed := pipeline.RenderObserved(s.st.Observed, now, s.settings.ObservedMaxAge.D()); observed != "" {
 		text = observed + "\n\n## Current message(s) (addressed to you)\n" + text
 	}
-	en.st.Observed = nil
+	s.st.Observed = nil
 	humans := 0 // the group nudge is for group chats only
 	if group {
-		humans = pipeline.EffectiveHumans(en.humans(), nil, now)
+		humans = pipeline.EffectiveHumans(s.humans(), nil, now)
 	}
-	if notice := pipeline.TurnNotice(en.st.LoopGuard, humans); notice != "" {
+	if notice := pipeline.TurnNotice(s.st.LoopGuard, humans); notice != "" {
 		text += "\n\n" + notice
 	}
 	return text
@@ -188,14 +188,14 @@ func (en *engagement) engagedText(text string, now time.Time, group bool) string
 
 // grantSticky lets the authors a reply answered follow up without a
 // mention, unless the agent disengaged in this turn.
-func (en *engagement) grantSticky(msgs []pipeline.Inbound, thread string) {
-	if !slices.Contains(en.st.BotThreads, thread) {
-		en.st.BotThreads = append(en.st.BotThreads, thread)
-		if over := len(en.st.BotThreads) - maxBotThreads; over > 0 {
-			en.st.BotThreads = en.st.BotThreads[over:]
+func (s *engagement) grantSticky(msgs []pipeline.Inbound, thread string) {
+	if !slices.Contains(s.st.BotThreads, thread) {
+		s.st.BotThreads = append(s.st.BotThreads, thread)
+		if over := len(s.st.BotThreads) - maxBotThreads; over > 0 {
+			s.st.BotThreads = s.st.BotThreads[over:]
 		}
 	}
-	if en.st.DisengagedTurn == en.turnSeq() {
+	if s.st.DisengagedTurn == s.turnSeq() {
 		return
 	}
 	var authors []string
@@ -204,13 +204,13 @@ func (en *engagement) grantSticky(msgs []pipeline.Inbound, thread string) {
 			authors = append(authors, id)
 		}
 	}
-	en.st.Sticky = en.st.Sticky.Grant(authors, workflow.Now(en.ctx), pipeline.StickyTTL)
+	s.st.Sticky = s.st.Sticky.Grant(authors, workflow.Now(s.ctx), pipeline.StickyTTL)
 }
 
 // disengage drops every sticky credit; a reply in the same turn does not
 // grant them again.
-func (en *engagement) disengage() {
-	en.st.Sticky = nil
-	en.st.DisengagedTurn = en.turnSeq()
-	en.log.Info("Disengaged: sticky credits dropped")
+func (s *engagement) disengage() {
+	s.st.Sticky = nil
+	s.st.DisengagedTurn = s.turnSeq()
+	s.log.Info("Disengaged: sticky credits dropped")
 }

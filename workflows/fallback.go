@@ -21,36 +21,36 @@ type Cooldown struct {
 
 // chain is the models to try for a turn: the one the user chose with
 // /model (strict: no fallback), else the configured chain.
-func (tr *turns) chain() (models []string, strict bool) {
-	if tr.st.ModelOverride != "" {
-		return []string{tr.st.ModelOverride}, true
+func (s *turns) chain() (models []string, strict bool) {
+	if s.st.ModelOverride != "" {
+		return []string{s.st.ModelOverride}, true
 	}
-	return tr.settings.Models, false
+	return s.settings.Models, false
 }
 
 // askModels runs one model step, one activity per model attempt so the
 // fallback chain shows in history. Models on cooldown are skipped; when
 // every model failed in a way that may pass, the step waits for the first
 // cooldown to end and goes round again, up to TurnAttempts rounds.
-func (tr *turns) askModels(ctx workflow.Context, req pipeline.TurnRequest, rec *TurnRecord) (pipeline.TurnResult, error) {
-	models, strict := tr.chain()
+func (s *turns) askModels(ctx workflow.Context, req pipeline.TurnRequest, rec *TurnRecord) (pipeline.TurnResult, error) {
+	models, strict := s.chain()
 	var lastErr error
-	rounds := max(tr.settings.TurnAttempts, 1)
+	rounds := max(s.settings.TurnAttempts, 1)
 	for round := 1; round <= rounds; round++ {
-		candidates := tr.notCooling(models, strict)
+		candidates := s.notCooling(models, strict)
 		if len(candidates) == 0 {
 			// Everything is cooling down: wait for the first to be ready.
-			first := tr.firstReady(models)
-			if err := tr.sleep(ctx, first.Until.Sub(workflow.Now(ctx)), "all models cooling down; "+first.Model+" is ready in"); err != nil {
+			first := s.firstReady(models)
+			if err := s.sleep(ctx, first.Until.Sub(workflow.Now(ctx)), "all models cooling down; "+first.Model+" is ready in"); err != nil {
 				return pipeline.TurnResult{}, err
 			}
 			candidates = []string{first.Model}
 		}
 		for _, model := range candidates {
 			req.Model = model
-			result, err := tr.modelAttempt(ctx, req, len(rec.Fallback)+1)
+			result, err := s.modelAttempt(ctx, req, len(rec.Fallback)+1)
 			if err == nil {
-				tr.cooledDown(model)
+				s.cooledDown(model)
 				return result, nil
 			}
 			lastErr = err
@@ -60,7 +60,7 @@ func (tr *turns) askModels(ctx workflow.Context, req pipeline.TurnRequest, rec *
 			typ := modelErrorType(err)
 			rec.Fallback = append(rec.Fallback, model+": "+typ)
 			if pipeline.CoolsDown(typ) {
-				tr.coolDown(model, nextRetryDelay(err), workflow.Now(ctx))
+				s.coolDown(model, nextRetryDelay(err), workflow.Now(ctx))
 			}
 			if !pipeline.MovesToNextModel(typ) || strict {
 				break
@@ -70,7 +70,7 @@ func (tr *turns) askModels(ctx workflow.Context, req pipeline.TurnRequest, rec *
 			break
 		}
 		if strict {
-			if err := tr.sleep(ctx, tr.cooldownLeft(models[0], workflow.Now(ctx)), "model "+models[0]+" cooling down; retry in"); err != nil {
+			if err := s.sleep(ctx, s.cooldownLeft(models[0], workflow.Now(ctx)), "model "+models[0]+" cooling down; retry in"); err != nil {
 				return pipeline.TurnResult{}, err
 			}
 		}
@@ -78,14 +78,14 @@ func (tr *turns) askModels(ctx workflow.Context, req pipeline.TurnRequest, rec *
 	return pipeline.TurnResult{}, lastErr
 }
 
-func (tr *turns) modelAttempt(ctx workflow.Context, req pipeline.TurnRequest, attempt int) (pipeline.TurnResult, error) {
-	summary := fmt.Sprintf("turn %d step %d: %s", tr.st.TurnSeq, req.Step+1, req.Model)
+func (s *turns) modelAttempt(ctx workflow.Context, req pipeline.TurnRequest, attempt int) (pipeline.TurnResult, error) {
+	summary := fmt.Sprintf("turn %d step %d: %s", s.st.TurnSeq, req.Step+1, req.Model)
 	if attempt > 1 {
 		summary += fmt.Sprintf(" (attempt %d)", attempt)
 	}
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: tr.settings.TurnTimeout.D(),
-		HeartbeatTimeout:    tr.settings.TurnHeartbeatTimeout.D(),
+		StartToCloseTimeout: s.settings.TurnTimeout.D(),
+		HeartbeatTimeout:    s.settings.TurnHeartbeatTimeout.D(),
 		// One attempt per activity: the workflow decides what comes next
 		// (another model, a cooldown, a reset), and history shows it.
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
@@ -96,40 +96,40 @@ func (tr *turns) modelAttempt(ctx workflow.Context, req pipeline.TurnRequest, at
 	return result, err
 }
 
-func (tr *turns) notCooling(models []string, strict bool) []string {
+func (s *turns) notCooling(models []string, strict bool) []string {
 	if strict {
 		return models
 	}
-	now := workflow.Now(tr.ctx)
+	now := workflow.Now(s.ctx)
 	var out []string
 	for _, m := range models {
-		if tr.cooldownLeft(m, now) <= 0 {
+		if s.cooldownLeft(m, now) <= 0 {
 			out = append(out, m)
 		}
 	}
 	return out
 }
 
-func (tr *turns) cooldown(model string) *Cooldown {
-	for i := range tr.st.Cooldowns {
-		if tr.st.Cooldowns[i].Model == model {
-			return &tr.st.Cooldowns[i]
+func (s *turns) cooldown(model string) *Cooldown {
+	for i := range s.st.Cooldowns {
+		if s.st.Cooldowns[i].Model == model {
+			return &s.st.Cooldowns[i]
 		}
 	}
 	return nil
 }
 
-func (tr *turns) cooldownLeft(model string, now time.Time) time.Duration {
-	if c := tr.cooldown(model); c != nil {
+func (s *turns) cooldownLeft(model string, now time.Time) time.Duration {
+	if c := s.cooldown(model); c != nil {
 		return c.Until.Sub(now)
 	}
 	return 0
 }
 
-func (tr *turns) firstReady(models []string) Cooldown {
+func (s *turns) firstReady(models []string) Cooldown {
 	var first Cooldown
 	for _, m := range models {
-		if c := tr.cooldown(m); c != nil && (first.Model == "" || c.Until.Before(first.Until)) {
+		if c := s.cooldown(m); c != nil && (first.Model == "" || c.Until.Before(first.Until)) {
 			first = *c
 		}
 	}
@@ -138,29 +138,29 @@ func (tr *turns) firstReady(models []string) Cooldown {
 
 // coolDown puts a model on cooldown: 30 s, 1 min, then 5 min for failures
 // in a row, or longer if the provider asked.
-func (tr *turns) coolDown(model string, retryAfter time.Duration, now time.Time) {
-	c := tr.cooldown(model)
+func (s *turns) coolDown(model string, retryAfter time.Duration, now time.Time) {
+	c := s.cooldown(model)
 	if c == nil {
-		tr.st.Cooldowns = append(tr.st.Cooldowns, Cooldown{Model: model})
-		c = &tr.st.Cooldowns[len(tr.st.Cooldowns)-1]
+		s.st.Cooldowns = append(s.st.Cooldowns, Cooldown{Model: model})
+		c = &s.st.Cooldowns[len(s.st.Cooldowns)-1]
 	}
 	c.Level++
 	c.Until = now.Add(pipeline.CooldownFor(c.Level, pipeline.Duration(retryAfter)).D())
-	tr.log.Warn("Model cooling down", "model", model, "until", c.Until, "level", c.Level)
+	s.log.Warn("Model cooling down", "model", model, "until", c.Until, "level", c.Level)
 }
 
 // cooledDown forgets a model's cooldown once it answered.
-func (tr *turns) cooledDown(model string) {
-	kept := tr.st.Cooldowns[:0]
-	for _, c := range tr.st.Cooldowns {
+func (s *turns) cooledDown(model string) {
+	kept := s.st.Cooldowns[:0]
+	for _, c := range s.st.Cooldowns {
 		if c.Model != model {
 			kept = append(kept, c)
 		}
 	}
-	tr.st.Cooldowns = kept
+	s.st.Cooldowns = kept
 }
 
-func (tr *turns) sleep(ctx workflow.Context, d time.Duration, summary string) error {
+func (s *turns) sleep(ctx workflow.Context, d time.Duration, summary string) error {
 	if d <= 0 {
 		return nil
 	}

@@ -17,10 +17,10 @@ const feedbackAttempts = 5
 // recordFeedback stores a user's reaction on a message through the
 // RecordFeedback activity, which resolves the message to the bot's
 // internal one. It runs beside the main loop; continue-as-new waits for it.
-func (rp *replies) recordFeedback(f pipeline.Feedback) {
-	rp.feedbackInFlight++
-	workflow.Go(rp.ctx, func(ctx workflow.Context) {
-		defer func() { rp.feedbackInFlight-- }()
+func (s *replies) recordFeedback(f pipeline.Feedback) {
+	s.feedbackInFlight++
+	workflow.Go(s.ctx, func(ctx workflow.Context) {
+		defer func() { s.feedbackInFlight-- }()
 		ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 			StartToCloseTimeout:    localActivityTimeout,
 			ScheduleToCloseTimeout: 2 * time.Minute,
@@ -32,7 +32,7 @@ func (rp *replies) recordFeedback(f pipeline.Feedback) {
 		})
 		err := workflow.ExecuteLocalActivity(ctx, pipeline.ActivityRecordFeedback, f).Get(ctx, nil)
 		if err != nil {
-			rp.log.Warn("Feedback not recorded; it is dropped", "event_id", f.EventID, "message_id", f.MessageID, "error", err)
+			s.log.Warn("Feedback not recorded; it is dropped", "event_id", f.EventID, "message_id", f.MessageID, "error", err)
 		}
 	})
 }

@@ -44,25 +44,25 @@ type IntakeState struct {
 
 // admit counts a new message and reports true, or false for one already
 // seen within the dedupe window.
-func (ik *intake) admit(id string, now time.Time) bool {
-	if ik.seen(id, now) {
-		ik.counters.Duplicates++
-		ik.log.Debug("Duplicate inbound ignored", "message_id", id)
+func (s *intake) admit(id string, now time.Time) bool {
+	if s.seen(id, now) {
+		s.counters.Duplicates++
+		s.log.Debug("Duplicate inbound ignored", "message_id", id)
 		return false
 	}
-	ik.counters.Inbound++
-	ik.st.LastInboundAt = now
-	ik.touch()
+	s.counters.Inbound++
+	s.st.LastInboundAt = now
+	s.touch()
 	return true
 }
 
 // seen reports whether id was seen within the dedupe window, and slides
 // the window: the entry moves to the end with the current time.
-func (ik *intake) seen(id string, now time.Time) bool {
+func (s *intake) seen(id string, now time.Time) bool {
 	cutoff := now.Add(-dedupeWindow)
-	kept := ik.st.Seen[:0]
+	kept := s.st.Seen[:0]
 	found := false
-	for _, e := range ik.st.Seen {
+	for _, e := range s.st.Seen {
 		if !e.At.After(cutoff) {
 			continue
 		}
@@ -76,29 +76,29 @@ func (ik *intake) seen(id string, now time.Time) bool {
 	if over := len(kept) - seenCapacity; over > 0 {
 		kept = kept[over:]
 	}
-	ik.st.Seen = kept
+	s.st.Seen = kept
 	return found
 }
 
-func (ik *intake) bufferMessage(in pipeline.Inbound, key pipeline.BufferKey, window time.Duration) {
-	b := ik.buffer(key)
+func (s *intake) bufferMessage(in pipeline.Inbound, key pipeline.BufferKey, window time.Duration) {
+	b := s.buffer(key)
 	if b == nil {
-		ik.st.BufferSeq++
-		ik.st.Buffers = append(ik.st.Buffers, Buffer{Key: key, Gen: ik.st.BufferSeq})
-		b = &ik.st.Buffers[len(ik.st.Buffers)-1]
-		ik.armFlush(key, b.Gen)
+		s.st.BufferSeq++
+		s.st.Buffers = append(s.st.Buffers, Buffer{Key: key, Gen: s.st.BufferSeq})
+		b = &s.st.Buffers[len(s.st.Buffers)-1]
+		s.armFlush(key, b.Gen)
 	}
 	b.Messages = append(b.Messages, in)
-	b.FlushAt = workflow.Now(ik.ctx).Add(window)
+	b.FlushAt = workflow.Now(s.ctx).Add(window)
 	if len(b.Messages) >= maxBufferedMessages {
-		ik.flushBuffer(key)
+		s.flushBuffer(key)
 	}
 }
 
-func (ik *intake) buffer(key pipeline.BufferKey) *Buffer {
-	for i := range ik.st.Buffers {
-		if ik.st.Buffers[i].Key == key {
-			return &ik.st.Buffers[i]
+func (s *intake) buffer(key pipeline.BufferKey) *Buffer {
+	for i := range s.st.Buffers {
+		if s.st.Buffers[i].Key == key {
+			return &s.st.Buffers[i]
 		}
 	}
 	return nil
@@ -107,16 +107,16 @@ func (ik *intake) buffer(key pipeline.BufferKey) *Buffer {
 // armFlush flushes the buffer of key when its window has passed. A message
 // that re-arms the window only moves FlushAt; this timer then sleeps the
 // remainder, so a burst costs one timer per window, not one per message.
-func (ik *intake) armFlush(key pipeline.BufferKey, gen int) {
-	workflow.Go(ik.ctx, func(ctx workflow.Context) {
+func (s *intake) armFlush(key pipeline.BufferKey, gen int) {
+	workflow.Go(s.ctx, func(ctx workflow.Context) {
 		for {
-			b := ik.buffer(key)
+			b := s.buffer(key)
 			if b == nil || b.Gen != gen {
 				return
 			}
 			wait := b.FlushAt.Sub(workflow.Now(ctx))
 			if wait <= 0 {
-				ik.flushBuffer(key)
+				s.flushBuffer(key)
 				return
 			}
 			timer := workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{
@@ -130,44 +130,44 @@ func (ik *intake) armFlush(key pipeline.BufferKey, gen int) {
 }
 
 // flushBuffer turns the buffer of key, if any, into one batch.
-func (ik *intake) flushBuffer(key pipeline.BufferKey) {
-	for i, b := range ik.st.Buffers {
+func (s *intake) flushBuffer(key pipeline.BufferKey) {
+	for i, b := range s.st.Buffers {
 		if b.Key == key {
-			ik.st.Buffers = append(ik.st.Buffers[:i:i], ik.st.Buffers[i+1:]...)
-			ik.dispatch(Batch{Messages: b.Messages, Queue: ik.queueSettings()})
+			s.st.Buffers = append(s.st.Buffers[:i:i], s.st.Buffers[i+1:]...)
+			s.dispatch(Batch{Messages: b.Messages, Queue: s.queueSettings()})
 			return
 		}
 	}
 }
 
 // buffering is true while a debounce window is open.
-func (ik *intake) buffering() bool { return len(ik.st.Buffers) > 0 }
+func (s *intake) buffering() bool { return len(s.st.Buffers) > 0 }
 
 // takeBuffers empties every debounce window (a /stop) and returns what
 // they held.
-func (ik *intake) takeBuffers() []Buffer {
-	buffers := ik.st.Buffers
-	ik.st.Buffers = nil
+func (s *intake) takeBuffers() []Buffer {
+	buffers := s.st.Buffers
+	s.st.Buffers = nil
 	return buffers
 }
 
 // resume re-arms the debounce windows a previous run left open.
-func (ik *intake) resume() {
-	for _, b := range ik.st.Buffers {
-		ik.armFlush(b.Key, b.Gen)
+func (s *intake) resume() {
+	for _, b := range s.st.Buffers {
+		s.armFlush(b.Key, b.Gen)
 	}
 }
 
 // queueSettings are the session's queue settings: its /queue override over
 // the channel's defaults.
-func (ik *intake) queueSettings() pipeline.QueueSettings {
-	return ik.st.QueueOverride.Apply(ik.settings.Queue)
+func (s *intake) queueSettings() pipeline.QueueSettings {
+	return s.st.QueueOverride.Apply(s.settings.Queue)
 }
 
 // resetQueue drops the chat's /queue override.
-func (ik *intake) resetQueue() { ik.st.QueueOverride = nil }
+func (s *intake) resetQueue() { s.st.QueueOverride = nil }
 
 // patchQueue merges a /queue command into the chat's override.
-func (ik *intake) patchQueue(p *pipeline.QueuePatch) {
-	ik.st.QueueOverride = ik.st.QueueOverride.Merge(p)
+func (s *intake) patchQueue(p *pipeline.QueuePatch) {
+	s.st.QueueOverride = s.st.QueueOverride.Merge(p)
 }

@@ -72,18 +72,18 @@ func (p Proposal) view() pipeline.ProposalView {
 	return v
 }
 
-func (pr *proposals) get(id string) *Proposal {
-	for i := range pr.st.Proposals {
-		if pr.st.Proposals[i].ID == id {
-			return &pr.st.Proposals[i]
+func (s *proposals) get(id string) *Proposal {
+	for i := range s.st.Proposals {
+		if s.st.Proposals[i].ID == id {
+			return &s.st.Proposals[i]
 		}
 	}
 	return nil
 }
 
-func (pr *proposals) pending() int {
+func (s *proposals) pending() int {
 	n := 0
-	for _, p := range pr.st.Proposals {
+	for _, p := range s.st.Proposals {
 		if p.Status == ProposalPending {
 			n++
 		}
@@ -93,11 +93,11 @@ func (pr *proposals) pending() int {
 
 // register installs the "decide" update, whose validator answers a
 // refusal at once, before anything reaches history.
-func (pr *proposals) register() error {
-	return workflow.SetUpdateHandlerWithOptions(pr.ctx, UpdateDecide,
-		func(_ workflow.Context, d pipeline.Decision) (string, error) { return pr.decide(d) },
+func (s *proposals) register() error {
+	return workflow.SetUpdateHandlerWithOptions(s.ctx, UpdateDecide,
+		func(_ workflow.Context, d pipeline.Decision) (string, error) { return s.decide(d) },
 		workflow.UpdateHandlerOptions{Validator: func(d pipeline.Decision) error {
-			_, err := pr.checkDecision(d)
+			_, err := s.checkDecision(d)
 			return err
 		}})
 }
@@ -105,17 +105,17 @@ func (pr *proposals) register() error {
 // checkDecision refuses a decision that is malformed, about an unknown
 // proposal, by someone not allowed, or contrary to one already made. It
 // returns true when the same decision was already made: a double click.
-func (pr *proposals) checkDecision(d pipeline.Decision) (repeat bool, err error) {
+func (s *proposals) checkDecision(d pipeline.Decision) (repeat bool, err error) {
 	if err := d.Validate(); err != nil {
 		return false, err
 	}
-	p := pr.get(d.ID)
+	p := s.get(d.ID)
 	if p == nil {
-		return false, fmt.Errorf("unknown proposal %q in %s", d.ID, pr.key.WorkflowID())
+		return false, fmt.Errorf("unknown proposal %q in %s", d.ID, s.key.WorkflowID())
 	}
-	if !pr.mayDecide(d.By, *p) {
+	if !s.mayDecide(d.By, *p) {
 		return false, fmt.Errorf("%s is not allowed to decide proposal %s: only owners%s may", d.By, d.ID,
-			map[bool]string{true: " and its requester", false: ""}[pr.settings.RequesterMayDecide])
+			map[bool]string{true: " and its requester", false: ""}[s.settings.RequesterMayDecide])
 	}
 	if p.Status != ProposalPending {
 		if p.Status == outcomeOf(d.Decision) && p.DecidedBy == d.By {
@@ -129,24 +129,24 @@ func (pr *proposals) checkDecision(d pipeline.Decision) (repeat bool, err error)
 // mayDecide: owners (and "*"), operators (anyone with Temporal access, who
 // decides through the CLI or the UI as "operator:<name>"), and the
 // requester when the configuration allows it.
-func (pr *proposals) mayDecide(by string, p Proposal) bool {
-	if strings.HasPrefix(by, "operator:") || slices.Contains(pr.settings.Owners, "*") || slices.Contains(pr.settings.Owners, by) {
+func (s *proposals) mayDecide(by string, p Proposal) bool {
+	if strings.HasPrefix(by, "operator:") || slices.Contains(s.settings.Owners, "*") || slices.Contains(s.settings.Owners, by) {
 		return true
 	}
-	return pr.settings.RequesterMayDecide && by == p.Requester
+	return s.settings.RequesterMayDecide && by == p.Requester
 }
 
 // decide applies a decision after checking it; a repeat is one decision.
-func (pr *proposals) decide(d pipeline.Decision) (string, error) {
-	repeat, err := pr.checkDecision(d)
+func (s *proposals) decide(d pipeline.Decision) (string, error) {
+	repeat, err := s.checkDecision(d)
 	if err != nil {
 		return "", err
 	}
-	p := pr.get(d.ID)
+	p := s.get(d.ID)
 	if !repeat {
 		p.Status, p.DecidedBy, p.Reason = outcomeOf(d.Decision), d.By, d.Reason
-		pr.touch()
-		pr.log.Info("Proposal decided", "proposal", p.ID, "decision", p.Status, "by", d.By)
+		s.touch()
+		s.log.Info("Proposal decided", "proposal", p.ID, "decision", p.Status, "by", d.By)
 	}
 	return fmt.Sprintf("Proposal %s %s by %s.", p.ID, p.Status, p.DecidedBy), nil
 }
@@ -167,56 +167,56 @@ func nonEmpty(s, otherwise string) string {
 
 // takeSignals applies decisions sent as the "proposal" signal; a refused
 // one is logged, since a signal has no one to answer.
-func (pr *proposals) takeSignals() {
+func (s *proposals) takeSignals() {
 	for {
 		var d pipeline.Decision
-		if !pr.decisions.ReceiveAsync(&d) {
+		if !s.decisions.ReceiveAsync(&d) {
 			return
 		}
-		if _, err := pr.decide(d); err != nil {
-			pr.log.Warn("Proposal decision refused", "proposal", d.ID, "by", d.By, "error", err)
+		if _, err := s.decide(d); err != nil {
+			s.log.Warn("Proposal decision refused", "proposal", d.ID, "by", d.By, "error", err)
 		}
 	}
 }
 
 // propose posts a proposal message with Approve and Reject buttons for a
 // call that needs approval, and records the proposal.
-func (pr *proposals) propose(ctx workflow.Context, turnID string, call pipeline.ToolCall, origin pipeline.Inbound) string {
-	pr.st.ProposalSeq++
+func (s *proposals) propose(ctx workflow.Context, turnID string, call pipeline.ToolCall, origin pipeline.Inbound) string {
+	s.st.ProposalSeq++
 	now := workflow.Now(ctx)
-	ttl := pr.settings.ProposalTTL.D()
+	ttl := s.settings.ProposalTTL.D()
 	if ttl <= 0 {
 		ttl = 24 * time.Hour
 	}
 	p := Proposal{
-		ID: fmt.Sprintf("p%d", pr.st.ProposalSeq), Call: call, Summary: pipeline.SummarizeArgs(call.Arguments),
+		ID: fmt.Sprintf("p%d", s.st.ProposalSeq), Call: call, Summary: pipeline.SummarizeArgs(call.Arguments),
 		Requester: origin.Channel + ":" + origin.SenderID, Origin: origin.MessageID, ThreadID: origin.ThreadID,
 		TurnID: turnID, CreatedAt: now, ExpiresAt: now.Add(ttl), Status: ProposalPending,
 	}
-	pr.st.Proposals = append(pr.st.Proposals, p)
-	pr.touch()
+	s.st.Proposals = append(s.st.Proposals, p)
+	s.touch()
 	text, buttons := pipeline.RenderProposal(p.view())
-	id, err := pr.deliver(ctx, pipeline.Delivery{
-		Session: pr.key, IdempotencyKey: pr.key.WorkflowID() + "/proposal/" + turnID + "/" + p.ID,
+	id, err := s.deliver(ctx, pipeline.Delivery{
+		Session: s.key, IdempotencyKey: s.key.WorkflowID() + "/proposal/" + turnID + "/" + p.ID,
 		ThreadID: origin.ThreadID, ReplyTo: origin.MessageID, Text: text, Buttons: buttons, Total: 1,
 	})
 	if err != nil {
 		// Nobody can see it, so nobody can decide it: it is rejected.
-		pr.log.Error("Proposal message not delivered; the proposal is rejected", "proposal", p.ID, "error", err)
-		_, _ = pr.decide(pipeline.Decision{ID: p.ID, Decision: pipeline.DecisionReject, By: "operator:replyflow", Reason: "the proposal could not be posted"})
+		s.log.Error("Proposal message not delivered; the proposal is rejected", "proposal", p.ID, "error", err)
+		_, _ = s.decide(pipeline.Decision{ID: p.ID, Decision: pipeline.DecisionReject, By: "operator:replyflow", Reason: "the proposal could not be posted"})
 		return p.ID
 	}
-	pr.get(p.ID).MessageID = id
+	s.get(p.ID).MessageID = id
 	return p.ID
 }
 
 // waitForDecisions waits until every proposal of ids is decided, expiring
 // those whose time runs out (a durable timer), or the turn is aborted.
-func (pr *proposals) waitForDecisions(ctx workflow.Context, ids []string, aborted func() bool) error {
+func (s *proposals) waitForDecisions(ctx workflow.Context, ids []string, aborted func() bool) error {
 	undecided := func() []*Proposal {
 		var out []*Proposal
 		for _, id := range ids {
-			if p := pr.get(id); p != nil && p.Status == ProposalPending {
+			if p := s.get(id); p != nil && p.Status == ProposalPending {
 				out = append(out, p)
 			}
 		}
@@ -255,8 +255,8 @@ func (pr *proposals) waitForDecisions(ctx workflow.Context, ids []string, aborte
 		for _, p := range undecided() {
 			if !now.Before(p.ExpiresAt) {
 				p.Status, p.Reason = ProposalExpired, "expired"
-				pr.touch()
-				pr.log.Info("Proposal expired", "proposal", p.ID)
+				s.touch()
+				s.log.Info("Proposal expired", "proposal", p.ID)
 			}
 		}
 	}
@@ -264,23 +264,23 @@ func (pr *proposals) waitForDecisions(ctx workflow.Context, ids []string, aborte
 
 // close edits the proposal message to show the outcome and who
 // decided, without buttons, and returns what the model is told.
-func (pr *proposals) close(ctx workflow.Context, id string) pipeline.ToolResult {
-	p := pr.get(id)
+func (s *proposals) close(ctx workflow.Context, id string) pipeline.ToolResult {
+	p := s.get(id)
 	if p.MessageID != "" {
 		text, buttons := pipeline.RenderProposal(p.view())
 		// Shown even when the turn was aborted: its buttons must go.
 		dctx, _ := workflow.NewDisconnectedContext(ctx)
 		ectx := workflow.WithActivityOptions(dctx, workflow.ActivityOptions{
-			StartToCloseTimeout: pr.settings.DeliveryTimeout.D(),
+			StartToCloseTimeout: s.settings.DeliveryTimeout.D(),
 			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5},
 			Summary:             "show the outcome of proposal " + p.ID,
 		})
-		edit := pipeline.Edit{Session: pr.key, PlatformMessageID: p.MessageID, Text: text, Buttons: buttons}
+		edit := pipeline.Edit{Session: s.key, PlatformMessageID: p.MessageID, Text: text, Buttons: buttons}
 		if err := workflow.ExecuteActivity(ectx, pipeline.ActivityEdit, edit).Get(ectx, nil); err != nil && !errors.Is(err, workflow.ErrCanceled) {
-			pr.log.Warn("Proposal message not updated", "proposal", p.ID, "error", err)
+			s.log.Warn("Proposal message not updated", "proposal", p.ID, "error", err)
 		}
 	}
-	pr.prune()
+	s.prune()
 	switch p.Status {
 	case ProposalRejected:
 		reason := ""
@@ -294,11 +294,11 @@ func (pr *proposals) close(ctx workflow.Context, id string) pipeline.ToolResult 
 	return pipeline.ToolResult{}
 }
 
-func (pr *proposals) prune() {
-	decided := len(pr.st.Proposals) - pr.pending()
-	for i := 0; i < len(pr.st.Proposals) && decided > keptProposals; {
-		if pr.st.Proposals[i].Status != ProposalPending {
-			pr.st.Proposals = append(pr.st.Proposals[:i], pr.st.Proposals[i+1:]...)
+func (s *proposals) prune() {
+	decided := len(s.st.Proposals) - s.pending()
+	for i := 0; i < len(s.st.Proposals) && decided > keptProposals; {
+		if s.st.Proposals[i].Status != ProposalPending {
+			s.st.Proposals = append(s.st.Proposals[:i], s.st.Proposals[i+1:]...)
 			decided--
 			continue
 		}

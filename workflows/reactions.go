@@ -43,68 +43,68 @@ type ReactionsState struct {
 // here: the model step shows it once it has run for the coalescing window
 // (see pipeline.TurnRequest.ThinkingOn), so a fast turn goes 👀 → ✅.
 // Final states schedule their durable clear.
-func (rx *reactions) react(refs []msgRef, state pipeline.ReactionState) {
+func (s *reactions) react(refs []msgRef, state pipeline.ReactionState) {
 	for _, ref := range refs {
-		r := rx.st.reaction(ref.ID)
+		r := s.st.reaction(ref.ID)
 		if r == nil {
-			rx.st.Reactions = append(rx.st.Reactions, Reaction{MessageID: ref.ID, ThreadID: ref.Thread})
-			r = &rx.st.Reactions[len(rx.st.Reactions)-1]
+			s.st.Reactions = append(s.st.Reactions, Reaction{MessageID: ref.ID, ThreadID: ref.Thread})
+			r = &s.st.Reactions[len(s.st.Reactions)-1]
 		}
-		unchanged := r.State == state && r.Shown && !rx.reactionQueued(ref.ID)
+		unchanged := r.State == state && r.Shown && !s.reactionQueued(ref.ID)
 		r.State, r.ClearAt, r.RetryAt, r.Attempts = state, time.Time{}, time.Time{}, 0
 		switch {
 		case unchanged:
 			// Already showing; only its clear is rescheduled below.
 		case state == pipeline.ReactionThinking:
-			rx.unqueueReaction(ref.ID)
+			s.unqueueReaction(ref.ID)
 		case state == pipeline.ReactionNone && !r.Shown:
 			// Nothing reached the platform: nothing to clear.
-			rx.unqueueReaction(ref.ID)
-			rx.st.drop(ref.ID)
+			s.unqueueReaction(ref.ID)
+			s.st.drop(ref.ID)
 		default:
-			rx.queueReaction(pipeline.ReactionChange{Session: rx.key, MessageID: ref.ID, ThreadID: ref.Thread, State: state})
+			s.queueReaction(pipeline.ReactionChange{Session: s.key, MessageID: ref.ID, ThreadID: ref.Thread, State: state})
 		}
-		if delay, ok := rx.clearDelay(state); ok {
-			r.ClearAt = workflow.Now(rx.ctx).Add(delay)
-			rx.armClear(*r)
+		if delay, ok := s.clearDelay(state); ok {
+			r.ClearAt = workflow.Now(s.ctx).Add(delay)
+			s.armClear(*r)
 		}
 	}
 }
 
 // clearLater keeps the messages' current reaction and clears it after delay.
-func (rx *reactions) clearLater(refs []msgRef, delay time.Duration) {
+func (s *reactions) clearLater(refs []msgRef, delay time.Duration) {
 	for _, ref := range refs {
-		if r := rx.st.reaction(ref.ID); r != nil {
-			r.ClearAt = workflow.Now(rx.ctx).Add(delay)
-			rx.armClear(*r)
+		if r := s.st.reaction(ref.ID); r != nil {
+			r.ClearAt = workflow.Now(s.ctx).Add(delay)
+			s.armClear(*r)
 		}
 	}
 }
 
-func (rx *reactions) clearDelay(state pipeline.ReactionState) (time.Duration, bool) {
+func (s *reactions) clearDelay(state pipeline.ReactionState) (time.Duration, bool) {
 	switch state {
 	case pipeline.ReactionDone:
-		return rx.settings.ReactionClearDelay.D(), true
+		return s.settings.ReactionClearDelay.D(), true
 	case pipeline.ReactionError:
-		return rx.settings.ErrorClearDelay.D(), true
+		return s.settings.ErrorClearDelay.D(), true
 	}
 	return 0, false
 }
 
 // queueReaction adds a change, replacing one for the same message that is
 // still waiting (but not the one being sent).
-func (rx *reactions) queueReaction(c pipeline.ReactionChange) {
-	for i := range rx.st.ReactionChanges {
-		if rx.st.ReactionChanges[i].MessageID == c.MessageID && !(i == 0 && rx.inFlight) {
-			rx.st.ReactionChanges[i] = c
+func (s *reactions) queueReaction(c pipeline.ReactionChange) {
+	for i := range s.st.ReactionChanges {
+		if s.st.ReactionChanges[i].MessageID == c.MessageID && !(i == 0 && s.inFlight) {
+			s.st.ReactionChanges[i] = c
 			return
 		}
 	}
-	rx.st.ReactionChanges = append(rx.st.ReactionChanges, c)
+	s.st.ReactionChanges = append(s.st.ReactionChanges, c)
 }
 
-func (rx *reactions) reactionQueued(messageID string) bool {
-	for _, c := range rx.st.ReactionChanges {
+func (s *reactions) reactionQueued(messageID string) bool {
+	for _, c := range s.st.ReactionChanges {
 		if c.MessageID == messageID {
 			return true
 		}
@@ -112,34 +112,34 @@ func (rx *reactions) reactionQueued(messageID string) bool {
 	return false
 }
 
-func (rx *reactions) unqueueReaction(messageID string) {
-	kept := rx.st.ReactionChanges[:0]
-	for i, c := range rx.st.ReactionChanges {
-		if c.MessageID != messageID || (i == 0 && rx.inFlight) {
+func (s *reactions) unqueueReaction(messageID string) {
+	kept := s.st.ReactionChanges[:0]
+	for i, c := range s.st.ReactionChanges {
+		if c.MessageID != messageID || (i == 0 && s.inFlight) {
 			kept = append(kept, c)
 		}
 	}
-	rx.st.ReactionChanges = kept
+	s.st.ReactionChanges = kept
 }
 
 // resume restarts the clear and retry timers of a run that continued as
 // new.
-func (rx *reactions) resume() {
-	for _, r := range rx.st.Reactions {
+func (s *reactions) resume() {
+	for _, r := range s.st.Reactions {
 		if !r.ClearAt.IsZero() {
-			rx.armClear(r)
+			s.armClear(r)
 		}
 		if !r.RetryAt.IsZero() {
-			rx.armReactionRetry(r)
+			s.armReactionRetry(r)
 		}
 	}
 }
 
 // armClear starts a durable timer that clears r when it fires, unless the
 // message moved to another state in the meantime.
-func (rx *reactions) armClear(r Reaction) {
-	delay := r.ClearAt.Sub(workflow.Now(rx.ctx))
-	workflow.Go(rx.ctx, func(ctx workflow.Context) {
+func (s *reactions) armClear(r Reaction) {
+	delay := r.ClearAt.Sub(workflow.Now(s.ctx))
+	workflow.Go(s.ctx, func(ctx workflow.Context) {
 		if delay > 0 {
 			timer := workflow.NewTimerWithOptions(ctx, delay, workflow.TimerOptions{
 				Summary: "clear " + pipeline.DefaultEmoji[r.State] + " on " + r.MessageID + " in " + delay.String(),
@@ -148,12 +148,12 @@ func (rx *reactions) armClear(r Reaction) {
 				return
 			}
 		}
-		current := rx.st.reaction(r.MessageID)
+		current := s.st.reaction(r.MessageID)
 		if current == nil || !current.ClearAt.Equal(r.ClearAt) {
 			return
 		}
 		current.State, current.ClearAt = pipeline.ReactionNone, time.Time{}
-		rx.queueReaction(pipeline.ReactionChange{Session: rx.key, MessageID: r.MessageID, ThreadID: r.ThreadID, State: pipeline.ReactionNone})
+		s.queueReaction(pipeline.ReactionChange{Session: s.key, MessageID: r.MessageID, ThreadID: r.ThreadID, State: pipeline.ReactionNone})
 	})
 }
 
@@ -172,30 +172,30 @@ const (
 // only once the main loop has taken every delivered signal, so the changes
 // of one workflow step are coalesced before any is sent. A change leaves
 // the queue only once tried, so continue-as-new carries the one pending.
-func (rx *reactions) apply(ctx workflow.Context) {
+func (s *reactions) apply(ctx workflow.Context) {
 	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: reactionTimeout,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
 	for {
-		err := workflow.Await(ctx, func() bool { return len(rx.st.ReactionChanges) > 0 && !rx.inboundWaiting() })
+		err := workflow.Await(ctx, func() bool { return len(s.st.ReactionChanges) > 0 && !s.inboundWaiting() })
 		if err != nil {
 			return
 		}
-		change := rx.st.ReactionChanges[0]
-		rx.inFlight = true
-		if r := rx.st.reaction(change.MessageID); r != nil {
+		change := s.st.ReactionChanges[0]
+		s.inFlight = true
+		if r := s.st.reaction(change.MessageID); r != nil {
 			r.Shown = true
 		}
 		err = workflow.ExecuteLocalActivity(ctx, pipeline.ActivitySetReaction, change).Get(ctx, nil)
-		rx.inFlight = false
-		rx.st.ReactionChanges = rx.st.ReactionChanges[1:]
+		s.inFlight = false
+		s.st.ReactionChanges = s.st.ReactionChanges[1:]
 		if err != nil {
-			rx.reactionFailed(change, err)
+			s.reactionFailed(change, err)
 			continue
 		}
-		if r := rx.st.reaction(change.MessageID); r != nil && r.State == pipeline.ReactionNone && change.State == pipeline.ReactionNone {
-			rx.st.drop(change.MessageID)
+		if r := s.st.reaction(change.MessageID); r != nil && r.State == pipeline.ReactionNone && change.State == pipeline.ReactionNone {
+			s.st.drop(change.MessageID)
 		}
 	}
 }
@@ -203,33 +203,33 @@ func (rx *reactions) apply(ctx workflow.Context) {
 // reactionFailed logs a change the platform refused and, for a final state
 // that may be retried, queues it again after a backoff unless a newer state
 // replaced it by then.
-func (rx *reactions) reactionFailed(change pipeline.ReactionChange, err error) {
+func (s *reactions) reactionFailed(change pipeline.ReactionChange, err error) {
 	final := change.State == pipeline.ReactionNone || change.State == pipeline.ReactionDone || change.State == pipeline.ReactionError
 	retryable := errorType(err) != "PlatformRejected"
 	if !final || !retryable || change.Attempt >= reactionRetries {
 		// Reactions are a courtesy: this one is given up, visibly.
-		rx.log.Warn("Reaction not applied; giving up on it", "message_id", change.MessageID, "state", change.State, "attempts", change.Attempt+1, "error", err)
-		if r := rx.st.reaction(change.MessageID); r != nil && r.State == pipeline.ReactionNone {
-			rx.st.drop(change.MessageID)
+		s.log.Warn("Reaction not applied; giving up on it", "message_id", change.MessageID, "state", change.State, "attempts", change.Attempt+1, "error", err)
+		if r := s.st.reaction(change.MessageID); r != nil && r.State == pipeline.ReactionNone {
+			s.st.drop(change.MessageID)
 		}
 		return
 	}
-	rx.log.Warn("Reaction not applied; will try again", "message_id", change.MessageID, "state", change.State, "attempt", change.Attempt+1, "error", err)
+	s.log.Warn("Reaction not applied; will try again", "message_id", change.MessageID, "state", change.State, "attempt", change.Attempt+1, "error", err)
 	delay := reactionRetryBase
 	for range change.Attempt {
 		delay *= reactionRetryFactor
 	}
-	if r := rx.st.reaction(change.MessageID); r != nil && r.State == change.State {
-		r.RetryAt, r.Attempts = workflow.Now(rx.ctx).Add(delay), change.Attempt+1
-		rx.armReactionRetry(*r)
+	if r := s.st.reaction(change.MessageID); r != nil && r.State == change.State {
+		r.RetryAt, r.Attempts = workflow.Now(s.ctx).Add(delay), change.Attempt+1
+		s.armReactionRetry(*r)
 	}
 }
 
 // armReactionRetry queues r's state again at r.RetryAt, unless the message
 // moved to another state by then.
-func (rx *reactions) armReactionRetry(r Reaction) {
-	delay := r.RetryAt.Sub(workflow.Now(rx.ctx))
-	workflow.Go(rx.ctx, func(ctx workflow.Context) {
+func (s *reactions) armReactionRetry(r Reaction) {
+	delay := r.RetryAt.Sub(workflow.Now(s.ctx))
+	workflow.Go(s.ctx, func(ctx workflow.Context) {
 		if delay > 0 {
 			timer := workflow.NewTimerWithOptions(ctx, delay, workflow.TimerOptions{
 				Summary: fmt.Sprintf("retry reaction %q on %s in %s", r.State, r.MessageID, delay),
@@ -238,50 +238,50 @@ func (rx *reactions) armReactionRetry(r Reaction) {
 				return
 			}
 		}
-		current := rx.st.reaction(r.MessageID)
+		current := s.st.reaction(r.MessageID)
 		if current == nil || !current.RetryAt.Equal(r.RetryAt) {
 			return
 		}
 		current.RetryAt = time.Time{}
-		if current.State == r.State && !rx.reactionQueued(r.MessageID) {
-			rx.st.ReactionChanges = append(rx.st.ReactionChanges, pipeline.ReactionChange{
-				Session: rx.key, MessageID: r.MessageID, ThreadID: r.ThreadID, State: r.State, Attempt: r.Attempts,
+		if current.State == r.State && !s.reactionQueued(r.MessageID) {
+			s.st.ReactionChanges = append(s.st.ReactionChanges, pipeline.ReactionChange{
+				Session: s.key, MessageID: r.MessageID, ThreadID: r.ThreadID, State: r.State, Attempt: r.Attempts,
 			})
 		}
 	})
 }
 
 // tracked names the message if its reaction is managed here.
-func (rx *reactions) tracked(messageID string) (msgRef, bool) {
-	if r := rx.st.reaction(messageID); r != nil {
+func (s *reactions) tracked(messageID string) (msgRef, bool) {
+	if r := s.st.reaction(messageID); r != nil {
 		return msgRef{ID: messageID, Thread: r.ThreadID}, true
 	}
 	return msgRef{}, false
 }
 
 // busy is true while a change is being sent.
-func (rx *reactions) busy() bool { return rx.inFlight }
+func (s *reactions) busy() bool { return s.inFlight }
 
 // pending is true while a message shows a state or a change waits.
-func (rx *reactions) pending() bool {
-	return len(rx.st.Reactions) > 0 || len(rx.st.ReactionChanges) > 0
+func (s *reactions) pending() bool {
+	return len(s.st.Reactions) > 0 || len(s.st.ReactionChanges) > 0
 }
 
-func (st *ReactionsState) reaction(messageID string) *Reaction {
-	for i := range st.Reactions {
-		if st.Reactions[i].MessageID == messageID {
-			return &st.Reactions[i]
+func (s *ReactionsState) reaction(messageID string) *Reaction {
+	for i := range s.Reactions {
+		if s.Reactions[i].MessageID == messageID {
+			return &s.Reactions[i]
 		}
 	}
 	return nil
 }
 
-func (st *ReactionsState) drop(messageID string) {
-	kept := st.Reactions[:0]
-	for _, r := range st.Reactions {
+func (s *ReactionsState) drop(messageID string) {
+	kept := s.Reactions[:0]
+	for _, r := range s.Reactions {
 		if r.MessageID != messageID {
 			kept = append(kept, r)
 		}
 	}
-	st.Reactions = kept
+	s.Reactions = kept
 }

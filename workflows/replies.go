@@ -42,101 +42,101 @@ type DirectReply struct {
 }
 
 // busy is true while a reply, claim, save or feedback record is under way.
-func (rp *replies) busy() bool {
-	return rp.inFlight > 0 || rp.feedbackInFlight > 0 || len(rp.st.Replies) > 0
+func (s *replies) busy() bool {
+	return s.inFlight > 0 || s.feedbackInFlight > 0 || len(s.st.Replies) > 0
 }
 
 // answer replies to a command's message, which shows ✅ once delivered.
-func (rp *replies) answer(messageID, threadID, text string) {
+func (s *replies) answer(messageID, threadID, text string) {
 	r := DirectReply{MessageID: messageID, ThreadID: threadID, Text: text}
-	rp.st.Replies = append(rp.st.Replies, r)
-	rp.send(r)
+	s.st.Replies = append(s.st.Replies, r)
+	s.send(r)
 }
 
 // notice delivers a short message from the session itself under a
 // message, leaving the message's reaction alone.
-func (rp *replies) notice(messageID, threadID, text string) {
-	rp.st.Notices++
-	r := DirectReply{MessageID: messageID, ThreadID: threadID, Text: text, Key: fmt.Sprintf("notice-%d", rp.st.Notices)}
-	rp.st.Replies = append(rp.st.Replies, r)
-	rp.send(r)
+func (s *replies) notice(messageID, threadID, text string) {
+	s.st.Notices++
+	r := DirectReply{MessageID: messageID, ThreadID: threadID, Text: text, Key: fmt.Sprintf("notice-%d", s.st.Notices)}
+	s.st.Replies = append(s.st.Replies, r)
+	s.send(r)
 }
 
 // claim spends a claim code in a coroutine (a local activity against the
 // store) and tells the sender how it went.
-func (rp *replies) claim(in pipeline.Inbound, code string) {
+func (s *replies) claim(in pipeline.Inbound, code string) {
 	who := in.Channel + ":" + in.SenderID
-	rp.log.Info("Inbound decision", "message_id", in.MessageID, "decision", pipeline.DecisionClaim)
-	rp.inFlight++
-	workflow.Go(rp.ctx, func(ctx workflow.Context) {
-		defer func() { rp.inFlight-- }()
+	s.log.Info("Inbound decision", "message_id", in.MessageID, "decision", pipeline.DecisionClaim)
+	s.inFlight++
+	workflow.Go(s.ctx, func(ctx workflow.Context) {
+		defer func() { s.inFlight-- }()
 		ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: localActivityTimeout, Summary: "claim"})
 		var ok bool
 		text := "That claim code is not valid, or was already used."
 		if err := workflow.ExecuteLocalActivity(ctx, pipeline.ActivityClaim, pipeline.ClaimRequest{Code: code, Who: who}).Get(ctx, &ok); err != nil {
-			rp.log.Error("Claim not checked", "error", err)
+			s.log.Error("Claim not checked", "error", err)
 			text = "The claim could not be checked right now; send the code again."
 		} else if ok {
-			rp.settings.Owners = append(rp.settings.Owners, who)
+			s.settings.Owners = append(s.settings.Owners, who)
 			text = "You (" + who + ") are now an owner of this agent."
 		}
-		rp.answer(in.MessageID, in.ThreadID, text)
+		s.answer(in.MessageID, in.ThreadID, text)
 	})
 }
 
 // save stores the chat's settings in its session entry, so they outlive
 // this workflow run.
-func (rp *replies) save(settings pipeline.SessionSettings) {
-	rp.inFlight++
-	workflow.Go(rp.ctx, func(ctx workflow.Context) {
-		defer func() { rp.inFlight-- }()
+func (s *replies) save(settings pipeline.SessionSettings) {
+	s.inFlight++
+	workflow.Go(s.ctx, func(ctx workflow.Context) {
+		defer func() { s.inFlight-- }()
 		ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 			StartToCloseTimeout: localActivityTimeout,
 			Summary:             "save session settings",
 		})
-		if err := workflow.ExecuteLocalActivity(ctx, pipeline.ActivitySaveSession, rp.key, settings).Get(ctx, nil); err != nil {
-			rp.log.Warn("Session settings not saved; they hold until the session completes", "error", err)
+		if err := workflow.ExecuteLocalActivity(ctx, pipeline.ActivitySaveSession, s.key, settings).Get(ctx, nil); err != nil {
+			s.log.Warn("Session settings not saved; they hold until the session completes", "error", err)
 		}
 	})
 }
 
 // send delivers a direct reply in its own coroutine and marks the
 // command ✅ (or ❌).
-func (rp *replies) send(r DirectReply) {
-	rp.inFlight++
-	key := rp.key.WorkflowID() + "/reply/" + r.MessageID
+func (s *replies) send(r DirectReply) {
+	s.inFlight++
+	key := s.key.WorkflowID() + "/reply/" + r.MessageID
 	if r.Key != "" {
 		key += "/" + r.Key
 	}
-	workflow.Go(rp.ctx, func(ctx workflow.Context) {
-		defer func() { rp.inFlight-- }()
-		_, err := rp.deliver(ctx, pipeline.Delivery{
-			Session:        rp.key,
+	workflow.Go(s.ctx, func(ctx workflow.Context) {
+		defer func() { s.inFlight-- }()
+		_, err := s.deliver(ctx, pipeline.Delivery{
+			Session:        s.key,
 			IdempotencyKey: key,
 			ThreadID:       r.ThreadID,
 			ReplyTo:        r.MessageID,
 			Text:           r.Text,
 			Total:          1,
 		})
-		for i := range rp.st.Replies {
-			if rp.st.Replies[i] == r {
-				rp.st.Replies = append(rp.st.Replies[:i:i], rp.st.Replies[i+1:]...)
+		for i := range s.st.Replies {
+			if s.st.Replies[i] == r {
+				s.st.Replies = append(s.st.Replies[:i:i], s.st.Replies[i+1:]...)
 				break
 			}
 		}
 		if r.Key != "" {
 			// A notice leaves the message's reaction to its turn.
 			if err != nil {
-				rp.log.Error("Notice not delivered", "message_id", r.MessageID, "error", err)
+				s.log.Error("Notice not delivered", "message_id", r.MessageID, "error", err)
 			}
 			return
 		}
 		ref := []msgRef{{ID: r.MessageID, Thread: r.ThreadID}}
 		if err != nil {
-			rp.log.Error("Command reply not delivered", "message_id", r.MessageID, "error", err)
-			rp.react(ref, pipeline.ReactionError)
+			s.log.Error("Command reply not delivered", "message_id", r.MessageID, "error", err)
+			s.react(ref, pipeline.ReactionError)
 			return
 		}
-		rp.react(ref, pipeline.ReactionDone)
+		s.react(ref, pipeline.ReactionDone)
 	})
 }

@@ -13,31 +13,31 @@ import (
 // are proposed first, all at once, and the turn waits (⏳ on the user's
 // messages) until each is decided or expires; then everything runs in the
 // order the model asked.
-func (tr *turns) runTools(ctx workflow.Context, a *ActiveTurn, calls []pipeline.ToolCall, origin pipeline.Inbound, refs []msgRef) ([]pipeline.ToolResult, bool) {
+func (s *turns) runTools(ctx workflow.Context, a *ActiveTurn, calls []pipeline.ToolCall, origin pipeline.Inbound, refs []msgRef) ([]pipeline.ToolResult, bool) {
 	proposals := map[string]string{}
 	var ids []string
 	for _, call := range calls {
 		if call.RequiresApproval {
-			id := tr.approvals.propose(ctx, a.TurnID, call, origin)
+			id := s.approvals.propose(ctx, a.TurnID, call, origin)
 			proposals[call.ID] = id
 			ids = append(ids, id)
 		}
 	}
 	if len(ids) > 0 {
 		a.Phase = PhaseWaiting
-		tr.reactions.react(refs, pipeline.ReactionWaitingUser)
-		tr.touch()
-		if err := tr.approvals.waitForDecisions(ctx, ids, func() bool { return a.Aborted }); err != nil {
-			tr.log.Warn("Waiting for decisions ended", "error", err)
+		s.reactions.react(refs, pipeline.ReactionWaitingUser)
+		s.touch()
+		if err := s.approvals.waitForDecisions(ctx, ids, func() bool { return a.Aborted }); err != nil {
+			s.log.Warn("Waiting for decisions ended", "error", err)
 		}
 		a.Phase = PhaseModel
-		tr.reactions.react(refs, pipeline.ReactionThinking)
-		tr.touch()
+		s.reactions.react(refs, pipeline.ReactionThinking)
+		s.touch()
 	}
 	results := make([]pipeline.ToolResult, 0, len(calls))
 	for _, call := range calls {
 		if id, ok := proposals[call.ID]; ok {
-			if res := tr.approvals.close(ctx, id); res.IsError {
+			if res := s.approvals.close(ctx, id); res.IsError {
 				results = append(results, res)
 				continue
 			}
@@ -46,24 +46,24 @@ func (tr *turns) runTools(ctx workflow.Context, a *ActiveTurn, calls []pipeline.
 			results = append(results, pipeline.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Output: "the turn was aborted"})
 			continue
 		}
-		if res, ok := tr.runBuiltin(call); ok {
+		if res, ok := s.runBuiltin(call); ok {
 			results = append(results, res)
 			continue
 		}
-		results = append(results, tr.runTool(ctx, a, call))
+		results = append(results, s.runTool(ctx, a, call))
 	}
 	return results, len(ids) > 0
 }
 
 // runTool runs one tool call as its own activity, once: a tool is not
 // assumed idempotent. Whatever happens becomes a result the model reads.
-func (tr *turns) runTool(ctx workflow.Context, a *ActiveTurn, call pipeline.ToolCall) pipeline.ToolResult {
+func (s *turns) runTool(ctx workflow.Context, a *ActiveTurn, call pipeline.ToolCall) pipeline.ToolResult {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: tr.settings.TurnTimeout.D(),
+		StartToCloseTimeout: s.settings.TurnTimeout.D(),
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
-		Summary:             fmt.Sprintf("tool %s (turn %d step %d)", call.Name, tr.st.TurnSeq, a.Step),
+		Summary:             fmt.Sprintf("tool %s (turn %d step %d)", call.Name, s.st.TurnSeq, a.Step),
 	})
-	inv := pipeline.ToolInvocation{Session: tr.key, TurnID: a.TurnID, Call: call}
+	inv := pipeline.ToolInvocation{Session: s.key, TurnID: a.TurnID, Call: call}
 	var result pipeline.ToolResult
 	if err := workflow.ExecuteActivity(ctx, pipeline.ActivityRunTool, inv).Get(ctx, &result); err != nil {
 		return pipeline.ToolResult{CallID: call.ID, Name: call.Name, Output: "the tool could not be run: " + err.Error(), IsError: true}
@@ -72,11 +72,11 @@ func (tr *turns) runTool(ctx workflow.Context, a *ActiveTurn, call pipeline.Tool
 }
 
 // runBuiltin handles the tools the session answers itself.
-func (tr *turns) runBuiltin(call pipeline.ToolCall) (pipeline.ToolResult, bool) {
+func (s *turns) runBuiltin(call pipeline.ToolCall) (pipeline.ToolResult, bool) {
 	if call.Name != pipeline.DisengageTool {
 		return pipeline.ToolResult{}, false
 	}
-	tr.engagement.disengage()
+	s.engagement.disengage()
 	return pipeline.ToolResult{CallID: call.ID, Name: call.Name, Output: "Disengaged: you will answer here again only when mentioned, replied to or named."}, true
 }
 

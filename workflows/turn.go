@@ -75,35 +75,35 @@ type turnApprovals interface {
 }
 
 // running is true while a turn runs.
-func (tr *turns) running() bool { return tr.st.Active != nil }
+func (s *turns) running() bool { return s.st.Active != nil }
 
 // queued is true while a batch waits for a turn.
-func (tr *turns) queued() bool { return len(tr.st.Queue) > 0 }
+func (s *turns) queued() bool { return len(s.st.Queue) > 0 }
 
 // ready is true when no turn runs and a batch waits for one.
-func (tr *turns) ready() bool { return tr.st.Active == nil && len(tr.st.Queue) > 0 }
+func (s *turns) ready() bool { return s.st.Active == nil && len(s.st.Queue) > 0 }
 
 // primaryModel is the model a turn tries first.
-func (tr *turns) primaryModel() string {
-	if chain, _ := tr.chain(); len(chain) > 0 {
+func (s *turns) primaryModel() string {
+	if chain, _ := s.chain(); len(chain) > 0 {
 		return chain[0]
 	}
 	return ""
 }
 
 // seq is the number of the latest turn.
-func (tr *turns) seq() int { return tr.st.TurnSeq }
+func (s *turns) seq() int { return s.st.TurnSeq }
 
 // requestNewTranscript makes the next turn start a fresh transcript (/new).
-func (tr *turns) requestNewTranscript() { tr.st.NewTranscript = true }
+func (s *turns) requestNewTranscript() { s.st.NewTranscript = true }
 
 // setModel is the chat's /model override; "" goes back to the chain.
-func (tr *turns) setModel(model string) { tr.st.ModelOverride = model }
+func (s *turns) setModel(model string) { s.st.ModelOverride = model }
 
 // startTurn takes the next batch (in collect mode, everything queued for
 // the same thread) off the queue and runs a turn for it in a coroutine.
-func (tr *turns) startTurn() {
-	batches := tr.takeTurnBatches()
+func (s *turns) startTurn() {
+	batches := s.takeTurnBatches()
 	var msgs []pipeline.Inbound
 	texts := make([]string, len(batches))
 	for i, b := range batches {
@@ -115,25 +115,25 @@ func (tr *turns) startTurn() {
 		text = pipeline.RenderCollected(texts)
 	}
 	refs := refsOf(msgs...)
-	text = tr.engagement.engagedText(text, workflow.Now(tr.ctx), msgs[len(msgs)-1].ChatType == pipeline.ChatGroup)
-	if tr.st.AbortedLastRun {
+	text = s.engagement.engagedText(text, workflow.Now(s.ctx), msgs[len(msgs)-1].ChatType == pipeline.ChatGroup)
+	if s.st.AbortedLastRun {
 		text = pipeline.AbortedNotice + "\n\n" + text
-		tr.st.AbortedLastRun = false
+		s.st.AbortedLastRun = false
 	}
-	if o := tr.st.Overflow; o != nil {
+	if o := s.st.Overflow; o != nil {
 		text = pipeline.RenderOverflow(o.Dropped, o.Summaries) + "\n\n" + text
 		for _, id := range o.MessageIDs {
-			if ref, ok := tr.reactions.tracked(id); ok {
+			if ref, ok := s.reactions.tracked(id); ok {
 				refs = append(refs, ref)
 			}
 		}
-		tr.st.Overflow = nil
+		s.st.Overflow = nil
 	}
-	tr.st.TurnSeq++
-	tr.counters.Turns++
-	now := workflow.Now(tr.ctx)
+	s.st.TurnSeq++
+	s.counters.Turns++
+	now := workflow.Now(s.ctx)
 	a := &ActiveTurn{
-		TurnID:    workflow.GetInfo(tr.ctx).FirstRunID + "." + strconv.Itoa(tr.st.TurnSeq),
+		TurnID:    workflow.GetInfo(s.ctx).FirstRunID + "." + strconv.Itoa(s.st.TurnSeq),
 		Messages:  msgs,
 		Phase:     PhaseModel,
 		NoAnchor:  batches[0].NoAnchor,
@@ -143,49 +143,49 @@ func (tr *turns) startTurn() {
 	for _, r := range refs {
 		rec.MessageIDs = append(rec.MessageIDs, r.ID)
 	}
-	tr.st.Active, tr.st.LastTurn = a, rec
-	tr.touch()
-	tr.reactions.react(refs, pipeline.ReactionThinking)
-	workflow.Go(tr.ctx, func(ctx workflow.Context) { tr.runTurn(ctx, a, rec, text, refs) })
+	s.st.Active, s.st.LastTurn = a, rec
+	s.touch()
+	s.reactions.react(refs, pipeline.ReactionThinking)
+	workflow.Go(s.ctx, func(ctx workflow.Context) { s.runTurn(ctx, a, rec, text, refs) })
 }
 
 // runTurn runs the model steps of a turn, then delivers the reply chunk by
 // chunk, recording each platform message ID before the next chunk.
-func (tr *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, text string, refs []msgRef) {
+func (s *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, text string, refs []msgRef) {
 	defer func() {
-		tr.requeueSteered(a)
-		tr.st.Active, tr.cancel = nil, nil
+		s.requeueSteered(a)
+		s.st.Active, s.cancel = nil, nil
 		rec.FinishedAt = workflow.Now(ctx)
-		tr.touch()
+		s.touch()
 	}()
 	anchor := a.Messages[len(a.Messages)-1]
 	thinkingOn := idsOf(refs)
 	var result pipeline.TurnResult
 	reset := false
 	var rounds []pipeline.ToolRound
-	maxSteps := max(tr.settings.MaxSteps, 1)
-	newTranscript := tr.st.NewTranscript
-	tr.st.NewTranscript = false
+	maxSteps := max(s.settings.MaxSteps, 1)
+	newTranscript := s.st.NewTranscript
+	s.st.NewTranscript = false
 	for {
 		req := pipeline.TurnRequest{
-			Session: tr.key, TurnID: a.TurnID, ThreadID: anchor.ThreadID, Step: a.Step,
+			Session: s.key, TurnID: a.TurnID, ThreadID: anchor.ThreadID, Step: a.Step,
 			Text: text, Messages: turnMessages(a.Messages), ThinkingOn: thinkingOn,
 			Group: anchor.ChatType == pipeline.ChatGroup, NewTranscript: newTranscript,
 			Rounds: rounds, NoTools: a.Step >= maxSteps-1,
 		}
 		newTranscript = false
 		stepCtx, cancel := workflow.WithCancel(ctx)
-		tr.cancel = cancel
+		s.cancel = cancel
 		var err error
-		result, err = tr.askModels(stepCtx, req, rec)
+		result, err = s.askModels(stepCtx, req, rec)
 		cancel()
 		if err != nil && modelErrorType(err) == pipeline.ErrContextOverflow && !reset {
 			// A fresh session, told to the user, and one more try.
 			reset = true
-			tr.counters.Resets++
-			tr.notice(anchor.MessageID, anchor.ThreadID, pipeline.ReplyContextReset)
+			s.counters.Resets++
+			s.notice(anchor.MessageID, anchor.ThreadID, pipeline.ReplyContextReset)
 			req.NewTranscript = true
-			result, err = tr.askModels(ctx, req, rec)
+			result, err = s.askModels(ctx, req, rec)
 		}
 		if err != nil {
 			if a.Interrupted || a.Aborted {
@@ -195,11 +195,11 @@ func (tr *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, t
 				}
 				// A cancelled step may still show ✍️ until it sees the
 				// cancellation at its next heartbeat: clear after that.
-				tr.reactions.clearLater(refs, tr.settings.TurnHeartbeatTimeout.D())
+				s.reactions.clearLater(refs, s.settings.TurnHeartbeatTimeout.D())
 				return
 			}
-			tr.failTurn(rec, refs, "agent turn failed", err)
-			tr.notice(anchor.MessageID, anchor.ThreadID, failureReply(modelErrorType(err)))
+			s.failTurn(rec, refs, "agent turn failed", err)
+			s.notice(anchor.MessageID, anchor.ThreadID, failureReply(modelErrorType(err)))
 			return
 		}
 		a.Step++
@@ -212,17 +212,17 @@ func (tr *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, t
 			break
 		}
 		toolCtx, cancelTools := workflow.WithCancel(ctx)
-		tr.cancel = cancelTools
+		s.cancel = cancelTools
 		round := pipeline.ToolRound{Text: result.Reply, Calls: result.ToolCalls}
 		var waited bool
-		round.Results, waited = tr.runTools(toolCtx, a, result.ToolCalls, anchor, refs)
+		round.Results, waited = s.runTools(toolCtx, a, result.ToolCalls, anchor, refs)
 		cancelTools()
 		if a.Interrupted || a.Aborted {
 			rec.Outcome = "aborted"
 			if a.Interrupted {
 				rec.Outcome = "interrupted"
 			}
-			tr.reactions.clearLater(refs, tr.settings.TurnHeartbeatTimeout.D())
+			s.reactions.clearLater(refs, s.settings.TurnHeartbeatTimeout.D())
 			return
 		}
 		rounds = append(rounds, round)
@@ -237,30 +237,30 @@ func (tr *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, t
 			a.Messages = append(a.Messages, injected...)
 			refs = append(refs, refsOf(injected...)...)
 			thinkingOn = idsOf(refsOf(injected...))
-			tr.reactions.react(refsOf(injected...), pipeline.ReactionThinking)
+			s.reactions.react(refsOf(injected...), pipeline.ReactionThinking)
 		}
 	}
-	tr.deliverReply(ctx, a, rec, result.Reply, anchor, refs)
+	s.deliverReply(ctx, a, rec, result.Reply, anchor, refs)
 }
 
-func (tr *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, reply string, anchor pipeline.Inbound, refs []msgRef) {
+func (s *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, reply string, anchor pipeline.Inbound, refs []msgRef) {
 	text, deliver := pipeline.NormalizeReply(reply)
 	var chunks []string
 	if deliver {
-		chunks = pipeline.Chunk(text, tr.settings.ChunkLimit)
+		chunks = pipeline.Chunk(text, s.settings.ChunkLimit)
 	}
 	rec.Chunks = len(chunks)
 	a.Phase = PhaseDelivering
-	tr.touch()
+	s.touch()
 	for i := 0; i < len(chunks); {
 		if a.Aborted {
 			rec.Outcome = "aborted"
-			tr.reactions.react(refs, pipeline.ReactionNone)
+			s.reactions.react(refs, pipeline.ReactionNone)
 			return
 		}
 		d := pipeline.Delivery{
-			Session:        tr.key,
-			IdempotencyKey: fmt.Sprintf("%s/%s/%d", tr.key.WorkflowID(), a.TurnID, i),
+			Session:        s.key,
+			IdempotencyKey: fmt.Sprintf("%s/%s/%d", s.key.WorkflowID(), a.TurnID, i),
 			ThreadID:       anchor.ThreadID,
 			Text:           chunks[i],
 			Index:          i,
@@ -269,14 +269,14 @@ func (tr *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnReco
 		if i == 0 && !a.NoAnchor {
 			d.ReplyTo = anchor.MessageID
 		}
-		platformID, err := tr.deliver(ctx, d)
+		platformID, err := s.deliver(ctx, d)
 		if err != nil {
-			if !tr.park(ctx, a, rec, refs, i, err) {
+			if !s.park(ctx, a, rec, refs, i, err) {
 				return
 			}
 			continue // the same chunk (or the abort), with the same idempotency key
 		}
-		tr.st.recordDelivery(DeliveryRecord{TurnID: a.TurnID, Chunk: i, PlatformMessageID: platformID})
+		s.st.recordDelivery(DeliveryRecord{TurnID: a.TurnID, Chunk: i, PlatformMessageID: platformID})
 		rec.Delivered++
 		i++
 	}
@@ -284,26 +284,26 @@ func (tr *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnReco
 	if len(chunks) == 0 {
 		rec.Outcome = "silent"
 	} else {
-		tr.engagement.grantSticky(a.Messages, anchor.ThreadID)
+		s.engagement.grantSticky(a.Messages, anchor.ThreadID)
 	}
-	tr.reactions.react(refs, pipeline.ReactionDone)
+	s.reactions.react(refs, pipeline.ReactionDone)
 }
 
 // park holds a turn whose chunk could not be delivered within the deadline:
 // ❌ on the user's messages, state delivery_failed, and a wait for the retry
 // signal. It returns false if the wait was cancelled.
-func (tr *turns) park(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, refs []msgRef, chunk int, err error) bool {
-	tr.failTurn(rec, refs, fmt.Sprintf("delivery of chunk %d/%d failed", chunk+1, rec.Chunks), err)
+func (s *turns) park(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, refs []msgRef, chunk int, err error) bool {
+	s.failTurn(rec, refs, fmt.Sprintf("delivery of chunk %d/%d failed", chunk+1, rec.Chunks), err)
 	rec.Outcome = "delivery_failed"
 	a.Phase = PhaseParked
-	tr.touch()
-	tr.log.Error("Delivery parked: fix the cause, then `replyflow retry` this session", "turn_id", a.TurnID, "chunk", chunk+1)
+	s.touch()
+	s.log.Error("Delivery parked: fix the cause, then `replyflow retry` this session", "turn_id", a.TurnID, "chunk", chunk+1)
 	if werr := workflow.Await(ctx, func() bool { return a.RetryRequested || a.Aborted }); werr != nil {
 		return false
 	}
 	a.RetryRequested, a.Phase = false, PhaseDelivering
 	rec.Outcome = "running"
-	tr.touch()
+	s.touch()
 	return true
 }
 
@@ -320,13 +320,13 @@ func failureReply(errType string) string {
 
 // failTurn marks the batch ❌ and records why, so the state query and the
 // UI's current details say what failed.
-func (tr *turns) failTurn(rec *TurnRecord, refs []msgRef, what string, err error) {
+func (s *turns) failTurn(rec *TurnRecord, refs []msgRef, what string, err error) {
 	rec.Outcome, rec.Error = "failed", what
 	if t := errorType(err); t != "" {
 		rec.Error += " (" + t + ")"
 	}
-	tr.log.Error("Turn failed", "turn_id", rec.TurnID, "what", what, "error", err)
-	tr.reactions.react(refs, pipeline.ReactionError)
+	s.log.Error("Turn failed", "turn_id", rec.TurnID, "what", what, "error", err)
+	s.reactions.react(refs, pipeline.ReactionError)
 }
 
 func turnMessages(msgs []pipeline.Inbound) []pipeline.TurnMessage {
@@ -354,8 +354,8 @@ func idsOf(refs []msgRef) []string {
 }
 
 // isBotMessage is true for a platform message the session delivered.
-func (tr *turns) isBotMessage(platformID string) bool {
-	for _, d := range tr.st.Deliveries {
+func (s *turns) isBotMessage(platformID string) bool {
+	for _, d := range s.st.Deliveries {
 		if d.PlatformMessageID == platformID {
 			return true
 		}

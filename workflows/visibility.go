@@ -38,8 +38,8 @@ type published struct {
 }
 
 // currentStatus derives the session's status from its state.
-func (vis *visibility) currentStatus() Status {
-	if a := vis.st.Active; a != nil {
+func (s *visibility) currentStatus() Status {
+	if a := s.st.Active; a != nil {
 		switch a.Phase {
 		case PhaseWaiting:
 			return StatusWaitingUser
@@ -50,71 +50,71 @@ func (vis *visibility) currentStatus() Status {
 		}
 		return StatusThinking
 	}
-	if vis.gating() {
+	if s.gating() {
 		return StatusGating
 	}
-	if len(vis.st.Buffers) > 0 || len(vis.st.GateBuffer) > 0 {
+	if len(s.st.Buffers) > 0 || len(s.st.GateBuffer) > 0 {
 		return StatusDebouncing
 	}
 	return StatusIdle
 }
 
-func (vis *visibility) updateStatus() {
-	if st := vis.currentStatus(); st != vis.st.Status {
-		vis.st.Status = st
-		vis.touch()
+func (s *visibility) updateStatus() {
+	if st := s.currentStatus(); st != s.st.Status {
+		s.st.Status = st
+		s.touch()
 	}
 }
 
 // publish upserts the search attributes that changed, in one event, and
 // refreshes the current details shown in the UI.
-func (vis *visibility) publish() {
-	if !vis.attrsDirty {
+func (s *visibility) publish() {
+	if !s.attrsDirty {
 		return
 	}
-	vis.attrsDirty = false
+	s.attrsDirty = false
 	var updates []temporal.SearchAttributeUpdate
-	first := vis.published.status == ""
+	first := s.published.status == ""
 	if first {
-		updates = append(updates, AttrChannel.ValueSet(vis.key.Channel), AttrChat.ValueSet(vis.key.Chat))
+		updates = append(updates, AttrChannel.ValueSet(s.key.Channel), AttrChat.ValueSet(s.key.Chat))
 	}
-	if pending := vis.pendingProposals(); first || pending != vis.published.proposals {
+	if pending := s.pendingProposals(); first || pending != s.published.proposals {
 		updates = append(updates, AttrPendingProposals.ValueSet(int64(pending)))
 	}
-	if vis.published.status != vis.st.Status {
-		updates = append(updates, AttrState.ValueSet(string(vis.st.Status)))
+	if s.published.status != s.st.Status {
+		updates = append(updates, AttrState.ValueSet(string(s.st.Status)))
 	}
-	if depth := len(vis.st.Queue); first || depth != vis.published.depth {
+	if depth := len(s.st.Queue); first || depth != s.published.depth {
 		updates = append(updates, AttrQueueDepth.ValueSet(int64(depth)))
 	}
-	if !vis.st.LastInboundAt.IsZero() && !vis.st.LastInboundAt.Equal(vis.published.last) {
-		updates = append(updates, AttrLastInboundAt.ValueSet(vis.st.LastInboundAt))
+	if !s.st.LastInboundAt.IsZero() && !s.st.LastInboundAt.Equal(s.published.last) {
+		updates = append(updates, AttrLastInboundAt.ValueSet(s.st.LastInboundAt))
 	}
-	vis.published = published{status: vis.st.Status, depth: len(vis.st.Queue), proposals: vis.pendingProposals(), last: vis.st.LastInboundAt}
+	s.published = published{status: s.st.Status, depth: len(s.st.Queue), proposals: s.pendingProposals(), last: s.st.LastInboundAt}
 	if len(updates) > 0 {
-		if err := workflow.UpsertTypedSearchAttributes(vis.ctx, updates...); err != nil {
-			vis.log.Warn("Search attributes not updated; is the namespace missing replyflow's attributes? See deploy/README.md", "error", err)
+		if err := workflow.UpsertTypedSearchAttributes(s.ctx, updates...); err != nil {
+			s.log.Warn("Search attributes not updated; is the namespace missing replyflow's attributes? See deploy/README.md", "error", err)
 		}
 	}
-	workflow.SetCurrentDetails(vis.ctx, vis.details())
+	workflow.SetCurrentDetails(s.ctx, s.details())
 }
 
 // details is the markdown the Temporal UI shows as the current details.
-func (vis *visibility) details() string {
+func (s *visibility) details() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "**%s** · state `%s` · queue %d · mode `%s`\n\n", vis.key.WorkflowID(), vis.st.Status, len(vis.st.Queue), vis.queueSettings().Mode)
-	if a := vis.st.Active; a != nil {
+	fmt.Fprintf(&b, "**%s** · state `%s` · queue %d · mode `%s`\n\n", s.key.WorkflowID(), s.st.Status, len(s.st.Queue), s.queueSettings().Mode)
+	if a := s.st.Active; a != nil {
 		fmt.Fprintf(&b, "- running turn `%s` (%s, step %d, %d message(s))\n", a.TurnID, a.Phase, a.Step+1, len(a.Messages))
 	}
-	for _, buf := range vis.st.Buffers {
+	for _, buf := range s.st.Buffers {
 		fmt.Fprintf(&b, "- debounce: %d message(s) from %s in thread %s, flush at %s\n", len(buf.Messages), buf.Key.Sender, buf.Key.Thread, buf.FlushAt.Format(time.RFC3339))
 	}
-	for _, r := range vis.st.Reactions {
+	for _, r := range s.st.Reactions {
 		if !r.ClearAt.IsZero() {
 			fmt.Fprintf(&b, "- clear %s on %s at %s\n", pipeline.DefaultEmoji[r.State], r.MessageID, r.ClearAt.Format(time.RFC3339))
 		}
 	}
-	if t := vis.st.LastTurn; t != nil {
+	if t := s.st.LastTurn; t != nil {
 		fmt.Fprintf(&b, "\nlast turn `%s`: %s", t.TurnID, t.Outcome)
 		if t.Error != "" {
 			b.WriteString(" — " + t.Error)
@@ -178,29 +178,29 @@ type (
 	}
 )
 
-func (vis *visibility) snapshot() (Snapshot, error) {
+func (s *visibility) snapshot() (Snapshot, error) {
 	snap := Snapshot{
-		Session: vis.key, Status: vis.currentStatus(), Settings: vis.settings, Queue: vis.queueSettings(),
-		ModelOverride: vis.st.ModelOverride, Cooldowns: vis.st.Cooldowns, Proposals: vis.st.Proposals,
-		Activation: vis.activation(), Participants: vis.st.Participants, Sticky: vis.st.Sticky, ObservedCount: len(vis.st.Observed),
-		LoopGuard: vis.st.LoopGuard, LastDenied: vis.st.LastDenied,
-		Buffers: []BufferView{}, Queued: []BatchView{}, Overflow: vis.st.Overflow,
-		Reactions: vis.st.Reactions, Pending: vis.st.ReactionChanges, LastTurn: vis.st.LastTurn,
-		Deliveries: vis.st.Deliveries, Counters: vis.st.Counters, TurnSeq: vis.st.TurnSeq,
-		SeenMessages: len(vis.st.Seen), LastInboundAt: vis.st.LastInboundAt,
-		HistoryLength: workflow.GetInfo(vis.ctx).GetCurrentHistoryLength(),
+		Session: s.key, Status: s.currentStatus(), Settings: s.settings, Queue: s.queueSettings(),
+		ModelOverride: s.st.ModelOverride, Cooldowns: s.st.Cooldowns, Proposals: s.st.Proposals,
+		Activation: s.activation(), Participants: s.st.Participants, Sticky: s.st.Sticky, ObservedCount: len(s.st.Observed),
+		LoopGuard: s.st.LoopGuard, LastDenied: s.st.LastDenied,
+		Buffers: []BufferView{}, Queued: []BatchView{}, Overflow: s.st.Overflow,
+		Reactions: s.st.Reactions, Pending: s.st.ReactionChanges, LastTurn: s.st.LastTurn,
+		Deliveries: s.st.Deliveries, Counters: s.st.Counters, TurnSeq: s.st.TurnSeq,
+		SeenMessages: len(s.st.Seen), LastInboundAt: s.st.LastInboundAt,
+		HistoryLength: workflow.GetInfo(s.ctx).GetCurrentHistoryLength(),
 	}
-	for _, b := range vis.st.Buffers {
+	for _, b := range s.st.Buffers {
 		snap.Buffers = append(snap.Buffers, BufferView{Sender: b.Key.Sender, Thread: string(b.Key.Thread), MessageIDs: messageIDs(b.Messages), FlushAt: b.FlushAt})
 	}
-	for _, b := range vis.st.Queue {
+	for _, b := range s.st.Queue {
 		view := BatchView{Mode: b.Queue.Mode, MessageIDs: messageIDs(b.Messages)}
 		for _, m := range b.Messages {
 			view.Senders = append(view.Senders, m.SenderID)
 		}
 		snap.Queued = append(snap.Queued, view)
 	}
-	if a := vis.st.Active; a != nil {
+	if a := s.st.Active; a != nil {
 		snap.Active = &ActiveView{TurnID: a.TurnID, Phase: a.Phase, Step: a.Step, MessageIDs: messageIDs(a.Messages),
 			Steered: messageIDs(append(a.Steered, a.SteeredBacklog...)), Interrupted: a.Interrupted, StartedAt: a.StartedAt}
 	}
@@ -216,16 +216,16 @@ func messageIDs(msgs []pipeline.Inbound) []string {
 }
 
 // statusInfo is what /status shows.
-func (vis *visibility) statusInfo() pipeline.StatusInfo {
+func (s *visibility) statusInfo() pipeline.StatusInfo {
 	info := pipeline.StatusInfo{
-		Session:    vis.key.WorkflowID(),
-		Model:      vis.primaryModel(),
-		Queue:      vis.queueSettings(),
-		QueueDepth: len(vis.st.Queue),
-		State:      string(vis.currentStatus()),
-		TurnsTotal: vis.st.Counters.Turns,
+		Session:    s.key.WorkflowID(),
+		Model:      s.primaryModel(),
+		Queue:      s.queueSettings(),
+		QueueDepth: len(s.st.Queue),
+		State:      string(s.currentStatus()),
+		TurnsTotal: s.st.Counters.Turns,
 	}
-	if t := vis.st.LastTurn; t != nil {
+	if t := s.st.LastTurn; t != nil {
 		if t.Model != "" {
 			info.Model = t.Model
 			info.Fallback = strings.Join(t.Fallback, ", ")
