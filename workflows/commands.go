@@ -92,5 +92,5 @@ func (s *session) abort() {
 	if stopped {
 		s.turns.markAborted()
 	}
-	s.touch()
+	s.attrsDirty = true
 }

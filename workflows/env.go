@@ -14,8 +14,8 @@ import (
 // runEnv is what every part of a session shares: the run's context and
 // key, its settings, its logger, the running totals, and the mark that
 // something visible changed. Parts read the settings (only a claim, which
-// adds an owner, changes them), add to the counters, and call touch; only
-// the main loop clears the mark, when it publishes.
+// adds an owner, changes them), add to the counters, and set attrsDirty;
+// only the main loop clears it, when it publishes.
 type runEnv struct {
 	ctx      workflow.Context
 	key      pipeline.SessionKey
@@ -26,9 +26,6 @@ type runEnv struct {
 	// publishes all changes of one step in one upsert.
 	attrsDirty bool
 }
-
-// touch marks the search attributes and details as changed.
-func (e *runEnv) touch() { e.attrsDirty = true }
 
 // deliver sends one message to the platform, retried until the delivery
 // deadline.

@@ -26,7 +26,7 @@ func (s *engagement) gateMessage(in pipeline.Inbound, now time.Time) {
 	}
 	s.st.GateBuffer = append(s.st.GateBuffer, in)
 	s.st.GateFlushAt = now.Add(s.settings.Queue.Debounce.D())
-	s.touch()
+	s.attrsDirty = true
 }
 
 // busy is true while the gate model is being asked.
@@ -104,11 +104,11 @@ func (s *engagement) runGate(ctx workflow.Context) {
 		Summary:             fmt.Sprintf("gate: %d message(s) via %s", len(batch), s.settings.GateModel),
 	})
 	s.gating++
-	s.touch()
+	s.attrsDirty = true
 	var result pipeline.GateResult
 	err := workflow.ExecuteActivity(gctx, pipeline.ActivityGate, req).Get(gctx, &result)
 	s.gating--
-	s.touch()
+	s.attrsDirty = true
 	if err != nil || !result.Forward {
 		why := result.Reason
 		if err != nil {

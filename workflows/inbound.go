@@ -52,7 +52,7 @@ func (s *intake) admit(id string, now time.Time) bool {
 	}
 	s.counters.Inbound++
 	s.st.LastInboundAt = now
-	s.touch()
+	s.attrsDirty = true
 	return true
 }
 

@@ -145,7 +145,7 @@ func (s *proposals) decide(d pipeline.Decision) (string, error) {
 	p := s.get(d.ID)
 	if !repeat {
 		p.Status, p.DecidedBy, p.Reason = outcomeOf(d.Decision), d.By, d.Reason
-		s.touch()
+		s.attrsDirty = true
 		s.log.Info("Proposal decided", "proposal", p.ID, "decision", p.Status, "by", d.By)
 	}
 	return fmt.Sprintf("Proposal %s %s by %s.", p.ID, p.Status, p.DecidedBy), nil
@@ -194,7 +194,7 @@ func (s *proposals) propose(ctx workflow.Context, turnID string, call pipeline.T
 		TurnID: turnID, CreatedAt: now, ExpiresAt: now.Add(ttl), Status: ProposalPending,
 	}
 	s.st.Proposals = append(s.st.Proposals, p)
-	s.touch()
+	s.attrsDirty = true
 	text, buttons := pipeline.RenderProposal(p.view())
 	id, err := s.deliver(ctx, pipeline.Delivery{
 		Session: s.key, IdempotencyKey: s.key.WorkflowID() + "/proposal/" + turnID + "/" + p.ID,
@@ -255,7 +255,7 @@ func (s *proposals) waitForDecisions(ctx workflow.Context, ids []string, aborted
 		for _, p := range undecided() {
 			if !now.Before(p.ExpiresAt) {
 				p.Status, p.Reason = ProposalExpired, "expired"
-				s.touch()
+				s.attrsDirty = true
 				s.log.Info("Proposal expired", "proposal", p.ID)
 			}
 		}

@@ -10,7 +10,7 @@ const maxOverflowLines = 50
 // dispatch hands a flushed batch to the running turn or the queue,
 // according to its queue mode.
 func (s *turns) dispatch(b Batch) {
-	s.touch()
+	s.attrsDirty = true
 	a := s.st.Active
 	if a == nil {
 		s.enqueue(b)
@@ -128,8 +128,8 @@ func (s *turns) requeueSteered(a *ActiveTurn) {
 func (s *turns) interrupt(a *ActiveTurn) {
 	a.Interrupted = true
 	s.counters.Interrupted++
-	if s.cancel != nil {
-		s.cancel()
+	if s.cancelTurn != nil {
+		s.cancelTurn()
 	}
 }
 
@@ -149,8 +149,8 @@ func (s *turns) retry(r RetryRequest) {
 func (s *turns) abortActive() bool {
 	if a := s.st.Active; a != nil && !a.Aborted {
 		a.Aborted = true
-		if s.cancel != nil {
-			s.cancel()
+		if s.cancelTurn != nil {
+			s.cancelTurn()
 		}
 		return true
 	}

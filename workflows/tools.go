@@ -26,13 +26,13 @@ func (s *turns) runTools(ctx workflow.Context, a *ActiveTurn, calls []pipeline.T
 	if len(ids) > 0 {
 		a.Phase = PhaseWaiting
 		s.reactions.react(refs, pipeline.ReactionWaitingUser)
-		s.touch()
+		s.attrsDirty = true
 		if err := s.approvals.waitForDecisions(ctx, ids, func() bool { return a.Aborted }); err != nil {
 			s.log.Warn("Waiting for decisions ended", "error", err)
 		}
 		a.Phase = PhaseModel
 		s.reactions.react(refs, pipeline.ReactionThinking)
-		s.touch()
+		s.attrsDirty = true
 	}
 	results := make([]pipeline.ToolResult, 0, len(calls))
 	for _, call := range calls {

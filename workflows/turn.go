@@ -20,9 +20,9 @@ const defaultDeliveryDeadline = 10 * time.Minute
 type turns struct {
 	*runEnv
 	st *TurnState
-	// cancel cancels the running turn's model step or tools (interrupt
-	// mode, /stop).
-	cancel        workflow.CancelFunc
+	// cancelTurn cancels the running turn's model step or tools
+	// (interrupt mode, /stop).
+	cancelTurn    workflow.CancelFunc
 	reactions     turnReactions
 	engagement    turnEngagement
 	approvals     turnApprovals
@@ -144,7 +144,7 @@ func (s *turns) startTurn() {
 		rec.MessageIDs = append(rec.MessageIDs, r.ID)
 	}
 	s.st.Active, s.st.LastTurn = a, rec
-	s.touch()
+	s.attrsDirty = true
 	s.reactions.react(refs, pipeline.ReactionThinking)
 	workflow.Go(s.ctx, func(ctx workflow.Context) { s.runTurn(ctx, a, rec, text, refs) })
 }
@@ -154,9 +154,9 @@ func (s *turns) startTurn() {
 func (s *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, text string, refs []msgRef) {
 	defer func() {
 		s.requeueSteered(a)
-		s.st.Active, s.cancel = nil, nil
+		s.st.Active, s.cancelTurn = nil, nil
 		rec.FinishedAt = workflow.Now(ctx)
-		s.touch()
+		s.attrsDirty = true
 	}()
 	anchor := a.Messages[len(a.Messages)-1]
 	thinkingOn := idsOf(refs)
@@ -175,7 +175,7 @@ func (s *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, te
 		}
 		newTranscript = false
 		stepCtx, cancel := workflow.WithCancel(ctx)
-		s.cancel = cancel
+		s.cancelTurn = cancel
 		var err error
 		result, err = s.askModels(stepCtx, req, rec)
 		cancel()
@@ -212,7 +212,7 @@ func (s *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, te
 			break
 		}
 		toolCtx, cancelTools := workflow.WithCancel(ctx)
-		s.cancel = cancelTools
+		s.cancelTurn = cancelTools
 		round := pipeline.ToolRound{Text: result.Reply, Calls: result.ToolCalls}
 		var waited bool
 		round.Results, waited = s.runTools(toolCtx, a, result.ToolCalls, anchor, refs)
@@ -251,7 +251,7 @@ func (s *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecor
 	}
 	rec.Chunks = len(chunks)
 	a.Phase = PhaseDelivering
-	s.touch()
+	s.attrsDirty = true
 	for i := 0; i < len(chunks); {
 		if a.Aborted {
 			rec.Outcome = "aborted"
@@ -296,14 +296,14 @@ func (s *turns) park(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, refs 
 	s.failTurn(rec, refs, fmt.Sprintf("delivery of chunk %d/%d failed", chunk+1, rec.Chunks), err)
 	rec.Outcome = "delivery_failed"
 	a.Phase = PhaseParked
-	s.touch()
+	s.attrsDirty = true
 	s.log.Error("Delivery parked: fix the cause, then `replyflow retry` this session", "turn_id", a.TurnID, "chunk", chunk+1)
 	if werr := workflow.Await(ctx, func() bool { return a.RetryRequested || a.Aborted }); werr != nil {
 		return false
 	}
 	a.RetryRequested, a.Phase = false, PhaseDelivering
 	rec.Outcome = "running"
-	s.touch()
+	s.attrsDirty = true
 	return true
 }
 

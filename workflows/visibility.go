@@ -62,7 +62,7 @@ func (s *visibility) currentStatus() Status {
 func (s *visibility) updateStatus() {
 	if st := s.currentStatus(); st != s.st.Status {
 		s.st.Status = st
-		s.touch()
+		s.attrsDirty = true
 	}
 }
 
