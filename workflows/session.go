@@ -27,8 +27,10 @@ import (
 //   - visibility (visibility.go): status, search attributes, details, the
 //     state query.
 //
-// A part changes only its own slice; it reaches another part through the
-// callbacks and narrow interfaces that wire sets up. The session itself is
+// A part holds a pointer to its own slice only, so it cannot change
+// another's; it reaches another part through the callbacks and narrow
+// interfaces that wire sets up. Visibility and the session read the whole
+// State; the session writes it only at start, to restore saved settings. The session itself is
 // the wiring: its main loop (run) takes signals, starts turns and
 // publishes; accept (route.go) and the commands (commands.go) route a
 // message or a command to the parts it concerns. Turns, debounce flushes,
@@ -74,7 +76,7 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 	}
 	s.counters = &s.st.Counters
 	s.wire()
-	s.counters.Runs++
+	s.st.Counters.Runs++
 	if err := s.loadSettings(); err != nil {
 		return err
 	}
