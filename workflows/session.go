@@ -21,9 +21,14 @@ type session struct {
 	key      pipeline.SessionKey
 	st       *State
 	settings pipeline.Settings
-	log      log.Logger
-	inbound  workflow.ReceiveChannel
-	retries  workflow.ReceiveChannel
+	// settingsLoaded is false until the settings local activity answered;
+	// handlers registered before it wait for it where settings matter.
+	settingsLoaded bool
+	// v says which workflow changes this run took (versions.go).
+	v       versions
+	log     log.Logger
+	inbound workflow.ReceiveChannel
+	retries workflow.ReceiveChannel
 	// decisions carries proposal decisions sent as signals.
 	decisions  workflow.ReceiveChannel
 	disengages workflow.ReceiveChannel
@@ -64,6 +69,16 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 		s.st = &State{Status: StatusIdle}
 	}
 	s.st.Counters.Runs++
+	// Handlers come before the first blocking call: an update that
+	// arrives with a run's first task (a late double click after
+	// continue-as-new) must find its handler, not be refused as unknown.
+	if err := workflow.SetQueryHandler(ctx, QueryState, s.snapshot); err != nil {
+		return err
+	}
+	if err := s.registerDecisions(); err != nil {
+		return err
+	}
+	s.readVersions()
 	if err := s.loadSettings(); err != nil {
 		return err
 	}
@@ -71,12 +86,6 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 		// A session that starts again picks up what its entry saved.
 		s.st.ModelOverride, s.st.QueueOverride = s.settings.Saved.ModelOverride, s.settings.Saved.Queue
 		s.st.ActivationOverride = s.settings.Saved.Activation
-	}
-	if err := workflow.SetQueryHandler(ctx, QueryState, s.snapshot); err != nil {
-		return err
-	}
-	if err := s.registerDecisions(); err != nil {
-		return err
 	}
 	s.resume()
 	workflow.Go(ctx, s.applyReactions)
@@ -92,6 +101,7 @@ func (s *session) loadSettings() error {
 	if err != nil {
 		return fmt.Errorf("load settings for %s: %w", s.key.WorkflowID(), err)
 	}
+	s.settingsLoaded = true
 	return nil
 }
 
@@ -118,7 +128,9 @@ func (s *session) run() error {
 		s.updateStatus()
 		s.publish()
 		if s.shouldContinueAsNew() && s.atQuietPoint() {
-			s.takeInbound()
+			if err := s.settle(); err != nil {
+				return err
+			}
 			if s.atQuietPoint() {
 				return s.continueAsNew()
 			}
@@ -130,7 +142,9 @@ func (s *session) run() error {
 				return err
 			}
 			if expired {
-				s.takeInbound()
+				if err := s.settle(); err != nil {
+					return err
+				}
 				if s.idle() {
 					s.log.Info("Session idle past its TTL; completing", "idle_ttl", s.settings.IdleTTL)
 					return nil
@@ -223,10 +237,19 @@ func (s *session) shouldContinueAsNew() bool {
 		(s.settings.MaxHistoryEvents > 0 && info.GetCurrentHistoryLength() >= s.settings.MaxHistoryEvents)
 }
 
-func (s *session) continueAsNew() error {
+// settle prepares the end of a run (continue-as-new or completion) in the
+// order of the SDK's safe message handler sample: wait for running update
+// handlers, then take every signal delivered so far. The caller then checks
+// again that the run may end.
+func (s *session) settle() error {
 	if err := workflow.Await(s.ctx, func() bool { return workflow.AllHandlersFinished(s.ctx) }); err != nil {
 		return err
 	}
+	s.takeInbound()
+	return nil
+}
+
+func (s *session) continueAsNew() error {
 	s.log.Info("Continuing as new", "history_length", workflow.GetInfo(s.ctx).GetCurrentHistoryLength())
 	return workflow.NewContinueAsNewError(s.ctx, WorkflowName, SessionParams{Session: s.key, State: s.st})
 }
