@@ -66,7 +66,6 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 		s.saveSession()
 	}
 	r := DirectReply{MessageID: in.MessageID, ThreadID: in.ThreadID, Text: text}
-	s.st.Replies = append(s.st.Replies, r)
 	s.sendReply(r)
 }
 
@@ -89,7 +88,6 @@ func (s *session) claim(in pipeline.Inbound, code string) {
 			text = "You (" + who + ") are now an owner of this agent."
 		}
 		r := DirectReply{MessageID: in.MessageID, ThreadID: in.ThreadID, Text: text}
-		s.st.Replies = append(s.st.Replies, r)
 		s.sendReply(r)
 	})
 }
@@ -106,7 +104,6 @@ func (s *session) pressButton(in pipeline.Inbound) {
 	if err != nil {
 		s.st.Notices++
 		r := DirectReply{MessageID: nonEmpty(in.ReplyTo, in.MessageID), ThreadID: in.ThreadID, Text: "⚠️ " + err.Error(), Key: fmt.Sprintf("notice-%d", s.st.Notices)}
-		s.st.Replies = append(s.st.Replies, r)
 		s.sendReply(r)
 	}
 }
@@ -189,9 +186,15 @@ func (s *session) statusInfo() pipeline.StatusInfo {
 	return info
 }
 
-// sendReply delivers a direct reply in its own coroutine and marks the
-// command ✅ (or ❌).
+// sendReply records a direct reply as pending and delivers it in its own
+// coroutine, then marks the command ✅ (or ❌).
 func (s *session) sendReply(r DirectReply) {
+	if s.v.hardened && len(s.st.Replies) >= maxPendingReplies {
+		s.log.Warn("Direct reply not sent: too many answers are being delivered at once; the command itself took effect",
+			"message_id", r.MessageID, "pending", len(s.st.Replies))
+		return
+	}
+	s.st.Replies = append(s.st.Replies, r)
 	s.repliesInFlight++
 	key := s.key.WorkflowID() + "/reply/" + r.MessageID
 	if r.Key != "" {

@@ -129,7 +129,11 @@ func (s *session) observe(in pipeline.Inbound, now time.Time) {
 	if name == "" {
 		name = in.SenderID
 	}
-	s.st.Observed = pipeline.ObserveMessage(s.st.Observed, pipeline.Observed{Sender: name, Text: in.Text, At: now})
+	text := in.Text
+	if s.v.hardened {
+		text = pipeline.CutBytes(text, maxObservedBytes)
+	}
+	s.st.Observed = pipeline.ObserveMessage(s.st.Observed, pipeline.Observed{Sender: name, Text: text, At: now})
 }
 
 // engagedText wraps a turn's text with what the agent watched while quiet
@@ -167,7 +171,16 @@ func (s *session) grantSticky(msgs []pipeline.Inbound, thread string) {
 			authors = append(authors, id)
 		}
 	}
-	s.st.Sticky = s.st.Sticky.Grant(authors, workflow.Now(s.ctx), pipeline.StickyTTL)
+	now := workflow.Now(s.ctx)
+	if s.v.hardened {
+		// Expired credits go, and at most one per recent participant
+		// stays.
+		s.st.Sticky = s.st.Sticky.Consume("", now)
+		if over := len(s.st.Sticky) + len(authors) - maxParticipants; over > 0 {
+			s.st.Sticky = s.st.Sticky[min(over, len(s.st.Sticky)):]
+		}
+	}
+	s.st.Sticky = s.st.Sticky.Grant(authors, now, pipeline.StickyTTL)
 }
 
 // disengage drops every sticky credit; a reply in the same turn does not

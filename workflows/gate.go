@@ -22,11 +22,36 @@ func (s *session) gateMessage(in pipeline.Inbound, now time.Time) {
 	}
 	if len(s.st.GateBuffer) == 0 {
 		s.st.GateSeq++
+		if s.v.hardened {
+			s.st.GateFirstAt = now
+		}
 		s.armGateFlush(s.st.GateSeq)
 	}
 	s.st.GateBuffer = append(s.st.GateBuffer, in)
-	s.st.GateFlushAt = now.Add(s.settings.Queue.Debounce.D())
+	s.st.GateFlushAt = s.flushAt(s.st.GateFirstAt, now, s.settings.Queue.Debounce.D())
 	s.attrsDirty = true
+	if s.v.hardened && overBudget(s.st.GateBuffer) {
+		s.askGateNow()
+	}
+}
+
+// askGateNow sends the gated batch to the gate at once (it reached its
+// size bound): the armed timer is cancelled and a new batch starts with
+// the next message.
+func (s *session) askGateNow() {
+	s.st.GateSeq++
+	if s.cancelGateTimer != nil {
+		s.cancelGateTimer()
+		s.cancelGateTimer = nil
+	}
+	batch := s.takeGateBuffer()
+	workflow.Go(s.ctx, func(ctx workflow.Context) { s.runGate(ctx, batch) })
+}
+
+func (s *session) takeGateBuffer() []pipeline.Inbound {
+	batch := s.st.GateBuffer
+	s.st.GateBuffer, s.st.GateFirstAt = nil, time.Time{}
+	return batch
 }
 
 // dropGateBuffer keeps a pending gated batch as observed context: a
@@ -41,6 +66,12 @@ func (s *session) dropGateBuffer(now time.Time) {
 // armGateFlush asks the gate once the batch's window has passed.
 func (s *session) armGateFlush(gen int) {
 	workflow.Go(s.ctx, func(ctx workflow.Context) {
+		if s.v.hardened {
+			// askGateNow cancels this wait when the batch fills up.
+			timerCtx, cancel := workflow.WithCancel(ctx)
+			s.cancelGateTimer = cancel
+			ctx = timerCtx
+		}
 		for {
 			if s.st.GateSeq != gen || len(s.st.GateBuffer) == 0 {
 				return
@@ -54,7 +85,8 @@ func (s *session) armGateFlush(gen int) {
 				return
 			}
 		}
-		s.runGate(ctx)
+		s.cancelGateTimer = nil
+		s.runGate(ctx, s.takeGateBuffer())
 	})
 }
 
@@ -62,9 +94,7 @@ func (s *session) armGateFlush(gen int) {
 // that sees the latest messages and anchors no reply; anything else (no,
 // an error, a timeout, output that is not the strict JSON) skips, and the
 // batch is observed.
-func (s *session) runGate(ctx workflow.Context) {
-	batch := s.st.GateBuffer
-	s.st.GateBuffer = nil
+func (s *session) runGate(ctx workflow.Context, batch []pipeline.Inbound) {
 	now := workflow.Now(ctx)
 	if s.st.Active != nil {
 		for _, in := range batch {

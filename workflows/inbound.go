@@ -14,9 +14,6 @@ const (
 	// dedupeWindow is how long a message ID is remembered after it was
 	// last seen.
 	dedupeWindow = 20 * time.Minute
-	// maxBufferedMessages flushes a debounce window early, so a sender
-	// who never pauses still gets answers.
-	maxBufferedMessages = 50
 	// maxOverflowLines bounds the summaries kept for one turn's prompt.
 	maxOverflowLines = 50
 )
@@ -90,17 +87,22 @@ func (s *session) seen(id string, now time.Time) bool {
 	cutoff := now.Add(-dedupeWindow)
 	kept := s.st.Seen[:0]
 	found := false
+	key := id
+	if s.v.hardened {
+		// Entries carried from a run before the digest keep their ID.
+		key = seenKey(id)
+	}
 	for _, e := range s.st.Seen {
 		if !e.At.After(cutoff) {
 			continue
 		}
-		if e.ID == id {
+		if e.ID == key || e.ID == id {
 			found = true
 			continue
 		}
 		kept = append(kept, e)
 	}
-	kept = append(kept, SeenMessage{ID: id, At: now})
+	kept = append(kept, SeenMessage{ID: key, At: now})
 	if over := len(kept) - seenCapacity; over > 0 {
 		kept = kept[over:]
 	}
@@ -109,16 +111,23 @@ func (s *session) seen(id string, now time.Time) bool {
 }
 
 func (s *session) bufferMessage(in pipeline.Inbound, key pipeline.BufferKey, window time.Duration) {
+	now := workflow.Now(s.ctx)
 	b := s.buffer(key)
 	if b == nil {
+		if s.v.hardened && len(s.st.Buffers) >= maxOpenBuffers {
+			s.flushBuffer(s.st.Buffers[0].Key)
+		}
 		s.st.BufferSeq++
 		s.st.Buffers = append(s.st.Buffers, Buffer{Key: key, Gen: s.st.BufferSeq})
 		b = &s.st.Buffers[len(s.st.Buffers)-1]
+		if s.v.hardened {
+			b.FirstAt = now
+		}
 		s.armFlush(key, b.Gen)
 	}
 	b.Messages = append(b.Messages, in)
-	b.FlushAt = workflow.Now(s.ctx).Add(window)
-	if len(b.Messages) >= maxBufferedMessages {
+	b.FlushAt = s.flushAt(b.FirstAt, now, window)
+	if len(b.Messages) >= maxBufferedMessages || (s.v.hardened && overBudget(b.Messages)) {
 		s.flushBuffer(key)
 	}
 }
@@ -183,7 +192,9 @@ func (s *session) dispatch(b Batch) {
 		s.enqueue(b)
 		return
 	}
-	steerable := a.Phase == PhaseModel && !a.Interrupted && b.Last().ThreadID == a.threadID()
+	steerable := a.Phase == PhaseModel && !a.Interrupted && b.Last().ThreadID == a.threadID() &&
+		(!s.v.hardened || (len(a.Steered)+len(a.SteeredBacklog)+len(b.Messages) <= maxSteered &&
+			sizeOf(a.Steered)+sizeOf(a.SteeredBacklog)+sizeOf(b.Messages) <= maxSteeredBytes))
 	switch b.Queue.Mode {
 	case pipeline.QueueSteer:
 		if steerable {
@@ -200,6 +211,13 @@ func (s *session) dispatch(b Batch) {
 		if a.Phase == PhaseModel && !a.Interrupted {
 			s.interrupt(a)
 			s.st.Queue = append([]Batch{b}, s.st.Queue...)
+			if s.v.hardened {
+				// The newest batch goes first; the cap and the byte
+				// bound take from the oldest behind it.
+				for len(s.st.Queue) > 1 && (len(s.st.Queue) > max(b.Queue.Cap, 1) || queuedBytes(s.st.Queue) > maxQueuedBytes) {
+					s.dropQueued(1, b.Queue.Drop)
+				}
+			}
 			return
 		}
 	}
@@ -208,6 +226,10 @@ func (s *session) dispatch(b Batch) {
 
 // enqueue adds a batch to the queue, applying the cap and drop policy.
 func (s *session) enqueue(b Batch) {
+	if s.v.hardened {
+		s.enqueueBounded(b)
+		return
+	}
 	if limit := max(b.Queue.Cap, 1); len(s.st.Queue) >= limit {
 		switch b.Queue.Drop {
 		case pipeline.DropNew:
@@ -222,6 +244,33 @@ func (s *session) enqueue(b Batch) {
 	}
 	b.Queued = b.Queued || s.st.Active != nil
 	s.st.Queue = append(s.st.Queue, b)
+}
+
+// enqueueBounded adds a batch to the queue; past the cap in batches or
+// the byte bound, the drop policy decides what goes: the newest batch
+// (new), or the oldest, dropped (old) or kept as a summary line
+// (summarize).
+func (s *session) enqueueBounded(b Batch) {
+	b.Queued = b.Queued || s.st.Active != nil
+	s.st.Queue = append(s.st.Queue, b)
+	for len(s.st.Queue) > 1 && (len(s.st.Queue) > max(b.Queue.Cap, 1) || queuedBytes(s.st.Queue) > maxQueuedBytes) {
+		if b.Queue.Drop == pipeline.DropNew {
+			s.dropQueued(len(s.st.Queue)-1, b.Queue.Drop)
+			return
+		}
+		s.dropQueued(0, b.Queue.Drop)
+	}
+}
+
+// dropQueued takes batch i off the queue under the drop policy.
+func (s *session) dropQueued(i int, policy pipeline.DropPolicy) {
+	b := s.st.Queue[i]
+	s.st.Queue = append(s.st.Queue[:i:i], s.st.Queue[i+1:]...)
+	if policy == pipeline.DropSummarize {
+		s.summarize(b)
+		return
+	}
+	s.drop(b, "the queue is at its cap")
 }
 
 // drop gives up on a batch: its reactions are cleared, since it will get

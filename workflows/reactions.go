@@ -21,6 +21,10 @@ const localActivityTimeout = 10 * time.Second
 func (s *session) react(refs []msgRef, state pipeline.ReactionState) {
 	for _, ref := range refs {
 		r := s.st.reaction(ref.ID)
+		if r == nil && s.v.hardened && len(s.st.Reactions) >= maxReactions {
+			s.log.Warn("Reaction not shown: the session tracks too many reactions already", "message_id", ref.ID, "tracked", len(s.st.Reactions))
+			continue
+		}
 		if r == nil {
 			s.st.Reactions = append(s.st.Reactions, Reaction{MessageID: ref.ID, ThreadID: ref.Thread})
 			r = &s.st.Reactions[len(s.st.Reactions)-1]

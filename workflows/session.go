@@ -35,6 +35,9 @@ type session struct {
 	feedback   workflow.ReceiveChannel
 	// cancelTurn cancels the running turn's model step (interrupt mode).
 	cancelTurn workflow.CancelFunc
+	// cancelGateTimer cancels the wait of the gated batch, which is then
+	// asked at once.
+	cancelGateTimer workflow.CancelFunc
 	// reactionInFlight and repliesInFlight count side effects under way,
 	// which continue-as-new waits for.
 	reactionInFlight bool
@@ -109,10 +112,19 @@ func (s *session) loadSettings() error {
 // and scheduled clears. (A run continues as new only between turns and with
 // no reply in flight, so nothing else is under way.)
 func (s *session) resume() {
-	for _, b := range s.st.Buffers {
+	now := workflow.Now(s.ctx)
+	for i, b := range s.st.Buffers {
+		if s.v.hardened && b.FirstAt.IsZero() {
+			// Carried from a run without the maximum wait: it counts
+			// from now.
+			s.st.Buffers[i].FirstAt = now
+		}
 		s.armFlush(b.Key, b.Gen)
 	}
 	if len(s.st.GateBuffer) > 0 {
+		if s.v.hardened && s.st.GateFirstAt.IsZero() {
+			s.st.GateFirstAt = now
+		}
 		s.armGateFlush(s.st.GateSeq)
 	}
 	s.rearmClears()

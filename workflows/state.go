@@ -52,6 +52,7 @@ type State struct {
 	// GateBuffer is a gated chat's batch waiting for the gate model.
 	GateBuffer  []pipeline.Inbound `json:"gate_buffer,omitempty"`
 	GateFlushAt time.Time          `json:"gate_flush_at,omitzero"`
+	GateFirstAt time.Time          `json:"gate_first_at,omitzero"`
 	GateSeq     int                `json:"gate_seq,omitempty"`
 	// NewTranscript makes the next turn start a fresh transcript.
 	NewTranscript bool `json:"new_transcript,omitempty"`
@@ -93,6 +94,9 @@ type Buffer struct {
 	Key      pipeline.BufferKey `json:"key"`
 	Messages []pipeline.Inbound `json:"messages"`
 	FlushAt  time.Time          `json:"flush_at"`
+	// FirstAt is when the window opened; it flushes at the latest the
+	// maximum wait after it (zero in runs before that bound).
+	FirstAt time.Time `json:"first_at,omitzero"`
 	// Gen tells a buffer from an earlier one with the same key, so a
 	// stale flush timer leaves it alone.
 	Gen int `json:"gen"`

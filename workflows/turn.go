@@ -278,7 +278,6 @@ func failureReply(errType string) string {
 func (s *session) sendNotice(anchor pipeline.Inbound, text string) {
 	s.st.Notices++
 	r := DirectReply{MessageID: anchor.MessageID, ThreadID: anchor.ThreadID, Text: text, Key: fmt.Sprintf("notice-%d", s.st.Notices)}
-	s.st.Replies = append(s.st.Replies, r)
 	s.sendReply(r)
 }
 
