@@ -45,6 +45,10 @@ const (
 	maxPendingReplies = 20
 	// maxObservedBytes bounds the text kept of one observed message.
 	maxObservedBytes = 4 << 10
+	// queueAllowance is how long an activity may wait for a worker on
+	// top of its own run time before it counts as failed: every activity
+	// has a hard budget, queueing included.
+	queueAllowance = time.Minute
 	// maxSeenIDBytes: longer message IDs are remembered by digest.
 	maxSeenIDBytes = 32
 )

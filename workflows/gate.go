@@ -116,9 +116,12 @@ func (s *session) runGate(ctx workflow.Context, batch []pipeline.Inbound) {
 		timeout = defaultGateTimeout
 	}
 	gctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: timeout,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
-		Summary:             fmt.Sprintf("gate: %d message(s) via %s", len(batch), s.settings.GateModel),
+		// The whole budget, queueing included: the gate promises an
+		// answer (or a skip) within it.
+		StartToCloseTimeout:    timeout,
+		ScheduleToCloseTimeout: timeout,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+		Summary:                fmt.Sprintf("gate: %d message(s) via %s", len(batch), s.settings.GateModel),
 	})
 	s.gating++
 	s.attrsDirty = true

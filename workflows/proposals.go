@@ -271,9 +271,10 @@ func (s *session) closeProposal(ctx workflow.Context, id string) pipeline.ToolRe
 		// Shown even when the turn was aborted: its buttons must go.
 		dctx, _ := workflow.NewDisconnectedContext(ctx)
 		ectx := workflow.WithActivityOptions(dctx, workflow.ActivityOptions{
-			StartToCloseTimeout: s.settings.DeliveryTimeout.D(),
-			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5},
-			Summary:             "show the outcome of proposal " + p.ID,
+			StartToCloseTimeout:    s.settings.DeliveryTimeout.D(),
+			ScheduleToCloseTimeout: s.settings.DeliveryTimeout.D()*5 + queueAllowance,
+			RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 5},
+			Summary:                "show the outcome of proposal " + p.ID,
 		})
 		edit := pipeline.Edit{Session: s.key, PlatformMessageID: p.MessageID, Text: text, Buttons: buttons}
 		if err := workflow.ExecuteActivity(ectx, pipeline.ActivityEdit, edit).Get(ectx, nil); err != nil && !errors.Is(err, workflow.ErrCanceled) {

@@ -113,20 +113,31 @@ func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, 
 		var err error
 		result, err = s.askModels(stepCtx, req, rec)
 		cancel()
-		if err != nil && modelErrorType(err) == pipeline.ErrContextOverflow && !reset {
-			// A fresh session, told to the user, and one more try.
+		if err != nil && modelErrorType(err) == pipeline.ErrContextOverflow && !reset && !(s.v.hardened && a.stopped()) {
+			// A fresh session, told to the user, and one more try, which
+			// a /stop or an interrupt cancels like any step.
 			reset = true
 			s.st.Counters.Resets++
 			s.sendNotice(anchor, pipeline.ReplyContextReset)
 			req.NewTranscript = true
-			result, err = s.askModels(ctx, req, rec)
+			retryCtx := ctx
+			if s.v.hardened {
+				var cancelRetry workflow.CancelFunc
+				retryCtx, cancelRetry = workflow.WithCancel(ctx)
+				s.cancelTurn = cancelRetry
+				defer cancelRetry()
+			}
+			result, err = s.askModels(retryCtx, req, rec)
+		}
+		if s.v.hardened && a.stopped() {
+			// A stop wins over whatever the step returned: an answer
+			// that raced the cancellation is not delivered.
+			s.endStopped(a, rec, refs)
+			return
 		}
 		if err != nil {
-			if a.Interrupted || a.Aborted {
-				rec.Outcome = "interrupted"
-				if a.Aborted {
-					rec.Outcome = "aborted"
-				}
+			if a.stopped() {
+				rec.Outcome = a.stopOutcome()
 				// A cancelled step may still show ✍️ until it sees the
 				// cancellation at its next heartbeat: clear after that.
 				s.clearLater(refs, s.settings.TurnHeartbeatTimeout.D())
@@ -151,11 +162,12 @@ func (s *session) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, 
 		var waited bool
 		round.Results, waited = s.runTools(toolCtx, a, result.ToolCalls, anchor, refs)
 		cancelTools()
-		if a.Interrupted || a.Aborted {
-			rec.Outcome = "aborted"
-			if a.Interrupted {
-				rec.Outcome = "interrupted"
+		if a.stopped() {
+			if s.v.hardened {
+				s.endStopped(a, rec, refs)
+				return
 			}
+			rec.Outcome = a.stopOutcome()
 			s.clearLater(refs, s.settings.TurnHeartbeatTimeout.D())
 			return
 		}
@@ -251,6 +263,33 @@ func (s *session) requeueSteered(a *ActiveTurn) {
 	settings.Mode = pipeline.QueueFollowup
 	s.enqueue(Batch{Messages: a.Steered, Queue: settings, Queued: true})
 	a.Steered = nil
+}
+
+// stopped is true once a /stop or an interrupt ended the turn; what runs
+// after a stop is never delivered.
+func (a *ActiveTurn) stopped() bool { return a.Aborted || a.Interrupted }
+
+// stopOutcome names how a stopped turn ended. A /stop wins over an
+// interrupt: it also dropped the batch that interrupted.
+func (a *ActiveTurn) stopOutcome() string {
+	if a.Aborted {
+		return "aborted"
+	}
+	return "interrupted"
+}
+
+// endStopped closes a stopped turn: its messages' reactions are cleared at
+// once (a cancelled model attempt takes back the ✍️ it showed itself, see
+// activities.AgentTurn).
+func (s *session) endStopped(a *ActiveTurn, rec *TurnRecord, refs []msgRef) {
+	rec.Outcome = a.stopOutcome()
+	for _, ref := range refs {
+		if r := s.st.reaction(ref.ID); r != nil && r.State == pipeline.ReactionThinking {
+			// The model attempt may have shown ✍️ on its own.
+			r.Shown = true
+		}
+	}
+	s.react(refs, pipeline.ReactionNone)
 }
 
 // interrupt cancels the running model step for a newer message.
