@@ -104,12 +104,19 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 	}
 	turnCtx, stop := context.WithCancel(ctx)
 	refresherDone := make(chan struct{})
+	showedThinking := false
 	go func() {
 		defer close(refresherDone)
-		a.keepAlive(turnCtx, out, req)
+		showedThinking = a.keepAlive(turnCtx, out, req)
 	}()
 	// The turn has not ended while a typing call is still in flight.
-	defer func() { stop(); <-refresherDone }()
+	defer func() {
+		stop()
+		<-refresherDone
+		if showedThinking && ctx.Err() != nil {
+			a.takeBackThinking(ctx, out, req)
+		}
+	}()
 
 	model, err := a.Models.Get(req.Model)
 	if err != nil {
@@ -164,8 +171,8 @@ func modelError(req pipeline.TurnRequest, err error) error {
 
 // keepAlive heartbeats at a third of the heartbeat timeout, shows typing
 // every TypingInterval (at once first) and "thinking" after ThinkingAfter,
-// until ctx is done.
-func (a *Activities) keepAlive(ctx context.Context, out adapters.Outbound, req pipeline.TurnRequest) {
+// until ctx is done. It reports whether it showed "thinking".
+func (a *Activities) keepAlive(ctx context.Context, out adapters.Outbound, req pipeline.TurnRequest) (showedThinking bool) {
 	heartbeatEvery := 10 * time.Second
 	if timeout := activity.GetInfo(ctx).HeartbeatTimeout; timeout > 0 {
 		heartbeatEvery = timeout / 3
@@ -188,7 +195,7 @@ func (a *Activities) keepAlive(ctx context.Context, out adapters.Outbound, req p
 		showTyping, showThinking := false, false
 		select {
 		case <-ctx.Done():
-			return
+			return showedThinking
 		case <-typing:
 			showTyping = true
 		case <-thinking.C:
@@ -198,7 +205,7 @@ func (a *Activities) keepAlive(ctx context.Context, out adapters.Outbound, req p
 		// Nothing is sent once the turn ended: select picks at random
 		// among ready cases, and the SDK logs a heartbeat it refuses.
 		if ctx.Err() != nil {
-			return
+			return showedThinking
 		}
 		activity.RecordHeartbeat(ctx)
 		if showTyping {
@@ -206,6 +213,7 @@ func (a *Activities) keepAlive(ctx context.Context, out adapters.Outbound, req p
 		}
 		if showThinking {
 			a.showThinking(ctx, out, req)
+			showedThinking = true
 		}
 	}
 }
@@ -222,6 +230,22 @@ func (a *Activities) showThinking(ctx context.Context, out adapters.Outbound, re
 		change := pipeline.ReactionChange{Session: req.Session, MessageID: id, ThreadID: req.ThreadID, State: pipeline.ReactionThinking}
 		if err := out.SetReaction(ctx, change); err != nil && ctx.Err() == nil {
 			a.Logger.Debug("thinking reaction not shown", "session", req.Session.WorkflowID(), "message_id", id, "error", err)
+		}
+	}
+}
+
+// takeBackThinking clears the "thinking" a cancelled attempt showed. The
+// workflow clears the messages as soon as it stops a turn (/stop, an
+// interrupt), but the attempt only learns of the cancellation at a
+// heartbeat, and may have shown "thinking" after that clear: whichever
+// comes last, the message ends cleared.
+func (a *Activities) takeBackThinking(cancelled context.Context, out adapters.Outbound, req pipeline.TurnRequest) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(cancelled), 5*time.Second)
+	defer cancel()
+	for _, id := range req.ThinkingOn {
+		change := pipeline.ReactionChange{Session: req.Session, MessageID: id, ThreadID: req.ThreadID, State: pipeline.ReactionNone}
+		if err := out.SetReaction(ctx, change); err != nil {
+			a.Logger.Warn("thinking reaction of a cancelled turn not cleared", "session", req.Session.WorkflowID(), "message_id", id, "error", err)
 		}
 	}
 }

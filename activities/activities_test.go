@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/adapters"
@@ -222,4 +223,42 @@ func TestThinkingIsShownOnlyOnceTheStepOutlastsTheWindow(t *testing.T) {
 	_, err = newActivityEnv(acts).ExecuteActivity(acts.AgentTurn, req)
 	require.NoError(t, err)
 	assert.Empty(t, fast.reacted(), "a step faster than the window never shows thinking")
+}
+
+// cancelAfterThinking stands in for a model that is still working when the
+// turn is stopped: once "thinking" shows, the attempt is cancelled.
+type cancelAfterThinking struct {
+	out    *fakeOutbound
+	cancel context.CancelFunc
+}
+
+func (cancelAfterThinking) Name() string { return "test/cancelled" }
+
+func (m cancelAfterThinking) Complete(ctx context.Context, _ models.Prompt) (models.Completion, error) {
+	for len(m.out.reacted()) == 0 {
+		select {
+		case <-ctx.Done():
+			return models.Completion{}, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	m.cancel()
+	<-ctx.Done()
+	return models.Completion{}, ctx.Err()
+}
+
+func TestACancelledAttemptTakesBackTheThinkingItShowed(t *testing.T) {
+	req := pipeline.TurnRequest{Session: session, ThreadID: "t1", Text: "hi", ThinkingOn: []string{"m1"}}
+	out := &fakeOutbound{}
+	background, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	acts := &Activities{Models: only{cancelAfterThinking{out, cancel}}, Outbound: map[string]adapters.Outbound{"webchat": out}, ThinkingAfter: time.Millisecond, Logger: slog.Default()}
+	env := newActivityEnv(acts)
+	env.SetWorkerOptions(worker.Options{BackgroundActivityContext: background})
+	_, err := env.ExecuteActivity(acts.AgentTurn, req)
+	require.Error(t, err, "the attempt was cancelled")
+	assert.Equal(t, []pipeline.ReactionChange{
+		{Session: session, MessageID: "m1", ThreadID: "t1", State: pipeline.ReactionThinking},
+		{Session: session, MessageID: "m1", ThreadID: "t1", State: pipeline.ReactionNone},
+	}, out.reacted(), "✍️ shown, then taken back when the attempt saw its cancellation")
 }

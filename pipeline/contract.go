@@ -74,6 +74,11 @@ type Settings struct {
 	// Queue is the channel's default queue mode, debounce window, cap and
 	// drop policy; a session's /queue directive overrides it.
 	Queue QueueSettings `json:"queue"`
+	// DebounceMaxWait bounds a debounce window (and a gated chat's batch
+	// waiting for the gate) from its first message: steady chatter that
+	// re-arms the window still gets a batch at least this often. Zero
+	// takes the workflow's default; a window longer than it is kept whole.
+	DebounceMaxWait Duration `json:"debounce_max_wait,omitempty"`
 	// Saved are the session's own settings from its session entry.
 	Saved SessionSettings `json:"saved"`
 }

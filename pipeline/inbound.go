@@ -65,6 +65,18 @@ type Media struct {
 	Name     string `json:"name,omitempty"`
 }
 
+// Size is about the bytes the message takes in workflow state: its
+// strings, and a little for the field names and the rest.
+func (in Inbound) Size() int {
+	const fields = 200
+	n := fields + len(in.Channel) + len(in.Account) + len(in.ChatID) + len(in.MessageID) + len(in.SenderID) +
+		len(in.SenderName) + len(in.Text) + len(in.ThreadID) + len(in.ReplyTo) + len(in.Action)
+	for _, m := range in.Media {
+		n += 60 + len(m.Kind) + len(m.Ref) + len(m.MimeType) + len(m.Name)
+	}
+	return n
+}
+
 // Session is the key of the session this message belongs to.
 func (in Inbound) Session() SessionKey {
 	return SessionKey{Channel: in.Channel, Account: in.Account, Chat: in.ChatID}

@@ -70,6 +70,23 @@ func cutRunes(s string, n int) string {
 	return string([]rune(s)[:n-1]) + "…"
 }
 
+// CutBytes keeps s to at most n bytes without splitting a UTF-8 sequence,
+// marking a cut with "…" (which counts towards n).
+func CutBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	mark := "…"
+	if n < len(mark) {
+		mark = ""
+	}
+	end := max(n-len(mark), 0)
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end] + mark
+}
+
 // RenderOverflow is the notice a turn's text starts with after the queue
 // dropped messages under the summarize policy.
 func RenderOverflow(dropped int, summaries []string) string {

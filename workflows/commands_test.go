@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/replyflow/replyflow/pipeline"
 )
@@ -85,4 +86,66 @@ func TestChatSettingsAreSavedAndPickedUpByTheNextRun(t *testing.T) {
 	run(t, next, nil)
 	require.Len(t, p2.steps, 1)
 	assert.Equal(t, "anthropic/x", p2.steps[0].Req.Model, "a new run starts with the saved model")
+}
+
+// overflowThenAnswer fails a step with ContextOverflow unless it starts a
+// new transcript, so each turn goes through the reset-and-retry path.
+func overflowThenAnswer(p *fakePlatform) {
+	p.agent = func(req pipeline.TurnRequest) (pipeline.TurnResult, error) {
+		if !req.NewTranscript {
+			return pipeline.TurnResult{}, temporal.NewNonRetryableApplicationError("too long", pipeline.ErrContextOverflow, nil)
+		}
+		return pipeline.TurnResult{Reply: "answer to " + req.Messages[len(req.Messages)-1].Text, Model: req.Model}, nil
+	}
+}
+
+func TestStopCancelsTheContextOverflowRetry(t *testing.T) {
+	env, p := newEnv(t, withSlowModel(5*time.Second), overflowThenAnswer)
+	signalAt(env, time.Second, inbound("m1", "long job"))
+	signalAt(env, 8*time.Second, inbound("s1", "/stop"))
+	snap := queryStateAt(t, env, 30*time.Second)
+	run(t, env, nil)
+
+	require.Len(t, p.steps, 2, "the first attempt overflowed, the retry started")
+	assert.NotContains(t, p.replies(), "answer to long job", "a stopped retry delivers nothing")
+	assert.Contains(t, p.replies(), pipeline.AbortedReply)
+	assert.Equal(t, "aborted", snap.LastTurn.Outcome)
+	at, ok := p.clearedAt("m1")
+	require.True(t, ok)
+	assert.Equal(t, 8*time.Second, at, "✍️ is cleared at once")
+}
+
+func TestInterruptCancelsTheContextOverflowRetry(t *testing.T) {
+	env, p := newEnv(t, withQueue(pipeline.QueueInterrupt), withSlowModel(5*time.Second), overflowThenAnswer)
+	signalAt(env, time.Second, inbound("m1", "long job"))
+	signalAt(env, 8*time.Second, inbound("m2", "never mind"))
+	run(t, env, nil)
+
+	assert.NotContains(t, p.replies(), "answer to long job", "the interrupted retry's answer is not delivered")
+	assert.Contains(t, p.replies(), "answer to never mind", "the newer message got the next turn")
+}
+
+func TestAStopWinsOverAnInterruptWhereverTheTurnIs(t *testing.T) {
+	for name, opts := range map[string][]func(*fakePlatform){
+		"model step": {withSlowModel(5 * time.Second)},
+		"tool step":  {toolScript([]pipeline.ToolCall{pay})},
+	} {
+		t.Run(name, func(t *testing.T) {
+			env, p := newEnv(t, append(opts, withQueue(pipeline.QueueInterrupt))...)
+			signalAt(env, time.Second, inbound("m1", "job"))
+			env.RegisterDelayedCallback(func() {
+				// One workflow step: the interrupt, then the stop.
+				env.SignalWorkflow(SignalInbound, inbound("m2", "newer"))
+				env.SignalWorkflow(SignalInbound, inbound("s1", "/stop"))
+			}, 3*time.Second)
+			snap := queryStateAt(t, env, 4*time.Second)
+			run(t, env, nil)
+
+			assert.Equal(t, "aborted", snap.LastTurn.Outcome, "the stop dropped the interrupting message too")
+			replies := p.replies()
+			require.NotEmpty(t, replies)
+			assert.Equal(t, pipeline.AbortedReply, replies[len(replies)-1], "nothing is answered after the stop")
+			assert.NotContains(t, replies, "echo newer")
+		})
+	}
 }

@@ -27,11 +27,14 @@ type engagement struct {
 	*runEnv
 	st *EngagementState
 	// gating counts gate model calls under way.
-	gating       int
-	turnRunning  func() bool
-	turnSeq      func() int
-	isBotMessage func(platformID string) bool
-	forward      func(batch []pipeline.Inbound)
+	gating int
+	// cancelGateTimer cancels the wait of the gated batch, which is then
+	// asked at once.
+	cancelGateTimer workflow.CancelFunc
+	turnRunning     func() bool
+	turnSeq         func() int
+	isBotMessage    func(platformID string) bool
+	forward         func(batch []pipeline.Inbound)
 }
 
 // EngagementState is the durable state of the engagement part: who speaks
@@ -49,6 +52,7 @@ type EngagementState struct {
 	// GateBuffer is a gated chat's batch waiting for the gate model.
 	GateBuffer  []pipeline.Inbound `json:"gate_buffer,omitempty"`
 	GateFlushAt time.Time          `json:"gate_flush_at,omitzero"`
+	GateFirstAt time.Time          `json:"gate_first_at,omitzero"`
 	GateSeq     int                `json:"gate_seq,omitempty"`
 }
 
@@ -166,7 +170,11 @@ func (s *engagement) observe(in pipeline.Inbound, now time.Time) {
 	if name == "" {
 		name = in.SenderID
 	}
-	s.st.Observed = pipeline.ObserveMessage(s.st.Observed, pipeline.Observed{Sender: name, Text: in.Text, At: now})
+	text := in.Text
+	if s.v.hardened {
+		text = pipeline.CutBytes(text, maxObservedBytes)
+	}
+	s.st.Observed = pipeline.ObserveMessage(s.st.Observed, pipeline.Observed{Sender: name, Text: text, At: now})
 }
 
 // engagedText wraps a turn's text with what the agent watched while quiet
@@ -204,7 +212,16 @@ func (s *engagement) grantSticky(msgs []pipeline.Inbound, thread string) {
 			authors = append(authors, id)
 		}
 	}
-	s.st.Sticky = s.st.Sticky.Grant(authors, workflow.Now(s.ctx), pipeline.StickyTTL)
+	now := workflow.Now(s.ctx)
+	if s.v.hardened {
+		// Expired credits go, and at most one per recent participant
+		// stays.
+		s.st.Sticky = s.st.Sticky.Consume("", now)
+		if over := len(s.st.Sticky) + len(authors) - maxParticipants; over > 0 {
+			s.st.Sticky = s.st.Sticky[min(over, len(s.st.Sticky)):]
+		}
+	}
+	s.st.Sticky = s.st.Sticky.Grant(authors, now, pipeline.StickyTTL)
 }
 
 // disengage drops every sticky credit; a reply in the same turn does not

@@ -22,6 +22,11 @@ type runEnv struct {
 	settings pipeline.Settings
 	log      log.Logger
 	counters *Counters
+	// v says which workflow changes this run took (versions.go).
+	v versions
+	// settingsLoaded is false until the settings local activity answered;
+	// handlers registered before it wait for it where settings matter.
+	settingsLoaded bool
 	// attrsDirty is set when a search attribute changed; the main loop
 	// publishes all changes of one step in one upsert.
 	attrsDirty bool

@@ -84,8 +84,9 @@ func (s *turns) modelAttempt(ctx workflow.Context, req pipeline.TurnRequest, att
 		summary += fmt.Sprintf(" (attempt %d)", attempt)
 	}
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: s.settings.TurnTimeout.D(),
-		HeartbeatTimeout:    s.settings.TurnHeartbeatTimeout.D(),
+		StartToCloseTimeout:    s.settings.TurnTimeout.D(),
+		ScheduleToCloseTimeout: s.settings.TurnTimeout.D() + queueAllowance,
+		HeartbeatTimeout:       s.settings.TurnHeartbeatTimeout.D(),
 		// One attempt per activity: the workflow decides what comes next
 		// (another model, a cooldown, a reset), and history shows it.
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},

@@ -22,11 +22,36 @@ func (s *engagement) gateMessage(in pipeline.Inbound, now time.Time) {
 	}
 	if len(s.st.GateBuffer) == 0 {
 		s.st.GateSeq++
+		if s.v.hardened {
+			s.st.GateFirstAt = now
+		}
 		s.armGateFlush(s.st.GateSeq)
 	}
 	s.st.GateBuffer = append(s.st.GateBuffer, in)
-	s.st.GateFlushAt = now.Add(s.settings.Queue.Debounce.D())
+	s.st.GateFlushAt = s.flushAt(s.st.GateFirstAt, now, s.settings.Queue.Debounce.D())
 	s.attrsDirty = true
+	if s.v.hardened && overBudget(s.st.GateBuffer) {
+		s.askGateNow()
+	}
+}
+
+// askGateNow sends the gated batch to the gate at once (it reached its
+// size bound): the armed timer is cancelled and a new batch starts with
+// the next message.
+func (s *engagement) askGateNow() {
+	s.st.GateSeq++
+	if s.cancelGateTimer != nil {
+		s.cancelGateTimer()
+		s.cancelGateTimer = nil
+	}
+	batch := s.takeGateBuffer()
+	workflow.Go(s.ctx, func(ctx workflow.Context) { s.runGate(ctx, batch) })
+}
+
+func (s *engagement) takeGateBuffer() []pipeline.Inbound {
+	batch := s.st.GateBuffer
+	s.st.GateBuffer, s.st.GateFirstAt = nil, time.Time{}
+	return batch
 }
 
 // busy is true while the gate model is being asked.
@@ -47,6 +72,10 @@ func (s *engagement) dropGateBuffer(now time.Time) {
 // resume re-arms the gate's window a previous run left open.
 func (s *engagement) resume() {
 	if len(s.st.GateBuffer) > 0 {
+		if s.v.hardened && s.st.GateFirstAt.IsZero() {
+			// Carried from a run without the maximum wait.
+			s.st.GateFirstAt = workflow.Now(s.ctx)
+		}
 		s.armGateFlush(s.st.GateSeq)
 	}
 }
@@ -54,6 +83,12 @@ func (s *engagement) resume() {
 // armGateFlush asks the gate once the batch's window has passed.
 func (s *engagement) armGateFlush(gen int) {
 	workflow.Go(s.ctx, func(ctx workflow.Context) {
+		if s.v.hardened {
+			// askGateNow cancels this wait when the batch fills up.
+			timerCtx, cancel := workflow.WithCancel(ctx)
+			s.cancelGateTimer = cancel
+			ctx = timerCtx
+		}
 		for {
 			if s.st.GateSeq != gen || len(s.st.GateBuffer) == 0 {
 				return
@@ -67,7 +102,8 @@ func (s *engagement) armGateFlush(gen int) {
 				return
 			}
 		}
-		s.runGate(ctx)
+		s.cancelGateTimer = nil
+		s.runGate(ctx, s.takeGateBuffer())
 	})
 }
 
@@ -75,9 +111,7 @@ func (s *engagement) armGateFlush(gen int) {
 // that sees the latest messages and anchors no reply; anything else (no,
 // an error, a timeout, output that is not the strict JSON) skips, and the
 // batch is observed.
-func (s *engagement) runGate(ctx workflow.Context) {
-	batch := s.st.GateBuffer
-	s.st.GateBuffer = nil
+func (s *engagement) runGate(ctx workflow.Context, batch []pipeline.Inbound) {
 	now := workflow.Now(ctx)
 	if s.turnRunning() {
 		for _, in := range batch {
@@ -99,9 +133,12 @@ func (s *engagement) runGate(ctx workflow.Context) {
 		timeout = defaultGateTimeout
 	}
 	gctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: timeout,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
-		Summary:             fmt.Sprintf("gate: %d message(s) via %s", len(batch), s.settings.GateModel),
+		// The whole budget, queueing included: the gate promises an
+		// answer (or a skip) within it.
+		StartToCloseTimeout:    timeout,
+		ScheduleToCloseTimeout: timeout,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+		Summary:                fmt.Sprintf("gate: %d message(s) via %s", len(batch), s.settings.GateModel),
 	})
 	s.gating++
 	s.attrsDirty = true

@@ -264,14 +264,24 @@ func run(t *testing.T, env *testsuite.TestWorkflowEnvironment, state *State) {
 }
 
 // queryStateAt queries the state at a simulated time; the snapshot is
-// filled in once the workflow has run past it.
+// filled in once the workflow has run past it. A query that never ran (the
+// workflow ended first) fails the test, so an assertion that the snapshot
+// is empty cannot pass on a snapshot nobody took.
 func queryStateAt(t *testing.T, env *testsuite.TestWorkflowEnvironment, at time.Duration) *Snapshot {
+	t.Helper()
 	snap := &Snapshot{}
+	taken := false
 	env.RegisterDelayedCallback(func() {
 		v, err := env.QueryWorkflow(QueryState)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(snap))
+		taken = true
 	}, at)
+	t.Cleanup(func() {
+		if !taken {
+			t.Errorf("the state query at %s never ran: the workflow ended before it, so the snapshot is empty", at)
+		}
+	})
 	return snap
 }
 

@@ -13,9 +13,6 @@ const (
 	// dedupeWindow is how long a message ID is remembered after it was
 	// last seen.
 	dedupeWindow = 20 * time.Minute
-	// maxBufferedMessages flushes a debounce window early, so a sender
-	// who never pauses still gets answers.
-	maxBufferedMessages = 50
 )
 
 // intake is the part that takes messages in: it owns IntakeState (the
@@ -62,17 +59,22 @@ func (s *intake) seen(id string, now time.Time) bool {
 	cutoff := now.Add(-dedupeWindow)
 	kept := s.st.Seen[:0]
 	found := false
+	key := id
+	if s.v.hardened {
+		// Entries carried from a run before the digest keep their ID.
+		key = seenKey(id)
+	}
 	for _, e := range s.st.Seen {
 		if !e.At.After(cutoff) {
 			continue
 		}
-		if e.ID == id {
+		if e.ID == key || e.ID == id {
 			found = true
 			continue
 		}
 		kept = append(kept, e)
 	}
-	kept = append(kept, SeenMessage{ID: id, At: now})
+	kept = append(kept, SeenMessage{ID: key, At: now})
 	if over := len(kept) - seenCapacity; over > 0 {
 		kept = kept[over:]
 	}
@@ -81,16 +83,23 @@ func (s *intake) seen(id string, now time.Time) bool {
 }
 
 func (s *intake) bufferMessage(in pipeline.Inbound, key pipeline.BufferKey, window time.Duration) {
+	now := workflow.Now(s.ctx)
 	b := s.buffer(key)
 	if b == nil {
+		if s.v.hardened && len(s.st.Buffers) >= maxOpenBuffers {
+			s.flushBuffer(s.st.Buffers[0].Key)
+		}
 		s.st.BufferSeq++
 		s.st.Buffers = append(s.st.Buffers, Buffer{Key: key, Gen: s.st.BufferSeq})
 		b = &s.st.Buffers[len(s.st.Buffers)-1]
+		if s.v.hardened {
+			b.FirstAt = now
+		}
 		s.armFlush(key, b.Gen)
 	}
 	b.Messages = append(b.Messages, in)
-	b.FlushAt = workflow.Now(s.ctx).Add(window)
-	if len(b.Messages) >= maxBufferedMessages {
+	b.FlushAt = s.flushAt(b.FirstAt, now, window)
+	if len(b.Messages) >= maxBufferedMessages || (s.v.hardened && overBudget(b.Messages)) {
 		s.flushBuffer(key)
 	}
 }
@@ -153,7 +162,13 @@ func (s *intake) takeBuffers() []Buffer {
 
 // resume re-arms the debounce windows a previous run left open.
 func (s *intake) resume() {
-	for _, b := range s.st.Buffers {
+	now := workflow.Now(s.ctx)
+	for i, b := range s.st.Buffers {
+		if s.v.hardened && b.FirstAt.IsZero() {
+			// Carried from a run without the maximum wait: it counts
+			// from now.
+			s.st.Buffers[i].FirstAt = now
+		}
 		s.armFlush(b.Key, b.Gen)
 	}
 }

@@ -92,27 +92,47 @@ func (s *proposals) pending() int {
 }
 
 // register installs the "decide" update, whose validator answers a
-// refusal at once, before anything reaches history.
+// refusal at once, before anything reaches history. It is registered
+// before the run's settings are loaded, so an update in the run's first
+// task is not refused as unknown: until then the validator checks what the
+// carried state knows (the decision's form, the proposal), and the handler
+// waits for the settings before it checks who decides.
 func (s *proposals) register() error {
 	return workflow.SetUpdateHandlerWithOptions(s.ctx, UpdateDecide,
-		func(_ workflow.Context, d pipeline.Decision) (string, error) { return s.decide(d) },
+		func(ctx workflow.Context, d pipeline.Decision) (string, error) {
+			if err := workflow.Await(ctx, func() bool { return s.settingsLoaded }); err != nil {
+				return "", err
+			}
+			return s.decide(d)
+		},
 		workflow.UpdateHandlerOptions{Validator: func(d pipeline.Decision) error {
+			if !s.settingsLoaded {
+				return s.checkDecisionForm(d)
+			}
 			_, err := s.checkDecision(d)
 			return err
 		}})
+}
+
+// checkDecisionForm is the part of checkDecision that needs no settings.
+func (s *proposals) checkDecisionForm(d pipeline.Decision) error {
+	if err := d.Validate(); err != nil {
+		return err
+	}
+	if s.get(d.ID) == nil {
+		return fmt.Errorf("unknown proposal %q in %s", d.ID, s.key.WorkflowID())
+	}
+	return nil
 }
 
 // checkDecision refuses a decision that is malformed, about an unknown
 // proposal, by someone not allowed, or contrary to one already made. It
 // returns true when the same decision was already made: a double click.
 func (s *proposals) checkDecision(d pipeline.Decision) (repeat bool, err error) {
-	if err := d.Validate(); err != nil {
+	if err := s.checkDecisionForm(d); err != nil {
 		return false, err
 	}
 	p := s.get(d.ID)
-	if p == nil {
-		return false, fmt.Errorf("unknown proposal %q in %s", d.ID, s.key.WorkflowID())
-	}
 	if !s.mayDecide(d.By, *p) {
 		return false, fmt.Errorf("%s is not allowed to decide proposal %s: only owners%s may", d.By, d.ID,
 			map[bool]string{true: " and its requester", false: ""}[s.settings.RequesterMayDecide])
@@ -271,9 +291,10 @@ func (s *proposals) close(ctx workflow.Context, id string) pipeline.ToolResult {
 		// Shown even when the turn was aborted: its buttons must go.
 		dctx, _ := workflow.NewDisconnectedContext(ctx)
 		ectx := workflow.WithActivityOptions(dctx, workflow.ActivityOptions{
-			StartToCloseTimeout: s.settings.DeliveryTimeout.D(),
-			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5},
-			Summary:             "show the outcome of proposal " + p.ID,
+			StartToCloseTimeout:    s.settings.DeliveryTimeout.D(),
+			ScheduleToCloseTimeout: s.settings.DeliveryTimeout.D()*5 + queueAllowance,
+			RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 5},
+			Summary:                "show the outcome of proposal " + p.ID,
 		})
 		edit := pipeline.Edit{Session: s.key, PlatformMessageID: p.MessageID, Text: text, Buttons: buttons}
 		if err := workflow.ExecuteActivity(ectx, pipeline.ActivityEdit, edit).Get(ectx, nil); err != nil && !errors.Is(err, workflow.ErrCanceled) {

@@ -144,3 +144,54 @@ func TestDecideUpdateRefusesAtOnce(t *testing.T) {
 	assert.Contains(t, refusals[2], "already rejected by operator:x")
 	assert.Equal(t, "Proposal p1 rejected by operator:x.", accepted)
 }
+
+// A late double click can reach a run that has just continued as new: the
+// update arrives with the run's first task, while the settings load.
+func TestDecisionUpdateInTheFirstTaskOfANewRunIsAnswered(t *testing.T) {
+	env, _ := newEnv(t)
+	carried := &State{Status: StatusIdle, ProposalsState: ProposalsState{ProposalSeq: 1, Proposals: []Proposal{{
+		ID: "p1", Call: pay, Requester: "webchat:alice", Status: ProposalApproved, DecidedBy: "webchat:boss",
+		CreatedAt: testStart, ExpiresAt: testStart.Add(time.Hour),
+	}}}}
+	var answer string
+	var refused error
+	answered := false
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(UpdateDecide, "late-click", &testsuite.TestUpdateCallback{
+			OnAccept:   func() {},
+			OnReject:   func(err error) { refused, answered = err, true },
+			OnComplete: func(v any, err error) { answer, _ = v.(string); refused, answered = err, true },
+		}, pipeline.Decision{ID: "p1", Decision: pipeline.DecisionApprove, By: "webchat:boss"})
+	}, 0)
+	run(t, env, carried)
+
+	require.True(t, answered, "the update was neither accepted nor rejected")
+	require.NoError(t, refused)
+	assert.Equal(t, "Proposal p1 approved by webchat:boss.", answer, "a repeat of the decision made is one decision")
+}
+
+// Before the settings load, the validator cannot know the owners: the
+// handler checks them once they are there, so nobody slips through.
+func TestDecisionUpdateInTheFirstTaskStillChecksWhoDecides(t *testing.T) {
+	env, _ := newEnv(t)
+	carried := &State{Status: StatusIdle, ProposalsState: ProposalsState{ProposalSeq: 1, Proposals: []Proposal{{
+		ID: "p1", Call: pay, Requester: "webchat:alice", Status: ProposalPending,
+		CreatedAt: testStart, ExpiresAt: testStart.Add(time.Hour),
+	}}}}
+	var refused error
+	answered := false
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(UpdateDecide, "stranger", &testsuite.TestUpdateCallback{
+			OnAccept:   func() {},
+			OnReject:   func(err error) { refused, answered = err, true },
+			OnComplete: func(_ any, err error) { refused, answered = err, true },
+		}, pipeline.Decision{ID: "p1", Decision: pipeline.DecisionApprove, By: "webchat:mallory"})
+	}, 0)
+	snap := queryStateAt(t, env, time.Minute)
+	run(t, env, carried)
+
+	require.True(t, answered)
+	require.ErrorContains(t, refused, "webchat:mallory is not allowed to decide proposal p1")
+	require.Len(t, snap.Proposals, 1)
+	assert.Equal(t, ProposalPending, snap.Proposals[0].Status)
+}

@@ -16,7 +16,9 @@ func (s *turns) dispatch(b Batch) {
 		s.enqueue(b)
 		return
 	}
-	steerable := a.Phase == PhaseModel && !a.Interrupted && b.Last().ThreadID == a.threadID()
+	steerable := a.Phase == PhaseModel && !a.Interrupted && b.Last().ThreadID == a.threadID() &&
+		(!s.v.hardened || (len(a.Steered)+len(a.SteeredBacklog)+len(b.Messages) <= maxSteered &&
+			sizeOf(a.Steered)+sizeOf(a.SteeredBacklog)+sizeOf(b.Messages) <= maxSteeredBytes))
 	switch b.Queue.Mode {
 	case pipeline.QueueSteer:
 		if steerable {
@@ -33,6 +35,13 @@ func (s *turns) dispatch(b Batch) {
 		if a.Phase == PhaseModel && !a.Interrupted {
 			s.interrupt(a)
 			s.st.Queue = append([]Batch{b}, s.st.Queue...)
+			if s.v.hardened {
+				// The newest batch goes first; the cap and the byte
+				// bound take from the oldest behind it.
+				for len(s.st.Queue) > 1 && (len(s.st.Queue) > max(b.Queue.Cap, 1) || queuedBytes(s.st.Queue) > maxQueuedBytes) {
+					s.dropQueued(1, b.Queue.Drop)
+				}
+			}
 			return
 		}
 	}
@@ -41,6 +50,10 @@ func (s *turns) dispatch(b Batch) {
 
 // enqueue adds a batch to the queue, applying the cap and drop policy.
 func (s *turns) enqueue(b Batch) {
+	if s.v.hardened {
+		s.enqueueBounded(b)
+		return
+	}
 	if limit := max(b.Queue.Cap, 1); len(s.st.Queue) >= limit {
 		switch b.Queue.Drop {
 		case pipeline.DropNew:
@@ -55,6 +68,33 @@ func (s *turns) enqueue(b Batch) {
 	}
 	b.Queued = b.Queued || s.st.Active != nil
 	s.st.Queue = append(s.st.Queue, b)
+}
+
+// enqueueBounded adds a batch to the queue; past the cap in batches or
+// the byte bound, the drop policy decides what goes: the newest batch
+// (new), or the oldest, dropped (old) or kept as a summary line
+// (summarize).
+func (s *turns) enqueueBounded(b Batch) {
+	b.Queued = b.Queued || s.st.Active != nil
+	s.st.Queue = append(s.st.Queue, b)
+	for len(s.st.Queue) > 1 && (len(s.st.Queue) > max(b.Queue.Cap, 1) || queuedBytes(s.st.Queue) > maxQueuedBytes) {
+		if b.Queue.Drop == pipeline.DropNew {
+			s.dropQueued(len(s.st.Queue)-1, b.Queue.Drop)
+			return
+		}
+		s.dropQueued(0, b.Queue.Drop)
+	}
+}
+
+// dropQueued takes batch i off the queue under the drop policy.
+func (s *turns) dropQueued(i int, policy pipeline.DropPolicy) {
+	b := s.st.Queue[i]
+	s.st.Queue = append(s.st.Queue[:i:i], s.st.Queue[i+1:]...)
+	if policy == pipeline.DropSummarize {
+		s.summarize(b)
+		return
+	}
+	s.drop(b, "the queue is at its cap")
 }
 
 // drop gives up on a batch: its reactions are cleared, since it will get
@@ -122,6 +162,26 @@ func (s *turns) requeueSteered(a *ActiveTurn) {
 	settings.Mode = pipeline.QueueFollowup
 	s.enqueue(Batch{Messages: a.Steered, Queue: settings, Queued: true})
 	a.Steered = nil
+}
+
+// stopped is true once a /stop or an interrupt ended the turn; what runs
+// after a stop is never delivered.
+func (a *ActiveTurn) stopped() bool { return a.Aborted || a.Interrupted }
+
+// stopOutcome names how a stopped turn ended. A /stop wins over an
+// interrupt: it also dropped the batch that interrupted.
+func (a *ActiveTurn) stopOutcome() string {
+	if a.Aborted {
+		return "aborted"
+	}
+	return "interrupted"
+}
+
+// endStopped closes a stopped turn: its messages' reactions are cleared at
+// once.
+func (s *turns) endStopped(a *ActiveTurn, rec *TurnRecord, refs []msgRef) {
+	rec.Outcome = a.stopOutcome()
+	s.reactions.clearStopped(refs)
 }
 
 // interrupt cancels the running model step for a newer message.

@@ -83,7 +83,7 @@ func TestInterruptCancelsTheRunningTurn(t *testing.T) {
 	assert.Equal(t, 1, snap.Counters.Interrupted)
 	at, ok := p.clearedAt("m1")
 	require.True(t, ok, "the interrupted message's reaction is cleared too")
-	assert.Equal(t, 22*time.Second, at, "after the heartbeat timeout, once the cancelled step can no longer show ✍️")
+	assert.Equal(t, 2*time.Second, at, "at once: the cancelled attempt takes back its own ✍️")
 }
 
 func TestQueueCapDropPolicies(t *testing.T) {

@@ -46,6 +46,10 @@ type ReactionsState struct {
 func (s *reactions) react(refs []msgRef, state pipeline.ReactionState) {
 	for _, ref := range refs {
 		r := s.st.reaction(ref.ID)
+		if r == nil && s.v.hardened && len(s.st.Reactions) >= maxReactions {
+			s.log.Warn("Reaction not shown: the session tracks too many reactions already", "message_id", ref.ID, "tracked", len(s.st.Reactions))
+			continue
+		}
 		if r == nil {
 			s.st.Reactions = append(s.st.Reactions, Reaction{MessageID: ref.ID, ThreadID: ref.Thread})
 			r = &s.st.Reactions[len(s.st.Reactions)-1]
@@ -79,6 +83,20 @@ func (s *reactions) clearLater(refs []msgRef, delay time.Duration) {
 			s.armClear(*r)
 		}
 	}
+}
+
+// clearStopped clears the messages of a stopped turn at once. A message
+// still "thinking" may show a ✍️ that the model attempt put up itself
+// (and takes back itself once it sees the cancellation, see
+// activities.AgentTurn), so it is cleared even if the session never sent
+// it anything.
+func (s *reactions) clearStopped(refs []msgRef) {
+	for _, ref := range refs {
+		if r := s.st.reaction(ref.ID); r != nil && r.State == pipeline.ReactionThinking {
+			r.Shown = true
+		}
+	}
+	s.react(refs, pipeline.ReactionNone)
 }
 
 func (s *reactions) clearDelay(state pipeline.ReactionState) (time.Duration, bool) {

@@ -48,18 +48,14 @@ func (s *replies) busy() bool {
 
 // answer replies to a command's message, which shows ✅ once delivered.
 func (s *replies) answer(messageID, threadID, text string) {
-	r := DirectReply{MessageID: messageID, ThreadID: threadID, Text: text}
-	s.st.Replies = append(s.st.Replies, r)
-	s.send(r)
+	s.send(DirectReply{MessageID: messageID, ThreadID: threadID, Text: text})
 }
 
 // notice delivers a short message from the session itself under a
 // message, leaving the message's reaction alone.
 func (s *replies) notice(messageID, threadID, text string) {
 	s.st.Notices++
-	r := DirectReply{MessageID: messageID, ThreadID: threadID, Text: text, Key: fmt.Sprintf("notice-%d", s.st.Notices)}
-	s.st.Replies = append(s.st.Replies, r)
-	s.send(r)
+	s.send(DirectReply{MessageID: messageID, ThreadID: threadID, Text: text, Key: fmt.Sprintf("notice-%d", s.st.Notices)})
 }
 
 // claim spends a claim code in a coroutine (a local activity against the
@@ -100,9 +96,15 @@ func (s *replies) save(settings pipeline.SessionSettings) {
 	})
 }
 
-// send delivers a direct reply in its own coroutine and marks the
-// command ✅ (or ❌).
+// send records a direct reply as pending and delivers it in its own
+// coroutine, then marks the command ✅ (or ❌).
 func (s *replies) send(r DirectReply) {
+	if s.v.hardened && len(s.st.Replies) >= maxPendingReplies {
+		s.log.Warn("Direct reply not sent: too many answers are being delivered at once; the command itself took effect",
+			"message_id", r.MessageID, "pending", len(s.st.Replies))
+		return
+	}
+	s.st.Replies = append(s.st.Replies, r)
 	s.inFlight++
 	key := s.key.WorkflowID() + "/reply/" + r.MessageID
 	if r.Key != "" {

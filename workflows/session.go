@@ -77,6 +77,16 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 	s.counters = &s.st.Counters
 	s.wire()
 	s.st.Counters.Runs++
+	// Handlers come before the first blocking call: an update that
+	// arrives with a run's first task (a late double click after
+	// continue-as-new) must find its handler, not be refused as unknown.
+	if err := workflow.SetQueryHandler(ctx, QueryState, s.visibility.snapshot); err != nil {
+		return err
+	}
+	if err := s.proposals.register(); err != nil {
+		return err
+	}
+	s.readVersions()
 	if err := s.loadSettings(); err != nil {
 		return err
 	}
@@ -84,12 +94,6 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 		// A session that starts again picks up what its entry saved.
 		s.st.ModelOverride, s.st.QueueOverride = s.settings.Saved.ModelOverride, s.settings.Saved.Queue
 		s.st.ActivationOverride = s.settings.Saved.Activation
-	}
-	if err := workflow.SetQueryHandler(ctx, QueryState, s.visibility.snapshot); err != nil {
-		return err
-	}
-	if err := s.proposals.register(); err != nil {
-		return err
 	}
 	s.resume()
 	workflow.Go(ctx, s.reactions.apply)
@@ -159,6 +163,7 @@ func (s *session) loadSettings() error {
 	if err != nil {
 		return fmt.Errorf("load settings for %s: %w", s.key.WorkflowID(), err)
 	}
+	s.settingsLoaded = true
 	return nil
 }
 
@@ -181,7 +186,9 @@ func (s *session) run() error {
 		s.visibility.updateStatus()
 		s.visibility.publish()
 		if s.shouldContinueAsNew() && s.atQuietPoint() {
-			s.takeInbound()
+			if err := s.settle(); err != nil {
+				return err
+			}
 			if s.atQuietPoint() {
 				return s.continueAsNew()
 			}
@@ -193,7 +200,9 @@ func (s *session) run() error {
 				return err
 			}
 			if expired {
-				s.takeInbound()
+				if err := s.settle(); err != nil {
+					return err
+				}
 				if s.idle() {
 					s.log.Info("Session idle past its TTL; completing", "idle_ttl", s.settings.IdleTTL)
 					return nil
@@ -275,10 +284,19 @@ func (s *session) shouldContinueAsNew() bool {
 		(s.settings.MaxHistoryEvents > 0 && info.GetCurrentHistoryLength() >= s.settings.MaxHistoryEvents)
 }
 
-func (s *session) continueAsNew() error {
+// settle prepares the end of a run (continue-as-new or completion) in the
+// order of the SDK's safe message handler sample: wait for running update
+// handlers, then take every signal delivered so far. The caller then checks
+// again that the run may end.
+func (s *session) settle() error {
 	if err := workflow.Await(s.ctx, func() bool { return workflow.AllHandlersFinished(s.ctx) }); err != nil {
 		return err
 	}
+	s.takeInbound()
+	return nil
+}
+
+func (s *session) continueAsNew() error {
 	s.log.Info("Continuing as new", "history_length", workflow.GetInfo(s.ctx).GetCurrentHistoryLength())
 	return workflow.NewContinueAsNewError(s.ctx, WorkflowName, SessionParams{Session: s.key, State: s.st})
 }

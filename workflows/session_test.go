@@ -76,14 +76,16 @@ func TestDedupeHoldsAcrossContinueAsNew(t *testing.T) {
 }
 
 func TestContinueAsNewCarriesAnOpenDebounceWindow(t *testing.T) {
-	env, _ := newEnv(t, withDebounce(10*time.Second))
+	longWait := func(p *fakePlatform) { p.settings.DebounceMaxWait = pipeline.Duration(time.Minute) }
+	env, _ := newEnv(t, withDebounce(10*time.Second), longWait)
 	signalAt(env, time.Second, inbound("m1", "part one"))
 	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 2*time.Second)
 	env.ExecuteWorkflow(WorkflowName, SessionParams{Session: demoSession})
 	carried := continuedState(t, env)
 	require.Len(t, carried.Buffers, 1)
+	assert.Equal(t, testStart.Add(time.Second), carried.Buffers[0].FirstAt, "the window's start is carried, so its maximum wait holds across runs")
 
-	next, p := newEnvAt(t, testStart.Add(2*time.Second), withDebounce(10*time.Second))
+	next, p := newEnvAt(t, testStart.Add(2*time.Second), withDebounce(10*time.Second), longWait)
 	next.RegisterDelayedCallback(func() {
 		next.SignalWorkflow(SignalInbound, inbound("m2", "part two"))
 	}, time.Second)

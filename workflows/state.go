@@ -53,6 +53,9 @@ type Buffer struct {
 	Key      pipeline.BufferKey `json:"key"`
 	Messages []pipeline.Inbound `json:"messages"`
 	FlushAt  time.Time          `json:"flush_at"`
+	// FirstAt is when the window opened; it flushes at the latest the
+	// maximum wait after it (zero in runs before that bound).
+	FirstAt time.Time `json:"first_at,omitzero"`
 	// Gen tells a buffer from an earlier one with the same key, so a
 	// stale flush timer leaves it alone.
 	Gen int `json:"gen"`

@@ -59,9 +59,10 @@ func (s *turns) runTools(ctx workflow.Context, a *ActiveTurn, calls []pipeline.T
 // assumed idempotent. Whatever happens becomes a result the model reads.
 func (s *turns) runTool(ctx workflow.Context, a *ActiveTurn, call pipeline.ToolCall) pipeline.ToolResult {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: s.settings.TurnTimeout.D(),
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
-		Summary:             fmt.Sprintf("tool %s (turn %d step %d)", call.Name, s.st.TurnSeq, a.Step),
+		StartToCloseTimeout:    s.settings.TurnTimeout.D(),
+		ScheduleToCloseTimeout: s.settings.TurnTimeout.D() + queueAllowance,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+		Summary:                fmt.Sprintf("tool %s (turn %d step %d)", call.Name, s.st.TurnSeq, a.Step),
 	})
 	inv := pipeline.ToolInvocation{Session: s.key, TurnID: a.TurnID, Call: call}
 	var result pipeline.ToolResult

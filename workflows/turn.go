@@ -57,6 +57,7 @@ type TurnState struct {
 type turnReactions interface {
 	react(refs []msgRef, state pipeline.ReactionState)
 	clearLater(refs []msgRef, delay time.Duration)
+	clearStopped(refs []msgRef)
 	tracked(messageID string) (msgRef, bool)
 }
 
@@ -179,20 +180,31 @@ func (s *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, te
 		var err error
 		result, err = s.askModels(stepCtx, req, rec)
 		cancel()
-		if err != nil && modelErrorType(err) == pipeline.ErrContextOverflow && !reset {
-			// A fresh session, told to the user, and one more try.
+		if err != nil && modelErrorType(err) == pipeline.ErrContextOverflow && !reset && !(s.v.hardened && a.stopped()) {
+			// A fresh session, told to the user, and one more try, which
+			// a /stop or an interrupt cancels like any step.
 			reset = true
 			s.counters.Resets++
 			s.notice(anchor.MessageID, anchor.ThreadID, pipeline.ReplyContextReset)
 			req.NewTranscript = true
-			result, err = s.askModels(ctx, req, rec)
+			retryCtx := ctx
+			if s.v.hardened {
+				var cancelRetry workflow.CancelFunc
+				retryCtx, cancelRetry = workflow.WithCancel(ctx)
+				s.cancelTurn = cancelRetry
+				defer cancelRetry()
+			}
+			result, err = s.askModels(retryCtx, req, rec)
+		}
+		if s.v.hardened && a.stopped() {
+			// A stop wins over whatever the step returned: an answer
+			// that raced the cancellation is not delivered.
+			s.endStopped(a, rec, refs)
+			return
 		}
 		if err != nil {
-			if a.Interrupted || a.Aborted {
-				rec.Outcome = "interrupted"
-				if a.Aborted {
-					rec.Outcome = "aborted"
-				}
+			if a.stopped() {
+				rec.Outcome = a.stopOutcome()
 				// A cancelled step may still show ✍️ until it sees the
 				// cancellation at its next heartbeat: clear after that.
 				s.reactions.clearLater(refs, s.settings.TurnHeartbeatTimeout.D())
@@ -217,11 +229,12 @@ func (s *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, te
 		var waited bool
 		round.Results, waited = s.runTools(toolCtx, a, result.ToolCalls, anchor, refs)
 		cancelTools()
-		if a.Interrupted || a.Aborted {
-			rec.Outcome = "aborted"
-			if a.Interrupted {
-				rec.Outcome = "interrupted"
+		if a.stopped() {
+			if s.v.hardened {
+				s.endStopped(a, rec, refs)
+				return
 			}
+			rec.Outcome = a.stopOutcome()
 			s.reactions.clearLater(refs, s.settings.TurnHeartbeatTimeout.D())
 			return
 		}

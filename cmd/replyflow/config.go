@@ -60,6 +60,7 @@ type Config struct {
 
 	Debounce           time.Duration            `envconfig:"DEBOUNCE" default:"1s"`
 	DebounceByChannel  map[string]time.Duration `envconfig:"DEBOUNCE_BY_CHANNEL"`
+	DebounceMaxWait    time.Duration            `envconfig:"DEBOUNCE_MAX_WAIT" default:"5s"`
 	QueueMode          string                   `envconfig:"QUEUE_MODE" default:"followup"`
 	QueueModeByChannel map[string]string        `envconfig:"QUEUE_MODE_BY_CHANNEL"`
 	QueueCap           int                      `envconfig:"QUEUE_CAP" default:"20"`
@@ -160,6 +161,7 @@ func (c Config) validate() error {
 		}
 	}
 	check(c.Debounce >= 0 && c.Debounce <= pipeline.MaxDebounce, "REPLYFLOW_DEBOUNCE must be between 0 and %s, got %s", pipeline.MaxDebounce, c.Debounce)
+	check(c.DebounceMaxWait > 0 && c.DebounceMaxWait <= pipeline.MaxDebounce, "REPLYFLOW_DEBOUNCE_MAX_WAIT must be above 0 and at most %s, got %s", pipeline.MaxDebounce, c.DebounceMaxWait)
 	for _, channel := range sortedKeys(c.DebounceByChannel) {
 		d := c.DebounceByChannel[channel]
 		check(d >= 0 && d <= pipeline.MaxDebounce, "REPLYFLOW_DEBOUNCE_BY_CHANNEL for %s must be between 0 and %s, got %s", channel, pipeline.MaxDebounce, d)
@@ -243,6 +245,7 @@ func (c Config) settings() pipeline.Settings {
 		RequesterMayDecide:   c.RequesterMayDecide,
 		ProposalTTL:          pipeline.Duration(c.ProposalTTL),
 		Queue:                c.queueDefaults(),
+		DebounceMaxWait:      pipeline.Duration(c.DebounceMaxWait),
 	}
 }
 

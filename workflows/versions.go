@@ -1,0 +1,30 @@
+package workflows
+
+import "go.temporal.io/sdk/workflow"
+
+// Sessions are long-lived: a run that started under older code replays its
+// history on any worker, so every change that alters the commands a session
+// issues is taken only by runs that recorded its version. Each change ID is
+// read once, at the start of a run, before the first blocking call; a run
+// keeps the behaviour it started with until it continues as new, and the
+// next run takes the newest. Add a change here, never edit an old one, and
+// record a history that goes through the new path (make record-histories).
+const (
+	// changeHardening (issue 14): debounce windows and the gate buffer
+	// flush at a maximum wait and size; /stop and interrupts cancel the
+	// context-overflow retry and win over its result; ✍️ is cleared as
+	// soon as an aborted turn's model step has stopped; the fence-safe
+	// chunker.
+	changeHardening = "hardening-2026-11"
+)
+
+// versions are the changes this run took.
+type versions struct {
+	hardened bool
+}
+
+// readVersions records (or, on replay, reads back) the change versions of
+// this run.
+func (s *runEnv) readVersions() {
+	s.v.hardened = workflow.GetVersion(s.ctx, changeHardening, workflow.DefaultVersion, 1) >= 1
+}
