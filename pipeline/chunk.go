@@ -69,7 +69,14 @@ func Chunk(text string, limit int) []string {
 			out = append(out, reopen+text[pos:c.end])
 			break
 		}
-		k := c.bestCut(pos, budget)
+		k, ok := c.bestCut(pos, budget)
+		if indented := strings.TrimLeftFunc(text[pos:c.end], unicode.IsSpace); !ok && open < 0 && len(indented) < c.end-pos {
+			pos = c.end - len(indented) // only its indentation fits: drop it
+			continue
+		}
+		if !ok {
+			k = c.hardCut(pos, budget)
+		}
 		chunk := reopen + text[pos:k.end]
 		if k.block >= 0 {
 			chunk += "\n" + c.blocks[k.block].fence.closingLine()
@@ -96,7 +103,7 @@ const (
 // chunkBlock is a code block as the chunker sees it.
 type chunkBlock struct {
 	codeBlock
-	openLine string // its opening line, without trailing white space
+	openLine string // its opening line as written, which reopens it
 	mode     blockMode
 }
 
@@ -127,8 +134,7 @@ func newChunker(text string, limit int) *chunker {
 	c.lines = lines
 	for _, b := range blocks {
 		opener := lines[b.opener]
-		openLine := strings.TrimRightFunc(text[opener.start:opener.end], unicode.IsSpace)
-		c.blocks = append(c.blocks, chunkBlock{codeBlock: b, openLine: openLine})
+		c.blocks = append(c.blocks, chunkBlock{codeBlock: b, openLine: text[opener.start:opener.end]})
 	}
 	trimmed := strings.TrimLeftFunc(text, unicode.IsSpace)
 	c.start = strings.LastIndexByte(text[:len(text)-len(trimmed)], '\n') + 1

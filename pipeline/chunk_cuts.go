@@ -32,8 +32,8 @@ const (
 )
 
 // bestCut is where a chunk starting at pos, with budget units for its
-// text and closing fence, ends.
-func (c *chunker) bestCut(pos, budget int) cut {
+// text and closing fence, ends; false when nothing fits.
+func (c *chunker) bestCut(pos, budget int) (cut, bool) {
 	cuts := c.cuts(pos, budget)
 	sort.Slice(cuts, func(i, j int) bool {
 		if cuts[i].rank != cuts[j].rank {
@@ -43,11 +43,16 @@ func (c *chunker) bestCut(pos, budget int) cut {
 	})
 	for _, k := range cuts {
 		if c.fragmentsKept(pos, k.end) {
-			return k
+			return k, true
 		}
 	}
-	// Unreachable while the rules above hold (a character or two is
-	// always a valid cut); cut hard rather than loop or lose text.
+	return cut{}, false
+}
+
+// hardCut is the cut of last resort, unreachable while the rules of the
+// cuts hold (a character or two always makes a valid chunk): as much as
+// fits, so that Chunk neither loops nor loses text.
+func (c *chunker) hardCut(pos, budget int) cut {
 	end := pos
 	for end < c.end {
 		_, size := utf8.DecodeRuneInString(c.text[end:])
@@ -177,7 +182,9 @@ func (c *chunker) codeCuts(out []cut, pos, budget, li int) []cut {
 		}
 		prev = r
 	}
-	if l.end >= c.end || c.width(pos, l.end) > room || l.end == pos {
+	// A blank line may be all a chunk holds of a block: a blank line and
+	// a character may not fit after a long opening line.
+	if l.end >= c.end || c.width(pos, l.end) > room || (l.end == pos && l.start < pos) {
 		return out
 	}
 	rank := rankLine

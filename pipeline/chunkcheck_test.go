@@ -98,8 +98,8 @@ func (r *reassembly) from(s reassemblyState) bool {
 	local := readMarkdown(c)
 	for _, open := range r.addedOpenings(s, c, local) {
 		for _, end := range r.addedClosings(c) {
-			if open >= end {
-				continue
+			if open > end || open == end && open == 0 {
+				continue // a reopened block may hold just an empty line
 			}
 			body := c[open:end]
 			for _, at := range r.starts(s) {
@@ -195,7 +195,7 @@ func (r *reassembly) fits(s reassemblyState, local markdown, open, end, at int) 
 		if local.openAtEnd {
 			return next, r.fail(s.chunk, "its added closing fence %q does not close the block", c[end+1:])
 		}
-		next.block = r.doc.class[next.pos-1]
+		next.block = r.doc.class[min(next.pos, len(r.text)-1)]
 		if !strings.HasPrefix(next.block, "code") {
 			return next, r.fail(s.chunk, "it adds a closing fence %q outside a code block", c[end+1:])
 		}
@@ -268,7 +268,7 @@ func readMarkdown(doc string) markdown {
 		case open != nil:
 		case m != nil && !(m[2][0] == '`' && strings.Contains(m[3], "`")):
 			class, open, block = classFence, m, classOfOpening(line)
-			md.blocks = append(md.blocks, mdBlock{start: start, end: len(doc), openLine: strings.TrimRightFunc(line, unicode.IsSpace), run: len(m[2])})
+			md.blocks = append(md.blocks, mdBlock{start: start, end: len(doc), openLine: line, run: len(m[2])})
 		default:
 			class = classText
 		}
