@@ -34,27 +34,29 @@ const minFenceLimit = 16
 // Chunk splits a reply into messages of at most limit characters, in
 // order, counted in UTF-16 code units as Telegram, Discord and Slack count
 // them (an emoji outside the BMP is two); only a single character wider
-// than the limit can exceed it. It breaks at the last paragraph break that
-// fits, else the last line break, else the last white space (outside
-// parentheses, a Markdown link's URL, before inside them), else it cuts
-// hard.
+// than the limit can exceed it. Rendering only shortens a chunk (Telegram's
+// HTML drops the Markdown's marks), so it fits once rendered too; FuzzChunk
+// measures both. It breaks at the last paragraph break that fits, else the
+// last line break, else the last white space (outside parentheses, a
+// Markdown link's URL, before inside them), else it cuts hard.
 //
 // Code fences follow CommonMark (``` or ~~~, three or more, up to three
 // spaces of indentation; a block is closed by a fence of the same
 // character at least as long, with nothing after it). A chunk never ends
 // inside a fence line. A chunk that ends inside a code block closes it
 // with a fence of its own, and the next chunk reopens it with the block's
-// opening line, info string and indentation included; there the cut drops
-// no white space but the one line break it falls on. A cut never turns
-// part of a line into a fence line. Outside code blocks the white space at
-// a break is dropped, and a chunk keeps the indentation of its first line.
-// Apart from that and the fence lines it adds, the chunks put together are
-// the reply.
+// opening line as written (info string and indentation included); there
+// the cut drops no white space but the one line break it falls on. A cut
+// never turns part of a line into a fence line. Outside code blocks the
+// white space at a break is dropped, and a chunk keeps the indentation of
+// its first line unless that is all that fits. Apart from that and the
+// fence lines it adds, the chunks put together are the reply.
 //
-// A block whose fence lines leave no room in a chunk (opening line plus
-// closing line and a character, or the closing line as written, over the
-// limit) is kept whole in one chunk when it fits, and cut as text when it
-// does not; so are all blocks when limit is under 16.
+// A block whose fence lines leave no room in a chunk (its opening line, a
+// character and a closing fence, or its opening and closing lines as
+// written, over the limit) is kept whole in one chunk when it fits, and
+// cut as text when it does not. Under a limit of 16 every block is cut as
+// text.
 func Chunk(text string, limit int) []string {
 	c := newChunker(text, max(limit, 1))
 	var out []string
