@@ -27,172 +27,175 @@ func ChunkLimitOf(channel string) int {
 	return DefaultChunkLimit
 }
 
-const fenceClose = "\n```"
+// minFenceLimit is the smallest limit at which code blocks are kept: below
+// it there is no room for the fence lines, and blocks are cut as text.
+const minFenceLimit = 16
 
 // Chunk splits a reply into messages of at most limit characters, in
 // order, counted in UTF-16 code units as Telegram, Discord and Slack count
-// them (an emoji outside the BMP is two), so a chunk within the limit here
-// is within it there; only a single character wider than the limit can
-// exceed it. It
-// breaks at the last paragraph break that fits, else the last line break,
-// else the last white space, else it cuts hard, and never breaks inside
-// parentheses (a Markdown link's URL) when another break exists. A chunk
-// that would end inside a code fence closes the fence, and the next chunk
-// reopens it with the original opening line. No character is lost except
-// the white space at a break.
+// them (an emoji outside the BMP is two); only a single character wider
+// than the limit can exceed it. Rendering only shortens a chunk (Telegram's
+// HTML drops the Markdown's marks), so it fits once rendered too; FuzzChunk
+// measures both. It breaks at the last paragraph break that fits, else the
+// last line break, else the last white space (outside parentheses, a
+// Markdown link's URL, before inside them), else it cuts hard.
+//
+// Code fences follow CommonMark (``` or ~~~, three or more, up to three
+// spaces of indentation; a block is closed by a fence of the same
+// character at least as long, with nothing after it). A chunk never ends
+// inside a fence line. A chunk that ends inside a code block closes it
+// with a fence of its own, and the next chunk reopens it with the block's
+// opening line as written (info string and indentation included); there
+// the cut drops no white space but the one line break it falls on. A cut
+// never turns part of a line into a fence line. Outside code blocks the
+// white space at a break is dropped, and a chunk keeps the indentation of
+// its first line unless that is all that fits. Apart from that and the
+// fence lines it adds, the chunks put together are the reply.
+//
+// A block whose fence lines leave no room in a chunk (its opening line, a
+// character and a closing fence, or its opening and closing lines as
+// written, over the limit) is kept whole in one chunk when it fits, and
+// cut as text when it does not. Under a limit of 16 every block is cut as
+// text.
 func Chunk(text string, limit int) []string {
-	pieces := chunkPieces(text, limit)
-	if len(pieces) == 0 {
-		return nil
-	}
-	out := make([]string, len(pieces))
-	for i, p := range pieces {
-		out[i] = p.reopen + p.body + p.close
-	}
-	return out
-}
-
-// piece is one chunk: the fence line that reopens a code block cut by the
-// previous chunk, the text itself, and the fence that closes a block cut
-// by this one.
-type piece struct{ reopen, body, close string }
-
-// minFenceLimit is the smallest limit at which a cut code block is closed
-// and reopened; below it there is no room for the fence lines.
-const minFenceLimit = 16
-
-func chunkPieces(text string, limit int) []piece {
-	limit = max(limit, 1)
-	var out []piece
-	rest := strings.TrimSpace(text)
-	reopen := ""
-	for rest != "" {
-		p := piece{reopen: reopen}
-		budget := limit - unitLen(reopen)
-		if unitLen(rest) <= budget {
-			p.body = rest
-			out = append(out, p)
+	c := newChunker(text, max(limit, 1))
+	var out []string
+	pos, open := c.start, -1
+	for pos < c.end {
+		reopen := ""
+		if open >= 0 {
+			reopen = c.blocks[open].openLine + "\n"
+		}
+		budget := c.limit - unitLen(reopen)
+		if c.width(pos, c.end) <= budget && c.fragmentsKept(pos, c.end) {
+			out = append(out, reopen+text[pos:c.end])
 			break
 		}
-		cut := breakAt(rest, budget)
-		fence := openFence(reopen, rest[:cut])
-		if fence != "" && limit >= minFenceLimit {
-			// Leave room for the closing fence, and never emit a block
-			// that holds nothing but its opening line.
-			room := budget - unitLen(fenceClose)
-			cut = breakAt(rest, room)
-			if fence = openFence(reopen, rest[:cut]); fence != "" && endsWithFenceLine(reopen+rest[:cut]) {
-				cut = byteOffsetOfUnits(rest, room)
-				fence = openFence(reopen, rest[:cut])
-			}
+		k, ok := c.bestCut(pos, budget)
+		if indented := strings.TrimLeftFunc(text[pos:c.end], unicode.IsSpace); !ok && open < 0 && len(indented) < c.end-pos {
+			pos = c.end - len(indented) // only its indentation fits: drop it
+			continue
 		}
-		p.body = strings.TrimRightFunc(rest[:cut], unicode.IsSpace)
-		reopen = ""
-		if fence != "" && limit >= minFenceLimit {
-			p.close = fenceClose
-			reopen = reopenLine(fence, limit) + "\n"
+		if !ok {
+			k = c.hardCut(pos, budget)
 		}
-		out = append(out, p)
-		rest = strings.TrimLeftFunc(rest[cut:], unicode.IsSpace)
+		chunk := reopen + text[pos:k.end]
+		if k.block >= 0 {
+			chunk += "\n" + c.blocks[k.block].fence.closingLine()
+		}
+		out = append(out, chunk)
+		pos, open = k.next, k.block
 	}
 	return out
 }
 
-// reopenLine is the line that reopens a cut code block: its original
-// opening line ("```go"), or a bare fence when that line is too long for
-// the limit.
-func reopenLine(fence string, limit int) string {
-	if unitLen(fence)+unitLen(fenceClose)+2 <= limit/2 {
-		return fence
+// blockMode is how the chunker treats a code block at a given limit.
+type blockMode uint8
+
+const (
+	// keepBlock blocks are closed at a cut and reopened in the next chunk.
+	keepBlock blockMode = iota
+	// wholeBlock blocks are never cut: their fence lines leave no room
+	// for code in a chunk, but the whole block fits in one.
+	wholeBlock
+	// plainBlock blocks are cut as text: nothing else fits.
+	plainBlock
+)
+
+// chunkBlock is a code block as the chunker sees it.
+type chunkBlock struct {
+	codeBlock
+	openLine string // its opening line as written, which reopens it
+	mode     blockMode
+}
+
+// chunker holds one reply's lines and code blocks for Chunk.
+type chunker struct {
+	text       string
+	limit      int
+	lines      []mdLine
+	blocks     []chunkBlock
+	units      []int // units[i] is the width of text[:i] at a rune boundary i
+	start, end int   // the reply without its leading blank lines and trailing white space
+	// nextNonBlank[i] is the index of the first line after line i that is
+	// not white space, or -1.
+	nextNonBlank []int
+}
+
+func newChunker(text string, limit int) *chunker {
+	c := &chunker{text: text, limit: limit, units: make([]int, len(text)+1)}
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		for j := i + 1; j < i+size; j++ {
+			c.units[j] = c.units[i] // inside a character: never a cut
+		}
+		c.units[i+size] = c.units[i] + utf16.RuneLen(r) // an invalid byte is one
+		i += size
 	}
-	return "```"
-}
-
-// endsWithFenceLine is true when s's last non-blank line is a fence line.
-func endsWithFenceLine(s string) bool {
-	lines := strings.Split(strings.TrimRightFunc(s, unicode.IsSpace), "\n")
-	return isFenceLine(lines[len(lines)-1])
-}
-
-// breakAt is the byte offset where a chunk of at most budget units of s
-// should end: after a paragraph, a line or a word, outside parentheses
-// when it can. It never cuts right before a "```" that sits inside a
-// line, which would start the next chunk with a code fence that the
-// reply does not have.
-func breakAt(s string, budget int) int {
-	window := s[:byteOffsetOfUnits(s, max(budget, 1))]
-	for _, outsideParens := range []bool{true, false} {
-		for _, sep := range []string{"\n\n", "\n", " "} {
-			if i := lastBreak(s, window, sep, outsideParens); i > 0 {
-				return i + len(sep)
-			}
+	lines, blocks := markdownLines(text)
+	c.lines = lines
+	for _, b := range blocks {
+		opener := lines[b.opener]
+		c.blocks = append(c.blocks, chunkBlock{codeBlock: b, openLine: text[opener.start:opener.end]})
+	}
+	trimmed := strings.TrimLeftFunc(text, unicode.IsSpace)
+	c.start = strings.LastIndexByte(text[:len(text)-len(trimmed)], '\n') + 1
+	c.end = c.trimmedEnd()
+	c.nextNonBlank = make([]int, len(lines))
+	next := -1
+	for i := len(lines) - 1; i >= 0; i-- {
+		c.nextNonBlank[i] = next
+		if strings.TrimSpace(text[lines[i].start:lines[i].end]) != "" {
+			next = i
 		}
 	}
-	cut := len(window)
-	for cut > 0 && makesFence(s, cut) {
-		_, w := utf8.DecodeLastRuneInString(s[:cut])
-		cut -= w
+	for i := range c.blocks {
+		c.blocks[i].mode = c.modeOf(c.blocks[i])
 	}
-	if cut == 0 {
-		return len(window)
-	}
-	return cut
+	return c
 }
 
-// lastBreak is the last index of sep in window (at paren depth zero when
-// outsideParens) after which s may be cut, or -1.
-func lastBreak(s, window, sep string, outsideParens bool) int {
-	depth, last := 0, -1
-	for i := 0; i < len(window); i++ {
-		switch window[i] {
-		case '(':
-			depth++
-		case ')':
-			depth = max(depth-1, 0)
-		}
-		if (depth == 0 || !outsideParens) && strings.HasPrefix(window[i:], sep) && !makesFence(s, i+len(sep)) {
-			last = i
-		}
+// trimmedEnd is where the reply ends without its trailing white space,
+// unless that would make the last line of a code block left open its
+// closing fence.
+func (c *chunker) trimmedEnd() int {
+	end := len(strings.TrimRightFunc(c.text, unicode.IsSpace))
+	if end == 0 {
+		return 0
 	}
-	return last
+	l := c.lines[lineAt(c.lines, end-1)]
+	if l.kind != codeLine {
+		return end
+	}
+	if f, ok := parseFence(c.text[l.start:end]); ok && f.closes(c.blocks[l.block].fence) {
+		return l.end
+	}
+	return end
 }
 
-// makesFence is true when cutting s at cut would start the next chunk
-// with "```" that is not a fence line in s.
-func makesFence(s string, cut int) bool {
-	rest := strings.TrimLeftFunc(s[cut:], unicode.IsSpace)
-	if !strings.HasPrefix(rest, "```") {
-		return false
+// modeOf decides whether b can be closed and reopened: a chunk must hold
+// its opening line, a character of code and a closing fence, and its
+// opening line with its closing line as written.
+func (c *chunker) modeOf(b chunkBlock) blockMode {
+	reopen := unitLen(b.openLine) + 1
+	room := reopen+2+1+b.fence.run <= c.limit
+	end := c.end
+	if b.closer >= 0 {
+		closer := c.lines[b.closer]
+		end = closer.start + len(strings.TrimRightFunc(c.text[closer.start:closer.end], unicode.IsSpace))
+		room = room && reopen+c.width(closer.start, end) <= c.limit
 	}
-	pos := len(s) - len(rest)
-	line := s[strings.LastIndexByte(s[:pos], '\n')+1:]
-	if end := strings.IndexByte(line, '\n'); end >= 0 {
-		line = line[:end]
+	switch {
+	case room && c.limit >= minFenceLimit:
+		return keepBlock
+	case c.limit >= minFenceLimit && c.width(c.lines[b.opener].start, end) <= c.limit:
+		return wholeBlock
 	}
-	return !isFenceLine(line)
+	return plainBlock
 }
 
-// openFence returns the opening line of the code fence still open at the
-// end of reopen+body, or "".
-func openFence(reopen, body string) string {
-	open := ""
-	for _, line := range strings.Split(reopen+body, "\n") {
-		if !isFenceLine(line) {
-			continue
-		}
-		if open == "" {
-			open = strings.TrimSpace(line)
-		} else {
-			open = ""
-		}
-	}
-	return open
-}
-
-func isFenceLine(line string) bool {
-	trimmed := strings.TrimLeft(line, " ")
-	return len(line)-len(trimmed) <= 3 && strings.HasPrefix(trimmed, "```")
-}
+// width is the length of text[from:to] in UTF-16 code units.
+func (c *chunker) width(from, to int) int { return c.units[to] - c.units[from] }
 
 // unitLen is s's length in UTF-16 code units, the unit of every limit here.
 func unitLen(s string) int {
@@ -201,20 +204,4 @@ func unitLen(s string) int {
 		n += utf16.RuneLen(r)
 	}
 	return n
-}
-
-// byteOffsetOfUnits is the byte offset of the end of s's longest prefix of
-// at most n UTF-16 code units, and never less than one whole character.
-func byteOffsetOfUnits(s string, n int) int {
-	for i, r := range s {
-		w := utf16.RuneLen(r)
-		if w > n {
-			if i == 0 {
-				return utf8.RuneLen(r)
-			}
-			return i
-		}
-		n -= w
-	}
-	return len(s)
 }

@@ -1,15 +1,25 @@
-package pipeline
+package pipeline_test
 
 import (
 	"strings"
 	"testing"
-	"unicode"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/replyflow/replyflow/adapters/telegram"
+	"github.com/replyflow/replyflow/pipeline"
 )
+
+// chunkWidths are the widths chunks are sent with: as written (web chat,
+// and Telegram's plain-text fallback), and as Telegram counts the HTML a
+// chunk renders to.
+var chunkWidths = []width{
+	{"as written", func(c string) int { return utf16Len(c) }},
+	{"as Telegram HTML or plain text", func(c string) int {
+		return max(telegram.VisibleLength(telegram.RenderHTML(c)), utf16Len(telegram.PlainText(c)))
+	}},
+}
 
 func TestChunk(t *testing.T) {
 	cases := []struct {
@@ -21,7 +31,7 @@ func TestChunk(t *testing.T) {
 		{"empty", "", 10, nil},
 		{"blank", " \n\t ", 10, nil},
 		{"fits", "hello world", 20, []string{"hello world"}},
-		{"trimmed", "  hello  ", 20, []string{"hello"}},
+		{"blank lines and trailing space dropped", "\n\n  hello  \n", 20, []string{"  hello"}},
 		{"paragraph break wins", "aaaa\n\nbb cc dd", 12, []string{"aaaa", "bb cc dd"}},
 		{"line break before space", "aaaa bb\ncc dd", 12, []string{"aaaa bb", "cc dd"}},
 		{"space", "one two three four", 9, []string{"one two", "three", "four"}},
@@ -32,67 +42,84 @@ func TestChunk(t *testing.T) {
 		{"never inside parentheses", "see [x](http://a.b/c d) ok", 20, []string{"see", "[x](http://a.b/c d)", "ok"}},
 		{"fence is closed and reopened", "intro\n```go\nline one\nline two\nline three\n```", 30,
 			[]string{"intro\n```go\nline one\n```", "```go\nline two\nline three\n```"}},
+		{"next chunk keeps its indentation", "para one\n\n  - nested item", 16, []string{"para one", "  - nested item"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			assert.Equal(t, c.want, Chunk(c.text, c.limit))
+			chunks := pipeline.Chunk(c.text, c.limit)
+			assert.Equal(t, c.want, chunks)
+			assert.NoError(t, checkChunks(c.text, c.limit, chunks, chunkWidths...))
+		})
+	}
+}
+
+// The inputs of issue 14 that broke ChunkV1's fences: Chunk keeps them,
+// and the checker sees ChunkV1 break each.
+var fenceBreakers = []struct {
+	name  string
+	text  string
+	limit int
+	want  []string
+}{
+	{"a ~~~ fence", "intro\n~~~python\nline one\nline two\nline three\n~~~\nafter", 30,
+		[]string{"intro\n~~~python\nline one\n~~~", "~~~python\nline two\n~~~", "~~~python\nline three\n~~~\nafter"}},
+	{"a fence of four backticks holding a ``` line", "````md\n```go\nx := 1\n```\ntext after\n````\nend", 30,
+		[]string{"````md\n```go\nx := 1\n```\n````", "````md\ntext after\n````\nend"}},
+	{"a reopened fence keeps its first line's indentation", "```py\ndef f():\n    return 1\n\n    return 2\n```", 24,
+		[]string{"```py\ndef f():\n```", "```py\n    return 1\n\n```", "```py\n    return 2\n```"}},
+	{"a hard cut never lands in a closing fence", "```sh x (y\nls\n```\n\nafter it", 20,
+		[]string{"```sh x (y\nls\n```", "after it"}},
+}
+
+func TestChunkKeepsFences(t *testing.T) {
+	for _, c := range fenceBreakers {
+		t.Run(c.name, func(t *testing.T) {
+			chunks := pipeline.Chunk(c.text, c.limit)
+			assert.Equal(t, c.want, chunks)
+			assert.NoError(t, checkChunks(c.text, c.limit, chunks, chunkWidths...))
+		})
+	}
+}
+
+// The checker can fail: it catches each of ChunkV1's fence breaks.
+func TestCheckChunksCatchesChunkV1(t *testing.T) {
+	for _, c := range fenceBreakers {
+		t.Run(c.name, func(t *testing.T) {
+			err := checkChunks(c.text, c.limit, pipeline.ChunkV1(c.text, c.limit), chunkWidths...)
+			require.Error(t, err)
+			t.Log(err)
 		})
 	}
 }
 
 func TestChunkLongRunAtTheChannelLimit(t *testing.T) {
-	chunks := Chunk(strings.Repeat("a", 5000), 4000)
+	chunks := pipeline.Chunk(strings.Repeat("a", 5000), 4000)
 	require.Len(t, chunks, 2)
 	assert.Len(t, chunks[0], 4000)
 	assert.Len(t, chunks[1], 1000)
-	assert.Equal(t, 8000, ChunkLimitOf("webchat"))
-	assert.Equal(t, 4096, ChunkLimitOf("telegram"))
-	assert.Equal(t, 4000, ChunkLimitOf("unknown"))
+	assert.Equal(t, 8000, pipeline.ChunkLimitOf("webchat"))
+	assert.Equal(t, 4096, pipeline.ChunkLimitOf("telegram"))
+	assert.Equal(t, 4000, pipeline.ChunkLimitOf("unknown"))
 }
 
+// FuzzChunk checks every rule of checkChunks for any reply and limit;
+// limits wrap into 1..8192.
 func FuzzChunk(f *testing.F) {
 	f.Add("hello world, this is a reply\n\nwith two paragraphs", 8)
 	f.Add("ééé ü 😀😀😀 x", 2)
 	f.Add(strings.Repeat("word ", 100), 17)
 	f.Add("```python\nprint(1)\nprint(2)\n```\n(a b c) d", 20)
+	for _, c := range fenceBreakers {
+		f.Add(c.text, c.limit)
+	}
 	f.Fuzz(func(t *testing.T, text string, limit int) {
-		if limit < 1 || limit > 5000 || !utf8.ValidString(text) {
+		if limit < 1 || len(text) > 1<<14 {
 			t.Skip()
 		}
-		pieces := chunkPieces(text, limit)
-		var bodies strings.Builder
-		for i, p := range pieces {
-			chunk := p.reopen + p.body + p.close
-			n := len(utf16.Encode([]rune(chunk)))
-			if n > limit && utf8.RuneCountInString(chunk) > 1 || strings.TrimSpace(p.body) == "" && p.reopen == "" {
-				t.Fatalf("chunk %d has %d UTF-16 units (limit %d) or no text: %q", i, n, limit, chunk)
-			}
-			if limit >= minFenceLimit && fencesBalanced(text) && !fencesBalanced(chunk) {
-				t.Fatalf("chunk %d leaves a fence open: %q", i, chunk)
-			}
-			bodies.WriteString(p.body)
-		}
-		if got, want := stripSpace(bodies.String()), stripSpace(text); got != want {
-			t.Fatalf("content changed:\n got %q\nwant %q", got, want)
+		limit = (limit-1)%8192 + 1
+		chunks := pipeline.Chunk(text, limit)
+		if err := checkChunks(text, limit, chunks, chunkWidths...); err != nil {
+			t.Fatalf("Chunk(%q, %d): %v", text, limit, err)
 		}
 	})
-}
-
-func fencesBalanced(s string) bool {
-	n := 0
-	for _, line := range strings.Split(s, "\n") {
-		if isFenceLine(line) {
-			n++
-		}
-	}
-	return n%2 == 0
-}
-
-func stripSpace(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsSpace(r) {
-			return -1
-		}
-		return r
-	}, s)
 }
