@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,4 +81,21 @@ func TestRetryWithNothingParkedChangesNothing(t *testing.T) {
 	run(t, env, nil)
 	assert.Len(t, p.sent, 1)
 	assert.Equal(t, 1, p.attempts)
+}
+
+// A run that took the hardening change delivers with the fence-safe
+// chunker; ChunkV1 stays only for runs that replay with it.
+func TestRepliesAreChunkedWithTheFenceSafeChunker(t *testing.T) {
+	reply := "Here:\n~~~go\n" + strings.Repeat("fmt.Println(\"line\")\n", 6) + "~~~\nDone."
+	require.NotEqual(t, pipeline.ChunkV1(reply, 60), pipeline.Chunk(reply, 60), "the reply must be one the two chunkers split differently")
+	env, p := newEnv(t, func(p *fakePlatform) {
+		p.settings.ChunkLimit = 60
+		p.agent = func(req pipeline.TurnRequest) (pipeline.TurnResult, error) {
+			return pipeline.TurnResult{Reply: reply, Model: req.Model}, nil
+		}
+	})
+	signalAt(env, time.Second, inbound("m1", "show me"))
+	run(t, env, nil)
+
+	assert.Equal(t, pipeline.Chunk(reply, 60), p.replies())
 }

@@ -260,7 +260,7 @@ func (s *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecor
 	text, deliver := pipeline.NormalizeReply(reply)
 	var chunks []string
 	if deliver {
-		chunks = pipeline.Chunk(text, s.settings.ChunkLimit)
+		chunks = s.chunk(text)
 	}
 	rec.Chunks = len(chunks)
 	a.Phase = PhaseDelivering
@@ -300,6 +300,15 @@ func (s *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecor
 		s.engagement.grantSticky(a.Messages, anchor.ThreadID)
 	}
 	s.reactions.react(refs, pipeline.ReactionDone)
+}
+
+// chunk splits a reply for delivery: with the fence-safe chunker, or with
+// the one a run that started before it replays with.
+func (s *turns) chunk(text string) []string {
+	if s.v.hardened {
+		return pipeline.Chunk(text, s.settings.ChunkLimit)
+	}
+	return pipeline.ChunkV1(text, s.settings.ChunkLimit)
 }
 
 // park holds a turn whose chunk could not be delivered within the deadline:
