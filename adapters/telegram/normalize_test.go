@@ -111,7 +111,9 @@ func TestPhotoWithCaptionBecomesAMediaReference(t *testing.T) {
 	assert.Equal(t, []pipeline.Media{{Kind: "document", Ref: "doc1", MimeType: "application/pdf", Name: "report.pdf"}}, doc.Media)
 }
 
-func TestEditedMessageKeepsItsIDSoDedupeDropsIt(t *testing.T) {
+// The session's dedupe then drops the edit; cmd/replyflow's
+// TestTelegramEditedMessageIsDroppedByTheSessionsDedupe runs it end to end.
+func TestEditedMessageKeepsItsID(t *testing.T) {
 	first := inbound(t, &models.Update{ID: 1, Message: &models.Message{ID: 8, Chat: forum, From: &alice, Text: "helo"}})
 	edited := inbound(t, &models.Update{ID: 2, EditedMessage: &models.Message{ID: 8, Chat: forum, From: &alice, Text: "hello"}})
 	assert.Equal(t, first.MessageID, edited.MessageID)
