@@ -71,22 +71,35 @@ func TestFallbackSkipsTheModelCoolingDown(t *testing.T) {
 
 func lastText(events []sseEvent) string { return events[len(events)-1].Text }
 
-// proposalOutcome runs one proposal in chat until the model's answer and
-// returns the texts of the proposal message's edits and of the answer.
-func proposalOutcome(t *testing.T, s *stack, chat string, decide func(events *eventStream)) (edits []string, answer string) {
+// proposalOutcome runs one proposal in chat, decided by decide (which
+// only posts), until the model's answer, and returns the events seen
+// after the proposal message, the edits' texts, and the answer.
+func proposalOutcome(t *testing.T, s *stack, chat string, decide func()) (seen []sseEvent, edits []string, answer string) {
 	events := subscribe(t, s.baseURL, chat)
 	code, _ := s.post(chat, `{"message_id":"ask","sender_id":"alice","text":"pay bob 5"}`)
 	require.Equal(t, http.StatusAccepted, code)
 	events.collectUntil(t, 30*time.Second, isButtonsMessage)
-	decide(events)
-	seen := events.collectUntil(t, 30*time.Second, isReplyTo("ask"))
+	decide()
+	seen = events.collectUntil(t, 30*time.Second, isReplyTo("ask"))
+	answer = lastText(seen)
+	seen = append(seen, events.collectUntil(t, 30*time.Second, isClearOf("ask"))...)
 	for _, ev := range seen {
 		if ev.Type == "edit" {
 			edits = append(edits, ev.Text)
 		}
 	}
-	events.collectUntil(t, 30*time.Second, isClearOf("ask"))
-	return edits, lastText(seen)
+	return seen, edits, answer
+}
+
+// replyTexts maps the messages replied to in events to the replies' texts.
+func replyTexts(events []sseEvent) map[string]string {
+	out := map[string]string{}
+	for _, ev := range events {
+		if ev.Type == "message" && ev.ReplyTo != "" {
+			out[ev.ReplyTo] = ev.Text
+		}
+	}
+	return out
 }
 
 func TestProposalRejectedByTextCommand(t *testing.T) {
@@ -95,11 +108,15 @@ func TestProposalRejectedByTextCommand(t *testing.T) {
 	s := startStack(t, proposalConfig(t, tool.URL))
 	s.startWorker(payingModel{})
 	chat := "reject-text"
-	edits, answer := proposalOutcome(t, s, chat, func(events *eventStream) {
-		assert.Equal(t, "⚠️ webchat:alice is not allowed to decide proposal p1: only owners may",
-			s.command(events, chat, "no", "alice", "/reject p1"))
-		assert.Equal(t, "Proposal p1 rejected by webchat:boss.", s.command(events, chat, "yes", "boss", "/reject p1 too expensive"))
+	seen, edits, answer := proposalOutcome(t, s, chat, func() {
+		code, _ := s.post(chat, `{"message_id":"no","sender_id":"alice","text":"/reject p1"}`)
+		require.Equal(t, http.StatusAccepted, code)
+		code, _ = s.post(chat, `{"message_id":"yes","sender_id":"boss","text":"/reject p1 too expensive"}`)
+		require.Equal(t, http.StatusAccepted, code)
 	})
+	replies := replyTexts(seen)
+	assert.Equal(t, "⚠️ webchat:alice is not allowed to decide proposal p1: only owners may", replies["no"])
+	assert.Equal(t, "Proposal p1 rejected by webchat:boss.", replies["yes"])
 	assert.Equal(t, []string{"🚫 Rejected by webchat:boss [p1]: pay (amount=5, to=bob)\nReason: too expensive"}, edits)
 	assert.Equal(t, "done: The user rejected this call (webchat:boss): too expensive. It was not run.", answer)
 	assert.Zero(t, calls.Load(), "a rejected tool never runs")
@@ -114,7 +131,7 @@ func TestProposalExpiresWithoutADecision(t *testing.T) {
 	s := startStack(t, cfg)
 	s.startWorker(payingModel{})
 	chat := "expire"
-	edits, answer := proposalOutcome(t, s, chat, func(*eventStream) {})
+	_, edits, answer := proposalOutcome(t, s, chat, func() {})
 	assert.Equal(t, []string{"⌛ Expired without a decision [p1]: pay (amount=5, to=bob)"}, edits)
 	assert.Equal(t, "done: Nobody approved this call in time (expired). It was not run.", answer)
 	assert.Zero(t, calls.Load(), "an expired tool never runs")
