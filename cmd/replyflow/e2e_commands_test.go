@@ -147,15 +147,8 @@ func TestStopAbortsTheRunningTurnAndDropsWhatWaits(t *testing.T) {
 	chat := "stop"
 	events := subscribe(t, s.baseURL, chat)
 
-	// A directive skips the debounce window, so the turn starts at once.
-	code, _ := s.post(chat, `{"message_id":"s1","sender_id":"alice","text":"/queue followup long task"}`)
-	require.Equal(t, http.StatusAccepted, code)
-	model.waitStarted(t, "long task")
-	code, _ = s.post(chat, `{"message_id":"s2","sender_id":"alice","text":"and this too"}`)
-	require.Equal(t, http.StatusAccepted, code)
-	require.Eventually(t, func() bool { return len(s.state(chat).Buffers) == 1 }, 30*time.Second, 50*time.Millisecond)
-
-	code, _ = s.post(chat, `{"message_id":"s3","sender_id":"alice","text":"/stop"}`)
+	s.runTurnAndBufferOne(model, chat, "s1", "s2")
+	code, _ := s.post(chat, `{"message_id":"s3","sender_id":"alice","text":"/stop"}`)
 	require.Equal(t, http.StatusAccepted, code)
 	seen := events.collectUntil(t, 30*time.Second, clearsAll("s1", "s2", "s3"))
 	assert.Equal(t, 1, countMessages(seen), "only /stop is answered: %v", summarize(seen, "s1"))
@@ -177,6 +170,20 @@ func TestStopAbortsTheRunningTurnAndDropsWhatWaits(t *testing.T) {
 	assert.Contains(t, seen[len(seen)-1].Text, "hello again")
 	events.collectUntil(t, 30*time.Second, isClearOf("s4"))
 	recordHistory(t, s.client, chat, "stop")
+}
+
+// runTurnAndBufferOne starts a turn on "long task", held by model, and
+// posts a second message, which waits in its debounce window.
+func (s *stack) runTurnAndBufferOne(model *testModel, chat, turnID, bufferedID string) {
+	s.t.Helper()
+	// A directive skips the debounce window, so the turn starts at once.
+	code, _ := s.post(chat, fmt.Sprintf(`{"message_id":%q,"sender_id":"alice","text":"/queue followup long task"}`, turnID))
+	require.Equal(s.t, http.StatusAccepted, code)
+	model.waitStarted(s.t, "long task")
+	code, _ = s.post(chat, fmt.Sprintf(`{"message_id":%q,"sender_id":"alice","text":"and then this"}`, bufferedID))
+	require.Equal(s.t, http.StatusAccepted, code)
+	require.Eventually(s.t, func() bool { return len(s.state(chat).Buffers) == 1 }, 30*time.Second, 50*time.Millisecond,
+		"%s waits in its debounce window", bufferedID)
 }
 
 func TestClaimCodeMakesTheSenderAnOwner(t *testing.T) {

@@ -156,12 +156,7 @@ func TestContinueAsNewCarriesTheDebounceBuffer(t *testing.T) {
 	chat := "carry"
 	events := subscribe(t, s.baseURL, chat)
 
-	code, _ := s.post(chat, `{"message_id":"c1","sender_id":"alice","text":"/queue followup long task"}`)
-	require.Equal(t, http.StatusAccepted, code)
-	model.waitStarted(t, "long task")
-	code, _ = s.post(chat, `{"message_id":"c2","sender_id":"alice","text":"and then this"}`)
-	require.Equal(t, http.StatusAccepted, code)
-	require.Eventually(t, func() bool { return len(s.state(chat).Buffers) == 1 }, 30*time.Second, 50*time.Millisecond)
+	s.runTurnAndBufferOne(model, chat, "c1", "c2")
 	close(release)
 
 	seen := events.collectUntil(t, 30*time.Second, isReplyTo("c2"))
