@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -137,15 +138,34 @@ func listRequest(query string) *workflowservice.ListWorkflowExecutionsRequest {
 	return &workflowservice.ListWorkflowExecutionsRequest{Namespace: "default", Query: query}
 }
 
-// recordHistory saves every run of the session's history for the replay
-// test when the tests run with -record-histories (make record-histories).
+// recordHistory saves every run of the web chat session's history for the
+// replay test when the tests run with -record-histories (make
+// record-histories).
 func recordHistory(t *testing.T, c client.Client, chat, name string) {
+	recordHistoryOf(t, c, pipeline.SessionKey{Channel: "webchat", Chat: chat}, name)
+}
+
+// recordHistoryOf saves every run of the session's history as
+// <name>_run<N>.json. A history already recorded under that name is kept
+// as it is: it guards sessions that ran the workflow code of its time, so
+// it is never re-recorded (a new path gets a new name).
+func recordHistoryOf(t *testing.T, c client.Client, key pipeline.SessionKey, name string) {
 	if *recordTo == "" {
+		return
+	}
+	if old, _ := filepath.Glob(filepath.Join(*recordTo, name+"_run*.json")); len(old) > 0 {
+		t.Logf("history %s is recorded already (%d runs); kept as it is", name, len(old))
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	id := pipeline.SessionKey{Channel: "webchat", Chat: chat}.WorkflowID()
+	id := key.WorkflowID()
+	// A history is recorded between workflow tasks, so that what the last
+	// task did (a local activity's marker) is in it.
+	require.Eventually(t, func() bool {
+		d, err := c.DescribeWorkflowExecution(ctx, id, "")
+		return err == nil && d.PendingWorkflowTask == nil
+	}, 10*time.Second, 50*time.Millisecond, "session %s finishes its workflow task", id)
 	runs, err := c.ListWorkflow(ctx, listRequest(fmt.Sprintf("WorkflowId = %q", id)))
 	require.NoError(t, err)
 	require.NotEmpty(t, runs.Executions)
@@ -160,7 +180,11 @@ func recordHistory(t *testing.T, c client.Client, chat, name string) {
 		}
 		data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(history)
 		require.NoError(t, err)
-		file := fmt.Sprintf("%s_run%d.json", name, len(runs.Executions)-i)
-		require.NoError(t, os.WriteFile(filepath.Join(*recordTo, file), data, 0o644))
+		file := filepath.Join(*recordTo, fmt.Sprintf("%s_run%d.json", name, len(runs.Executions)-i))
+		// O_EXCL: even a file that appeared since the check is not overwritten.
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		require.NoError(t, err, "history %s", file)
+		_, err = f.Write(data)
+		require.NoError(t, errors.Join(err, f.Close()), "history %s", file)
 	}
 }

@@ -145,6 +145,7 @@ func TestProposalRejectedFromTheCLI(t *testing.T) {
 	}
 	assert.Zero(t, calls.Load(), "a rejected tool never runs")
 	assert.Zero(t, s.state(chat).Counters.Dropped)
+	recordHistory(t, s.client, chat, "proposal_rejected_update")
 }
 
 func TestPendingProposalSurvivesAGatewayRestart(t *testing.T) {
@@ -167,6 +168,7 @@ func TestPendingProposalSurvivesAGatewayRestart(t *testing.T) {
 	seen := events.collectUntil(t, 30*time.Second, func(ev sseEvent) bool { return ev.Type == "message" && strings.HasPrefix(ev.Text, "done:") })
 	assert.Contains(t, summarize(seen, "dec3"), "message Proposal p1 approved by webchat:alice.")
 	assert.Equal(t, int32(1), calls.Load())
+	recordHistory(t, s.client, chat, "proposal_approved_text")
 }
 
 // TestPendingProposalSurvivesADevServerRestart runs its own dev server on a

@@ -120,6 +120,7 @@ func TestTelegramReactionsOnMessagesAreRecordedAsFeedback(t *testing.T) {
 	other := byEmoji["🔥"]
 	assert.True(t, other.Unresolved)
 	assert.Equal(t, "telegram:"+strconv.FormatInt(chat.ID, 10)+":"+strconv.Itoa(asked), other.MessageID)
+	recordHistoryOf(t, s.client, tgKey(chat), "feedback")
 }
 
 func TestTelegramProposalApprovedByButton(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/replyflow/replyflow/activities"
 	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/cmd/internal/devserver"
 	"github.com/replyflow/replyflow/pipeline"
@@ -191,12 +192,19 @@ func (m *testModel) waitStarted(t *testing.T, text string) {
 // startWorker runs a worker with model (nil: the configured one) until the
 // returned stop function is called or the test ends.
 func (s *stack) startWorker(model models.Model) (stop func()) {
+	return s.startWorkerWith(func(acts *activities.Activities) {
+		if model != nil {
+			acts.Models = fixedModels{model}
+		}
+	})
+}
+
+// startWorkerWith runs a worker with the activities adjust changed.
+func (s *stack) startWorkerWith(adjust func(*activities.Activities)) (stop func()) {
 	acts, db, err := newActivities(context.Background(), s.cfg, s.logger)
 	require.NoError(s.t, err)
 	s.t.Cleanup(func() { db.Close() })
-	if model != nil {
-		acts.Models = fixedModels{model}
-	}
+	adjust(acts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- runWorker(ctx, s.client, s.cfg, acts) }()

@@ -59,6 +59,16 @@ type Fault struct {
 	// Applied does the call first and then answers the fault, as when
 	// Telegram's answer is lost on its way back.
 	Applied bool
+	// When, if set, picks the calls the fault is for (by their fields);
+	// other calls of the method are served, and the fault waits for its
+	// call. Tests use it to fail one step of a sequence, such as a clear.
+	When func(params map[string]string) bool
+}
+
+// ClearsReaction picks setMessageReaction calls that remove the reaction.
+func ClearsReaction(params map[string]string) bool {
+	raw := strings.TrimSpace(params["reaction"])
+	return raw == "" || raw == "[]"
 }
 
 // TooManyRequests is Telegram's flood-control answer.
@@ -178,7 +188,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 // call runs one method, or the fault queued for it, and records it.
 func (s *Server) call(ctx context.Context, method string, params map[string]string) (int, wireResponse) {
 	s.mu.Lock()
-	fault, faulty := s.takeFault(method)
+	fault, faulty := s.takeFault(method, params)
 	s.mu.Unlock()
 	var status int
 	var resp wireResponse
@@ -198,9 +208,9 @@ func (s *Server) call(ctx context.Context, method string, params map[string]stri
 	return status, resp
 }
 
-func (s *Server) takeFault(method string) (Fault, bool) {
+func (s *Server) takeFault(method string, params map[string]string) (Fault, bool) {
 	queue := s.faults[method]
-	if len(queue) == 0 {
+	if len(queue) == 0 || (queue[0].When != nil && !queue[0].When(params)) {
 		return Fault{}, false
 	}
 	s.faults[method] = queue[1:]

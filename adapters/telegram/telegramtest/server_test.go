@@ -221,6 +221,33 @@ func TestFaultsAreAnsweredAsTelegramAnswers(t *testing.T) {
 	assert.Equal(t, "x", calls[3].Params["text"])
 }
 
+func TestAFaultWithWhenWaitsForItsCall(t *testing.T) {
+	s, b, ctx := start(t)
+	chat := Private(alice.ID)
+	msg := s.AddMessage(Incoming{Chat: chat, From: alice, Text: "hi"})
+	fault := ServerError()
+	fault.When = ClearsReaction
+	s.FailNext("setMessageReaction", 1, fault)
+	react := func(emoji ...string) error {
+		var types []models.ReactionType
+		for _, e := range emoji {
+			types = append(types, models.ReactionType{Type: models.ReactionTypeTypeEmoji, ReactionTypeEmoji: &models.ReactionTypeEmoji{Type: models.ReactionTypeTypeEmoji, Emoji: e}})
+		}
+		_, err := b.SetMessageReaction(ctx, &bot.SetMessageReactionParams{ChatID: chat.ID, MessageID: msg, Reaction: types})
+		return err
+	}
+
+	require.NoError(t, react("👀"), "a call the fault is not for is served")
+	require.Error(t, react(), "the clear gets the fault")
+	require.NoError(t, react(), "once")
+	var statuses []int
+	for _, c := range s.Calls("setMessageReaction") {
+		statuses = append(statuses, c.Status)
+	}
+	assert.Equal(t, []int{200, 502, 200}, statuses)
+	assert.Len(t, s.Reactions(chat.ID, msg), 2, "the refused clear changed nothing")
+}
+
 func TestEditsAndButtonPresses(t *testing.T) {
 	s, b, ctx := start(t)
 	chat := Group(-100)
