@@ -145,14 +145,22 @@ func recordHistory(t *testing.T, c client.Client, chat, name string) {
 	recordHistoryOf(t, c, pipeline.SessionKey{Channel: "webchat", Chat: chat}, name)
 }
 
+// historySeries names the workflow code a recording run records: the
+// newest change in workflows/versions.go. Each series records every path
+// once more under the code of its time, next to the older series; when a
+// new change is added there, bump this too and run make record-histories.
+const historySeries = "hardening-2026-11"
+
 // recordHistoryOf saves every run of the session's history as
-// <name>_run<N>.json. A history already recorded under that name is kept
-// as it is: it guards sessions that ran the workflow code of its time, so
-// it is never re-recorded (a new path gets a new name).
+// <name>@<series>_run<N>.json. A history already recorded under that name
+// is kept as it is: it guards sessions that ran the workflow code of its
+// time, so it is never re-recorded (a new path gets a new name). The
+// histories recorded before the first series have no @<series>.
 func recordHistoryOf(t *testing.T, c client.Client, key pipeline.SessionKey, name string) {
 	if *recordTo == "" {
 		return
 	}
+	name += "@" + historySeries
 	if old, _ := filepath.Glob(filepath.Join(*recordTo, name+"_run*.json")); len(old) > 0 {
 		t.Logf("history %s is recorded already (%d runs); kept as it is", name, len(old))
 		return
@@ -164,7 +172,9 @@ func recordHistoryOf(t *testing.T, c client.Client, key pipeline.SessionKey, nam
 	// task did (a local activity's marker) is in it.
 	require.Eventually(t, func() bool {
 		d, err := c.DescribeWorkflowExecution(ctx, id, "")
-		return err == nil && d.PendingWorkflowTask == nil
+		// A run that has just continued as new has nothing to replay
+		// until its first task completed.
+		return err == nil && d.PendingWorkflowTask == nil && d.WorkflowExecutionInfo.HistoryLength >= 3
 	}, 10*time.Second, 50*time.Millisecond, "session %s finishes its workflow task", id)
 	runs, err := c.ListWorkflow(ctx, listRequest(fmt.Sprintf("WorkflowId = %q", id)))
 	require.NoError(t, err)
