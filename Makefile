@@ -1,5 +1,7 @@
 # replyflow: `make dev` runs everything on this machine, `make test` runs the
-# tests. Both build what they need on first use; Go is the only prerequisite.
+# tests. Both build what they need on first use. `make dev` needs only Go;
+# `make test` also needs a C compiler and PostgreSQL, which it checks first
+# (scripts/test-prereqs.sh; the README's "Two commands" says how to get them).
 
 TEMPORAL_CLI_VERSION := v1.5.1
 BIN := $(CURDIR)/bin
@@ -8,7 +10,7 @@ WORKFLOWCHECK_VERSION := v0.6.0
 WORKFLOWCHECK := $(BIN)/workflowcheck
 GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: dev build test unit vet workflowcheck fmt record-histories fuzz bench chaos clean
+.PHONY: dev build test unit prereqs vet workflowcheck fmt record-histories fuzz bench chaos clean
 
 dev: build $(TEMPORAL)
 	$(BIN)/replyflow dev
@@ -19,16 +21,33 @@ build:
 # The Temporal CLI (dev server and Web UI) is built from the Go module proxy;
 # newer tags do not build outside their own repository.
 $(TEMPORAL):
+	@echo "==> building the Temporal CLI $(TEMPORAL_CLI_VERSION) into bin/ (first run only: about 5 minutes)"
 	GOBIN=$(BIN) go install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION)
 
-test: vet workflowcheck $(TEMPORAL)
+# The prerequisites are checked, in this order, before anything is
+# downloaded or built; a cold machine then spends most of half an hour on
+# the modules and the Temporal CLI, and each step says so.
+test: prereqs vet workflowcheck $(TEMPORAL)
+	@echo "==> running every test with the race detector (the first build of the tests takes minutes; cmd/replyflow and the chaos run take several more)"
 	REPLYFLOW_TEST_TEMPORAL_CLI=$(TEMPORAL) go test $(GO_TEST_FLAGS) ./...
+	@$(POSTGRES_SKIPPED)
 
 # Everything that needs no Temporal server.
-unit: vet workflowcheck
+unit: prereqs vet workflowcheck
+	@echo "==> running the tests that need no Temporal server, with the race detector"
 	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /cmd/)
+	@$(POSTGRES_SKIPPED)
+
+# Go, a C compiler for -race, and PostgreSQL unless REPLYFLOW_TEST_POSTGRES=off.
+prereqs:
+	@scripts/test-prereqs.sh
+	@echo "==> downloading the Go modules if needed (first run only: several minutes)"
+	@go mod download
+
+POSTGRES_SKIPPED = if [ "$${REPLYFLOW_TEST_POSTGRES:-}" = off ]; then echo "** REPLYFLOW_TEST_POSTGRES=off: the PostgreSQL store suites were SKIPPED in this run."; fi
 
 vet:
+	@echo "==> gofmt and go vet"
 	@unformatted=$$(gofmt -l .); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet ./...

@@ -256,11 +256,17 @@ func (a *Activities) showTyping(ctx context.Context, out adapters.Outbound, req 
 	}
 }
 
-// Deliver sends one reply chunk and returns the platform's message ID.
+// Deliver sends one reply chunk and returns the platform's message ID. A
+// chunk the store already maps to a platform message was sent before (an
+// attempt that sent it but failed to report, on this worker or one that
+// stopped): its ID is returned and nothing is sent again.
 func (a *Activities) Deliver(ctx context.Context, d pipeline.Delivery) (pipeline.Delivered, error) {
 	out, err := a.outbound(d.Session.Channel)
 	if err != nil {
 		return pipeline.Delivered{}, err
+	}
+	if id, sent, err := a.sentBefore(ctx, d); err != nil || sent {
+		return pipeline.Delivered{PlatformMessageID: id}, err
 	}
 	id, err := out.Send(ctx, d)
 	if err != nil {
@@ -273,6 +279,28 @@ func (a *Activities) Deliver(ctx context.Context, d pipeline.Delivery) (pipeline
 		}
 	}
 	return pipeline.Delivered{PlatformMessageID: id}, nil
+}
+
+// sentBefore looks the chunk's idempotency key up in the store's message
+// map. It does so on every attempt, not only on retries (Attempt > 1): a
+// parked delivery resumed by `replyflow retry`, or a workflow reset, starts
+// a new activity at attempt 1 with the same key, and one indexed read is
+// small beside the platform call it may save. A store that cannot answer
+// fails the attempt, to be retried: sending blind could send the chunk twice.
+func (a *Activities) sentBefore(ctx context.Context, d pipeline.Delivery) (string, bool, error) {
+	if a.Store == nil || d.IdempotencyKey == "" {
+		return "", false, nil
+	}
+	id, found, err := a.Store.PlatformID(ctx, d.Session.WorkflowID(), d.IdempotencyKey)
+	if err != nil {
+		return "", false, temporal.NewApplicationErrorWithCause(
+			fmt.Sprintf("deliver chunk %d/%d of %s: could not check whether it was sent already (is the store reachable? REPLYFLOW_STORE_DSN): %v", d.Index+1, d.Total, d.Session.WorkflowID(), err),
+			"StoreUnavailable", err)
+	}
+	if found {
+		a.Logger.Info("Chunk was sent before; not sending it again", "session", d.Session.WorkflowID(), "internal_id", d.IdempotencyKey, "platform_id", id)
+	}
+	return id, found, nil
 }
 
 // EditMessage replaces the text and buttons of a bot message (a decided

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/replyflow/replyflow/activities/models"
+	"github.com/replyflow/replyflow/activities/store"
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/pipeline"
 )
@@ -261,4 +263,45 @@ func TestACancelledAttemptTakesBackTheThinkingItShowed(t *testing.T) {
 		{Session: session, MessageID: "m1", ThreadID: "t1", State: pipeline.ReactionThinking},
 		{Session: session, MessageID: "m1", ThreadID: "t1", State: pipeline.ReactionNone},
 	}, out.reacted(), "✍️ shown, then taken back when the attempt saw its cancellation")
+}
+
+func TestDeliverDoesNotSendAChunkTheStoreSaysWasSent(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer db.Close()
+	out := &fakeOutbound{}
+	acts := &Activities{Store: db, Outbound: map[string]adapters.Outbound{"webchat": out}, Logger: slog.Default()}
+	delivered := func(key string) (pipeline.Delivered, error) {
+		v, err := newActivityEnv(acts).ExecuteActivity(acts.Deliver, pipeline.Delivery{Session: session, IdempotencyKey: key, Text: "x", Total: 1})
+		if err != nil {
+			return pipeline.Delivered{}, err
+		}
+		var d pipeline.Delivered
+		require.NoError(t, v.Get(&d))
+		return d, nil
+	}
+
+	// An earlier attempt sent it and mapped it, then failed to report.
+	require.NoError(t, db.MapMessage(ctx, session.WorkflowID(), "turn-1/0", "p-earlier"))
+	d, err := delivered("turn-1/0")
+	require.NoError(t, err)
+	assert.Equal(t, "p-earlier", d.PlatformMessageID, "the first send's ID")
+	assert.Empty(t, out.sent, "the adapter is not called for a mapped chunk")
+
+	d, err = delivered("turn-1/1")
+	require.NoError(t, err)
+	assert.Equal(t, "p-1", d.PlatformMessageID)
+	d, err = delivered("turn-1/1")
+	require.NoError(t, err)
+	assert.Equal(t, "p-1", d.PlatformMessageID)
+	assert.Len(t, out.sent, 1, "a chunk this worker sent is not sent again either")
+
+	require.NoError(t, db.Close())
+	_, err = delivered("turn-1/2")
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	assert.Equal(t, "StoreUnavailable", app.Type())
+	assert.False(t, app.NonRetryable(), "retried until the store answers")
+	assert.Len(t, out.sent, 1, "nothing is sent blind")
 }

@@ -1,8 +1,11 @@
 package workers
 
 import (
+	"time"
+
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -32,17 +35,38 @@ func SetWorkflowCacheSize(n int) {
 	worker.SetStickyWorkflowCacheSize(n)
 }
 
+// Worker is a Temporal worker that knows which activities it is running.
+type Worker struct {
+	worker.Worker
+	running *runningActivities
+}
+
+// Running names the activities the worker is executing, "<activity> for
+// <session>", sorted: what a stop waits for.
+func (w *Worker) Running() []string { return w.running.list() }
+
 // New builds a worker that serves session workflows and their activities on
 // taskQueue. The caller starts and stops it. Its pollers scale with the
 // server's feedback, and sessions already in the cache and new ones have
 // pollers of their own: with the SDK's fixed pollers, which serve cached
 // sessions first, a busy worker left a new session's first task waiting
 // seconds (replyflow-bench, 50 sessions with no pause: first WFT 2.4 s).
-func New(c client.Client, taskQueue string, acts *activities.Activities) worker.Worker {
+//
+// Stop stops polling at once and lets running activities finish for up to
+// stopTimeout before it cancels them: with no grace, every deploy
+// cancelled model attempts and deliveries mid-flight, and a Telegram chunk
+// sent but not yet reported went out twice on the retry.
+func New(c client.Client, taskQueue string, acts *activities.Activities, stopTimeout time.Duration) *Worker {
 	pollers := worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{InitialNumberOfPollers: 8})
-	w := worker.New(c, taskQueue, worker.Options{WorkflowTaskPollerBehavior: pollers, ActivityTaskPollerBehavior: pollers})
+	running := newRunningActivities()
+	w := worker.New(c, taskQueue, worker.Options{
+		WorkflowTaskPollerBehavior: pollers,
+		ActivityTaskPollerBehavior: pollers,
+		WorkerStopTimeout:          stopTimeout,
+		Interceptors:               []interceptor.WorkerInterceptor{running},
+	})
 	Register(w, acts)
-	return w
+	return &Worker{Worker: w, running: running}
 }
 
 // Register adds the session workflow and every activity to a registry (a

@@ -47,7 +47,10 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 				return nil, fmt.Errorf("create the store's folder %s: %w", dir, err)
 			}
 		}
-		s.db, err = sql.Open("sqlite", "file:"+dsn+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)")
+		// Transactions begin IMMEDIATE: they take the write lock first
+		// (waiting up to the busy timeout), so two processes on one file
+		// never read, then both write (the migration, Append).
+		s.db, err = sql.Open("sqlite", "file:"+dsn+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_txlock=immediate")
 		if err == nil {
 			// SQLite allows one writer; one connection avoids lock errors.
 			s.db.SetMaxOpenConns(1)
@@ -70,9 +73,32 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
+// migrationLock is the PostgreSQL advisory lock key that serializes
+// migrations across processes ("replyflw" in ASCII).
+const migrationLock int64 = 0x7265706c79666c77
+
+// migrate applies the embedded migrations not yet recorded, all in one
+// transaction. Several workers may open one empty database at once: on
+// PostgreSQL the transaction first takes an advisory lock, on SQLite it
+// begins IMMEDIATE (see Open), so the first one migrates and the others
+// wait, then find every version recorded.
 func (s *Store) migrate(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY)`); err != nil {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("start the migrations: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if s.postgres {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
+			return fmt.Errorf("wait for the migration lock (another replyflow process is migrating the store): %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY)`); err != nil {
 		return fmt.Errorf("prepare migrations: %w", err)
+	}
+	applied, err := appliedVersions(ctx, tx)
+	if err != nil {
+		return err
 	}
 	names, err := fs.Glob(migrations, "migrations/*.sql")
 	if err != nil {
@@ -81,37 +107,43 @@ func (s *Store) migrate(ctx context.Context) error {
 	sort.Strings(names)
 	for _, name := range names {
 		version := strings.TrimSuffix(filepath.Base(name), ".sql")
-		var seen string
-		err := s.db.QueryRowContext(ctx, s.q(`SELECT version FROM schema_migrations WHERE version = ?`), version).Scan(&seen)
-		if err == nil {
+		if applied[version] {
 			continue
 		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("read migrations: %w", err)
-		}
 		body, _ := migrations.ReadFile(name)
-		tx, err := s.db.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
 		for _, stmt := range strings.Split(string(body), ";") {
 			if strings.TrimSpace(stripComments(stmt)) == "" {
 				continue
 			}
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
-				_ = tx.Rollback()
 				return fmt.Errorf("migration %s: %w", version, err)
 			}
 		}
 		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO schema_migrations (version) VALUES (?)`), version); err != nil {
-			_ = tx.Rollback()
-			return fmt.Errorf("migration %s: %w", version, err)
-		}
-		if err := tx.Commit(); err != nil {
 			return fmt.Errorf("migration %s: %w", version, err)
 		}
 	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit the migrations: %w", err)
+	}
 	return nil
+}
+
+func appliedVersions(ctx context.Context, tx *sql.Tx) (map[string]bool, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return nil, fmt.Errorf("read migrations: %w", err)
+	}
+	defer rows.Close()
+	applied := map[string]bool{}
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, fmt.Errorf("read migrations: %w", err)
+		}
+		applied[v] = true
+	}
+	return applied, rows.Err()
 }
 
 func stripComments(stmt string) string {

@@ -20,11 +20,26 @@ func TestStoreOnSQLite(t *testing.T) {
 	runSuite(t, func(t *testing.T) string { return filepath.Join(t.TempDir(), "nested", "store.db") })
 }
 
-func TestStoreOnPostgreSQL(t *testing.T) {
-	base := os.Getenv("REPLYFLOW_TEST_POSTGRES_DSN")
-	if base == "" {
-		base = "postgres://root@127.0.0.1:5432/test?sslmode=disable"
+// defaultTestPostgres is where the PostgreSQL suites run unless
+// REPLYFLOW_TEST_POSTGRES_DSN says otherwise; scripts/check-test-prereqs
+// checks the same address before `make test`.
+const defaultTestPostgres = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// postgresBase is the PostgreSQL the suites make their schemas and
+// databases on. They run unless REPLYFLOW_TEST_POSTGRES=off asks to skip
+// them, and then they say so.
+func postgresBase(t *testing.T) string {
+	if os.Getenv("REPLYFLOW_TEST_POSTGRES") == "off" {
+		t.Skip("SKIPPED: the PostgreSQL store suites, because REPLYFLOW_TEST_POSTGRES=off; the store is not tested on PostgreSQL in this run")
 	}
+	if dsn := os.Getenv("REPLYFLOW_TEST_POSTGRES_DSN"); dsn != "" {
+		return dsn
+	}
+	return defaultTestPostgres
+}
+
+func TestStoreOnPostgreSQL(t *testing.T) {
+	base := postgresBase(t)
 	runSuite(t, func(t *testing.T) string {
 		admin, err := sql.Open("pgx", base)
 		require.NoError(t, err)
@@ -33,7 +48,7 @@ func TestStoreOnPostgreSQL(t *testing.T) {
 		_, _ = rand.Read(b)
 		schema := "replyflow_test_" + hex.EncodeToString(b)
 		_, err = admin.Exec("CREATE SCHEMA " + schema)
-		require.NoError(t, err, "the store tests need PostgreSQL at %s (set REPLYFLOW_TEST_POSTGRES_DSN)", base)
+		require.NoError(t, err, "the store tests need PostgreSQL at %s (set REPLYFLOW_TEST_POSTGRES_DSN, or REPLYFLOW_TEST_POSTGRES=off to skip them)", base)
 		t.Cleanup(func() {
 			if admin, err := sql.Open("pgx", base); err == nil {
 				_, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE")

@@ -24,7 +24,8 @@ import (
 
 // runDev runs the laptop bundle: a Temporal dev server on a persistent
 // SQLite file with replyflow's search attributes, the worker and the
-// gateway, until Ctrl-C; then it stops them in reverse order.
+// gateway, until Ctrl-C; then it stops the worker (letting running
+// activities finish), the gateway and the server, in that order.
 func runDev(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if cfg.WebchatBotToken == "" {
 		// Worker and gateway share this process, so a fresh secret will do.
@@ -60,8 +61,13 @@ func runDev(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 	defer c.Close()
 
+	// Ctrl-C (or a half that fails) stops the worker first: while it lets
+	// running activities finish, the gateway is still there to take the
+	// web chat replies they deliver. The gateway stops once the worker has.
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	gatewayCtx, stopGateway := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopGateway()
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	wg.Add(2)
@@ -69,10 +75,11 @@ func runDev(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		defer wg.Done()
 		errs[0] = runWorker(runCtx, c, cfg, acts)
 		cancel()
+		stopGateway()
 	}()
 	go func() {
 		defer wg.Done()
-		errs[1] = serveGateway(runCtx, ln, c, cfg, logger)
+		errs[1] = serveGateway(gatewayCtx, ln, c, cfg, logger)
 		cancel()
 	}()
 	printBanner(cfg, ln.Addr().String(), strings.Join(cfg.models(), " → "), code)

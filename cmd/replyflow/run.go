@@ -151,16 +151,43 @@ func location(name string) *time.Location {
 	return loc
 }
 
-// runWorker serves session workflows and activities until ctx is done.
+// runWorker serves session workflows and activities until ctx is done,
+// then stops polling and lets the running activities finish for up to
+// REPLYFLOW_WORKER_STOP_TIMEOUT before it returns.
 func runWorker(ctx context.Context, c client.Client, cfg Config, acts *activities.Activities) error {
 	workers.SetWorkflowCacheSize(cfg.WorkflowCacheSize)
-	w := workers.New(c, cfg.TaskQueue, acts)
+	w := workers.New(c, cfg.TaskQueue, acts, cfg.WorkerStopTimeout)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start the worker on task queue %q: %w", cfg.TaskQueue, err)
 	}
 	<-ctx.Done()
-	w.Stop()
+	stopWorker(w, cfg, acts.Logger)
 	return nil
+}
+
+// stopWorker stops w, saying what it waits for and what it had to cancel.
+func stopWorker(w *workers.Worker, cfg Config, logger *slog.Logger) {
+	if running := w.Running(); len(running) > 0 {
+		logger.Info("Worker stopping: no new tasks are taken; waiting for the running activities",
+			"running", len(running), "activities", firstOf(running, 20), "grace", cfg.WorkerStopTimeout, "task_queue", cfg.TaskQueue)
+	} else {
+		logger.Info("Worker stopping: no new tasks are taken, and no activity is running", "task_queue", cfg.TaskQueue)
+	}
+	w.Stop()
+	if left := w.Running(); len(left) > 0 {
+		logger.Warn("Worker stopped before these activities finished; they were cancelled and Temporal retries them (raise REPLYFLOW_WORKER_STOP_TIMEOUT, and the grace your service manager gives the process, if this happens at every deploy)",
+			"cancelled", len(left), "activities", firstOf(left, 20), "grace", cfg.WorkerStopTimeout, "task_queue", cfg.TaskQueue)
+		return
+	}
+	logger.Info("Worker stopped; every activity it ran has finished", "task_queue", cfg.TaskQueue)
+}
+
+// firstOf keeps a log line short: at most n names, then how many more.
+func firstOf(names []string, n int) []string {
+	if len(names) <= n {
+		return names
+	}
+	return append(names[:n:n], fmt.Sprintf("and %d more", len(names)-n))
 }
 
 // serveGateway serves the enabled platform connections until ctx is done,
