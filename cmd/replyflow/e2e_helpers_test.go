@@ -198,3 +198,14 @@ func recordHistoryOf(t *testing.T, c client.Client, key pipeline.SessionKey, nam
 		require.NoError(t, errors.Join(err, f.Close()), "history %s", file)
 	}
 }
+
+// receiveWithin waits for ch to deliver (or close), failing the test with
+// what after 30 s.
+func receiveWithin[T any](t *testing.T, ch <-chan T, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatal(what)
+	}
+}

@@ -61,32 +61,20 @@ func TestStoppedWorkerLetsTheRunningTurnFinish(t *testing.T) {
 
 	code, body := s.post(chat, `{"message_id":"d1","sender_id":"alice","text":"deploy now"}`)
 	require.Equal(t, http.StatusAccepted, code, body)
-	select {
-	case <-model.started:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the model call never started")
-	}
+	receiveWithin(t, model.started, "the model call never started")
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
 		stopFirst()
 	}()
-	select {
-	case <-model.stopping:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the running model call never saw its worker stop")
-	}
+	receiveWithin(t, model.stopping, "the running model call never saw its worker stop")
 	select {
 	case <-stopped:
 		t.Fatal("the worker stopped while its model call was still running")
 	default:
 	}
 	close(model.release)
-	select {
-	case <-stopped:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the worker did not stop once its model call finished")
-	}
+	receiveWithin(t, stopped, "the worker did not stop once its model call finished")
 
 	next := &testModel{started: make(chan string, 1)}
 	s.startWorker(next)
