@@ -27,6 +27,10 @@ import (
 //   - visibility (visibility.go): status, search attributes, details, the
 //     state query.
 //
+// Every part keeps to the bounds in bounds.go, and branches on the change
+// versions of the run (versions.go) where it behaves differently from code
+// that older histories recorded.
+//
 // A part holds a pointer to its own slice only, so it cannot change
 // another's; it reaches another part through the callbacks and narrow
 // interfaces that wire sets up. Visibility and the session read the whole
