@@ -102,6 +102,11 @@ func TestBadUserMessagesGet4xxWithAReason(t *testing.T) {
 		{"room", `{"sender_id":"a","text":"   "}`, 400, "text is empty"},
 		{"room", `{"sender_id":"a b","text":"hi"}`, 400, "sender_id contains"},
 		{"ro%3Aom", `{"sender_id":"a","text":"hi"}`, 400, "chat contains"},
+		{"%2E", `{"sender_id":"a","text":"hi"}`, 400, "is a path segment of its own"},
+		{"%2E%2E", `{"sender_id":"a","text":"hi"}`, 400, "is a path segment of its own"},
+		{"a%2Fb", `{"sender_id":"a","text":"hi"}`, 400, "chat contains '/'"},
+		{"a%00b", `{"sender_id":"a","text":"hi"}`, 400, "chat contains"},
+		{strings.Repeat("c", pipeline.MaxIDBytes+1), `{"sender_id":"a","text":"hi"}`, 400, "chat is longer"},
 		{"room", `{"sender_id":"a","text":"` + strings.Repeat("x", pipeline.MaxTextBytes+1) + `"}`, 400, "the limit is"},
 		{"room", `{"sender_id":"a","text":"` + strings.Repeat("x", maxBodyBytes) + `"}`, 413, "request body too large"},
 	}
