@@ -177,7 +177,9 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 	var chat *webchat.Server
 	if cfg.WebchatEnabled {
 		var err error
-		chat, err = webchat.NewServer(webchat.ServerConfig{Sink: sink, BotToken: cfg.WebchatBotToken, Logger: logger})
+		chat, err = webchat.NewServer(webchat.ServerConfig{
+			Sink: sink, BotToken: cfg.WebchatBotToken, Logger: logger, StreamWriteTimeout: cfg.HTTPTimeout,
+		})
 		if err != nil {
 			return err
 		}
@@ -190,7 +192,7 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 			return err
 		}
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := newHTTPServer(mux, cfg.HTTPTimeout)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	var failure error
