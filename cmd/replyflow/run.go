@@ -174,6 +174,8 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 	defer cancel()
 	sink := &workers.Ingress{Client: c, TaskQueue: cfg.TaskQueue}
 	mux := http.NewServeMux()
+	status := newGatewayStatus()
+	mux.Handle("GET /healthz", status)
 	var chat *webchat.Server
 	if cfg.WebchatEnabled {
 		var err error
@@ -184,13 +186,11 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 			return err
 		}
 		mux.Handle("/", chat)
+		status.set(webchat.Channel, platformState{State: platformUp})
 	}
 	telegramStopped := make(<-chan error)
 	if cfg.telegramEnabled() {
-		var err error
-		if telegramStopped, err = startTelegram(ctx, mux, sink, cfg, logger); err != nil {
-			return err
-		}
+		telegramStopped = startTelegram(ctx, mux, sink, cfg, logger, status)
 	}
 	srv := newHTTPServer(mux, cfg.HTTPTimeout)
 	done := make(chan error, 1)
