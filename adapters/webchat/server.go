@@ -159,6 +159,13 @@ func (s *Server) postUserMessage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "the message was not accepted, retry with the same message_id: "+err.Error())
 		return
 	}
+	// A retried message (same message_id) is shown once.
+	if _, fresh := s.sends.claim("user\x00"+in.ChatID+"\x00"+in.MessageID, func() string { return in.MessageID }); fresh {
+		s.hub.publish(in.ChatID, "user", UserEvent{
+			MessageID: in.MessageID, SenderID: in.SenderID, SenderName: in.SenderName,
+			Text: in.Text, ThreadID: in.ThreadID, ReplyTo: in.ReplyTo,
+		})
+	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"message_id": in.MessageID})
 }
 
@@ -181,7 +188,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush() == nil
 	}
-	missed, sub := s.hub.subscribe(chat, r.Header.Get("Last-Event-ID"))
+	// ?replay=all asks for the whole backlog on a first connection (a page
+	// that was reloaded); a reconnection's Last-Event-ID still wins.
+	missed, sub := s.hub.subscribe(chat, r.Header.Get("Last-Event-ID"), r.URL.Query().Get("replay") == "all")
 	defer s.hub.unsubscribe(chat, sub)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
