@@ -34,7 +34,7 @@ func runDev(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err := os.MkdirAll(cfg.DevDir, 0o755); err != nil {
 		return fmt.Errorf("create %s (REPLYFLOW_DEV_DIR): %w", cfg.DevDir, err)
 	}
-	lock, err := lockDevDir(cfg.DevDir, logger)
+	lock, err := lockDevDir(cfg.DevDir, devLockWait, logger)
 	if err != nil {
 		return err
 	}

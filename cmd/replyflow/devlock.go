@@ -28,17 +28,17 @@ type devLock struct {
 	file *os.File
 }
 
-// lockDevDir takes the dev directory's lock, waiting for a replyflow dev
-// that is still stopping, then stops a Temporal server an earlier run left
+// lockDevDir takes the dev directory's lock, waiting up to wait for a
+// replyflow dev that is still stopping, then stops a Temporal server an earlier run left
 // running on the directory's database: started at once, the new server
 // would find the port taken or the database in use.
-func lockDevDir(dir string, logger *slog.Logger) (*devLock, error) {
+func lockDevDir(dir string, wait time.Duration, logger *slog.Logger) (*devLock, error) {
 	path := filepath.Join(dir, "dev.lock")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open the dev lock %s: %w", path, err)
 	}
-	deadline := time.Now().Add(devLockWait)
+	deadline := time.Now().Add(wait)
 	for warned := false; ; {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
@@ -54,7 +54,7 @@ func lockDevDir(dir string, logger *slog.Logger) (*devLock, error) {
 			return nil, fmt.Errorf("another `replyflow dev` (pid %d) is using %s: stop it, or set REPLYFLOW_DEV_DIR to another directory", holder.replyflow, dir)
 		}
 		if !warned {
-			logger.Warn("Another replyflow dev is using the dev directory; waiting for it to stop", "pid", holder.replyflow, "dir", dir, "wait", devLockWait)
+			logger.Warn("Another replyflow dev is using the dev directory; waiting for it to stop", "pid", holder.replyflow, "dir", dir, "wait", wait)
 			warned = true
 		}
 		time.Sleep(200 * time.Millisecond)
