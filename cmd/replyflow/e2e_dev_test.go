@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/replyflow/replyflow/cmd/internal/harness"
@@ -42,14 +43,40 @@ func TestDevKilledAndStartedAgainAtOnceAnswers(t *testing.T) {
 		"REPLYFLOW_DEMO_MODEL_DELAY=0",
 		"REPLYFLOW_OWNERS=*",
 	}
+	db := filepath.Join(dir, ".replyflow", "temporal.db")
 	dev := harness.NewProc("replyflow dev", bin, []string{"dev"}, env, filepath.Join(dir, "dev.log"))
 	require.NoError(t, dev.Start())
 	t.Cleanup(dev.Stop)
 	answered(t, dev, "http://"+webchat, "first")
+	firstServer := serverOf(t, dev, db)
 
 	dev.Kill()
 	require.NoError(t, dev.Start())
+	serverOf(t, dev, db)
+	assert.NotContains(t, commandLine(firstServer), db,
+		"the killed run's Temporal server (pid %d) still held the database when the new run started its own", firstServer)
 	answered(t, dev, "http://"+webchat, "second")
+}
+
+// serverOf waits for the Temporal server replyflow dev started on db and
+// returns its pid (Linux: children are read from /proc).
+func serverOf(t *testing.T, dev *harness.Proc, db string) int {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		tasks, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(dev.Pid()), "task", "*", "children"))
+		for _, task := range tasks {
+			data, _ := os.ReadFile(task)
+			for _, field := range strings.Fields(string(data)) {
+				if pid, _ := strconv.Atoi(field); strings.Contains(commandLine(pid), db) {
+					return pid
+				}
+			}
+		}
+		require.True(t, dev.Running(), "replyflow dev exited:\n%s", dev.Tail())
+		require.True(t, time.Now().Before(deadline), "replyflow dev started no Temporal server on %s:\n%s", db, dev.Tail())
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // answered sends a message in a new chat and waits for its reply, failing
