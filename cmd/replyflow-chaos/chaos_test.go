@@ -39,7 +39,7 @@ func TestShortChaosLosesNothing(t *testing.T) {
 	if testing.Verbose() {
 		cfg.progress = os.Stderr
 	}
-	t.Logf("seed %d (fixed; `make chaos CHAOS_FLAGS=-seed=%d` runs the same choices at full size)", cfg.seed, cfg.seed)
+	t.Logf("seed %d (fixed, so every run attacks alike; `make chaos` takes a fresh one)", cfg.seed)
 
 	rep, err := run(context.Background(), cfg)
 	require.NoError(t, err)
