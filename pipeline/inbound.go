@@ -134,10 +134,16 @@ func (in Inbound) Validate() error {
 
 // ValidateID checks a platform identifier: non-empty, bounded, and free of the
 // characters that would make workflow IDs and logs ambiguous (separators,
-// whitespace, control characters).
+// whitespace, control characters). "." and ".." are refused too: IDs are
+// path segments of platform routes (the web chat's /bot/chats/{chat}/...),
+// where a URL cleaner would drop them, so their session could never be
+// answered.
 func ValidateID(field, id string) error {
 	if id == "" {
 		return fmt.Errorf("%s is missing", field)
+	}
+	if id == "." || id == ".." {
+		return fmt.Errorf("%s %q is a path segment of its own; use another ID", field, id)
 	}
 	if len(id) > MaxIDBytes {
 		return fmt.Errorf("%s is longer than %d bytes", field, MaxIDBytes)

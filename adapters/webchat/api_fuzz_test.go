@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/replyflow/replyflow/pipeline"
 )
 
 // apiRoutes are the web chat's routes that read a body or a header, as
@@ -36,9 +38,18 @@ func FuzzWebchatAPI(f *testing.F) {
 	f.Add(uint8(6), "room", `{"thread_id":"t"}`, true, "")
 	f.Add(uint8(0), "a/b", `{"sender_id":"a","text":"x","chat_type":"channel"}`, false, "")
 	f.Add(uint8(1), "", `{"sender_id":"a","message_id":"\u0000","action":"x"}`, false, "")
+	f.Add(uint8(0), "..", `{"sender_id":"a","text":"x"}`, false, "")
+	f.Add(uint8(0), "room", `{"sender_id":"a","message_id":".","text":"x"}`, false, "")
 
 	sink := &recordingSink{}
 	srv, err := NewServer(ServerConfig{Sink: sink, BotToken: token, Now: func() time.Time { return time.Unix(1700000000, 0) }})
+	if err != nil {
+		f.Fatal(err)
+	}
+	bot, err := NewClient("http://webchat.test", token, &http.Client{
+		Transport:     serveInProcess{srv},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -80,6 +91,27 @@ func FuzzWebchatAPI(f *testing.F) {
 			if err := in.Validate(); err != nil {
 				t.Fatalf("%s accepted an invalid message %+v: %v", target, in, err)
 			}
+			// The bot can answer whatever was accepted: its reply and its
+			// reaction reach the chat through the bot API's routes.
+			d := pipeline.Delivery{Session: in.Session(), IdempotencyKey: "fuzz/" + in.MessageID, Text: "answer"}
+			if _, err := bot.Send(context.Background(), d); err != nil {
+				t.Fatalf("%s accepted chat %q, but the bot cannot answer it: %v", target, in.ChatID, err)
+			}
+			change := pipeline.ReactionChange{Session: in.Session(), MessageID: in.MessageID, State: pipeline.ReactionDone}
+			if err := bot.SetReaction(context.Background(), change); err != nil {
+				t.Fatalf("%s accepted message %q, but the bot cannot react to it: %v", target, in.MessageID, err)
+			}
 		}
 	})
+}
+
+// serveInProcess hands the bot client's requests to the server without a
+// network, and never follows a redirect: a route the mux must clean first
+// is one the bot cannot use.
+type serveInProcess struct{ srv *Server }
+
+func (s serveInProcess) RoundTrip(req *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	s.srv.ServeHTTP(rec, req)
+	return rec.Result(), nil
 }

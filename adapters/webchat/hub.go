@@ -35,7 +35,21 @@ type (
 	TypingEvent struct {
 		ThreadID string `json:"thread_id,omitempty"`
 	}
+	// UserEvent is a user message the gateway accepted, so that a page
+	// that reloads, or another tab, shows both sides of the chat.
+	UserEvent struct {
+		MessageID  string `json:"message_id"`
+		SenderID   string `json:"sender_id"`
+		SenderName string `json:"sender_name,omitempty"`
+		Text       string `json:"text"`
+		ThreadID   string `json:"thread_id,omitempty"`
+		ReplyTo    string `json:"reply_to,omitempty"`
+	}
 )
+
+// momentary events are sent to open streams only: replayed later, a
+// typing indicator would show a bot typing long after it stopped.
+var momentary = map[string]bool{"typing": true}
 
 const (
 	backlogPerChat  = 200
@@ -101,9 +115,11 @@ func (h *hub) publish(chat, typ string, payload any) {
 	c := h.chat(chat)
 	c.seq++
 	ev := Event{ID: h.epoch + "-" + strconv.FormatUint(c.seq, 10), Type: typ, Data: data}
-	c.backlog = append(c.backlog, ev)
-	if len(c.backlog) > backlogPerChat {
-		c.backlog = c.backlog[len(c.backlog)-backlogPerChat:]
+	if !momentary[typ] {
+		c.backlog = append(c.backlog, ev)
+		if len(c.backlog) > backlogPerChat {
+			c.backlog = c.backlog[len(c.backlog)-backlogPerChat:]
+		}
 	}
 	for sub := range c.subs {
 		select {
@@ -117,15 +133,18 @@ func (h *hub) publish(chat, typ string, payload any) {
 	}
 }
 
-// subscribe returns the events after lastID that are still in the backlog,
-// and a channel of the ones to come. The channel is closed if the subscriber
-// falls behind.
-func (h *hub) subscribe(chat, lastID string) ([]Event, chan Event) {
+// subscribe returns the events after lastID that are still in the backlog
+// (all of it when lastID is empty and replayAll is set), and a channel of
+// the ones to come. The channel is closed if the subscriber falls behind.
+func (h *hub) subscribe(chat, lastID string, replayAll bool) ([]Event, chan Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c := h.chat(chat)
 	sub := make(chan Event, subscriberQueue)
 	c.subs[sub] = struct{}{}
+	if lastID == "" && replayAll {
+		return append([]Event(nil), c.backlog...), sub
+	}
 	return h.missed(c, lastID), sub
 }
 

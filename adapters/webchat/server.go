@@ -37,6 +37,10 @@ type ServerConfig struct {
 	Logger   *slog.Logger
 	// Now is the clock used to stamp inbound messages; nil means time.Now.
 	Now func() time.Time
+	// StreamWriteTimeout bounds each write to an event stream, so a client
+	// that stops reading is cut off; 15s when zero. Streams lift the HTTP
+	// server's own read and write timeouts, which would end them.
+	StreamWriteTimeout time.Duration
 }
 
 // Server is the web chat platform: the user API, the event stream, the page
@@ -62,6 +66,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.StreamWriteTimeout <= 0 {
+		cfg.StreamWriteTimeout = 15 * time.Second
 	}
 	s := &Server{cfg: cfg, hub: newHub(randomID("")[:8]), sends: newRecentKeys(10000), mux: http.NewServeMux()}
 	s.mux.HandleFunc("POST /api/chats/{chat}/messages", s.postUserMessage)
@@ -152,6 +159,13 @@ func (s *Server) postUserMessage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "the message was not accepted, retry with the same message_id: "+err.Error())
 		return
 	}
+	// A retried message (same message_id) is shown once.
+	if _, fresh := s.sends.claim("user\x00"+in.ChatID+"\x00"+in.MessageID, func() string { return in.MessageID }); fresh {
+		s.hub.publish(in.ChatID, "user", UserEvent{
+			MessageID: in.MessageID, SenderID: in.SenderID, SenderName: in.SenderName,
+			Text: in.Text, ThreadID: in.ThreadID, ReplyTo: in.ReplyTo,
+		})
+	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"message_id": in.MessageID})
 }
 
@@ -161,26 +175,35 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		writeError(w, http.StatusInternalServerError, "streaming is not supported by this connection")
-		return
+	rc := http.NewResponseController(w)
+	// The stream outlives the server's request timeouts: no read deadline
+	// (a GET has no body to wait for), and a deadline per write instead.
+	// A server without deadlines (a test recorder) has none to lift.
+	_ = rc.SetReadDeadline(time.Time{})
+	send := func(events []Event, comment string) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.StreamWriteTimeout))
+		_, _ = io.WriteString(w, comment)
+		for _, ev := range events {
+			writeEvent(w, ev)
+		}
+		return rc.Flush() == nil
 	}
-	missed, sub := s.hub.subscribe(chat, r.Header.Get("Last-Event-ID"))
+	// ?replay=all asks for the whole backlog on a first connection (a page
+	// that was reloaded); a reconnection's Last-Event-ID still wins.
+	missed, sub := s.hub.subscribe(chat, r.Header.Get("Last-Event-ID"), r.URL.Query().Get("replay") == "all")
 	defer s.hub.unsubscribe(chat, sub)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	_, _ = io.WriteString(w, "retry: 1000\n\n")
-	for _, ev := range missed {
-		writeEvent(w, ev)
+	if !send(missed, "retry: 1000\n\n") {
+		return
 	}
-	flusher.Flush()
 	keepAlive := time.NewTicker(15 * time.Second)
 	defer keepAlive.Stop()
 	for {
+		var sent bool
 		select {
 		case <-r.Context().Done():
 			return
@@ -188,11 +211,13 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 			if !open {
 				return
 			}
-			writeEvent(w, ev)
+			sent = send([]Event{ev}, "")
 		case <-keepAlive.C:
-			_, _ = io.WriteString(w, ": keep-alive\n\n")
+			sent = send(nil, ": keep-alive\n\n")
 		}
-		flusher.Flush()
+		if !sent {
+			return
+		}
 	}
 }
 

@@ -102,6 +102,11 @@ func TestBadUserMessagesGet4xxWithAReason(t *testing.T) {
 		{"room", `{"sender_id":"a","text":"   "}`, 400, "text is empty"},
 		{"room", `{"sender_id":"a b","text":"hi"}`, 400, "sender_id contains"},
 		{"ro%3Aom", `{"sender_id":"a","text":"hi"}`, 400, "chat contains"},
+		{"%2E", `{"sender_id":"a","text":"hi"}`, 400, "is a path segment of its own"},
+		{"%2E%2E", `{"sender_id":"a","text":"hi"}`, 400, "is a path segment of its own"},
+		{"a%2Fb", `{"sender_id":"a","text":"hi"}`, 400, "chat contains '/'"},
+		{"a%00b", `{"sender_id":"a","text":"hi"}`, 400, "chat contains"},
+		{strings.Repeat("c", pipeline.MaxIDBytes+1), `{"sender_id":"a","text":"hi"}`, 400, "chat is longer"},
 		{"room", `{"sender_id":"a","text":"` + strings.Repeat("x", pipeline.MaxTextBytes+1) + `"}`, 400, "the limit is"},
 		{"room", `{"sender_id":"a","text":"` + strings.Repeat("x", maxBodyBytes) + `"}`, 413, "request body too large"},
 	}
@@ -147,7 +152,8 @@ func openStream(t *testing.T, url, lastID string) *bufio.Reader {
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	// A stream that never sends what a test waits for fails it in time.
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	require.NoError(t, err)
 	t.Cleanup(func() { resp.Body.Close() })
 	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
@@ -291,4 +297,53 @@ func TestButtonsEditsAndActions(t *testing.T) {
 	assert.Contains(t, body, "message_id are required")
 	code, _ = post(t, ts.URL+"/bot/chats/room/messages/"+id, "Bearer "+token, `{"text":"x"}`)
 	assert.Equal(t, http.StatusMethodNotAllowed, code, "edits are PATCH")
+}
+
+// A page that was reloaded connects with ?replay=all and no Last-Event-ID:
+// it gets the chat so far, both sides, without the momentary typing.
+func TestNewStreamAskingForReplayGetsTheWholeBacklog(t *testing.T) {
+	ts := newTestServer(t, &recordingSink{})
+	c, err := NewClient(ts.URL, token, nil)
+	require.NoError(t, err)
+	session := pipeline.SessionKey{Channel: Channel, Chat: "room"}
+	for range 2 { // a retried message is shown once
+		code, body := post(t, ts.URL+"/api/chats/room/messages", "", `{"message_id":"m1","sender_id":"alice","sender_name":"Alice","text":"hi"}`)
+		require.Equal(t, http.StatusAccepted, code, body)
+	}
+	require.NoError(t, c.SetReaction(context.Background(), pipeline.ReactionChange{Session: session, MessageID: "m1", State: pipeline.ReactionReceived}))
+	require.NoError(t, c.Typing(context.Background(), session, ""))
+	id, err := c.Send(context.Background(), pipeline.Delivery{Session: session, IdempotencyKey: "k", Text: "hello Alice", ReplyTo: "m1"})
+	require.NoError(t, err)
+
+	replayed := openStream(t, ts.URL+"/api/chats/room/events?replay=all", "")
+	assert.Equal(t, []string{
+		`user {"message_id":"m1","sender_id":"alice","sender_name":"Alice","text":"hi"}`,
+		`reaction {"message_id":"m1","emoji":"👀","state":"received"}`,
+		`message {"message_id":"` + id + `","text":"hello Alice","reply_to":"m1"}`,
+	}, readEvents(t, replayed, 3))
+
+	// Without replay=all a new stream starts from now; with a
+	// Last-Event-ID it gets only what came after that.
+	fresh := openStream(t, ts.URL+"/api/chats/room/events", "")
+	reconnected := openStream(t, ts.URL+"/api/chats/room/events?replay=all", lastEventID(t, ts.URL+"/api/chats/room/events?replay=all", 2))
+	_, err = c.Send(context.Background(), pipeline.Delivery{Session: session, IdempotencyKey: "k2", Text: "anything else?"})
+	require.NoError(t, err)
+	assert.Contains(t, readEvents(t, fresh, 1)[0], "anything else?")
+	got := readEvents(t, reconnected, 2)
+	assert.Contains(t, got[0], "hello Alice")
+	assert.Contains(t, got[1], "anything else?")
+}
+
+// lastEventID is the ID of the n-th event a new stream of url replays.
+func lastEventID(t *testing.T, url string, n int) string {
+	r := openStream(t, url, "")
+	for seen := 0; ; {
+		line, err := r.ReadString('\n')
+		require.NoError(t, err)
+		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "id: "); ok {
+			if seen++; seen == n {
+				return id
+			}
+		}
+	}
 }

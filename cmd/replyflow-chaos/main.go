@@ -44,12 +44,19 @@ func main() {
 	rep, err := run(context.Background(), cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "replyflow-chaos:", err, "\n(logs kept in", cfg.workDir+")")
+		fmt.Fprintln(os.Stderr, repeatHint(cfg.seed))
 		os.Exit(1)
 	}
 	rep.print(os.Stdout)
 	if !rep.ok() {
 		fmt.Println("\nFAILED (logs kept in " + cfg.workDir + ")")
+		fmt.Println(repeatHint(cfg.seed))
 		os.Exit(1)
 	}
 	os.RemoveAll(cfg.workDir)
+}
+
+// repeatHint says how to run a failed run's choices again.
+func repeatHint(seed int64) string {
+	return fmt.Sprintf("seed %d: repeat this run's choices with `make chaos CHAOS_FLAGS=-seed=%d`", seed, seed)
 }

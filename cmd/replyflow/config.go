@@ -71,6 +71,9 @@ type Config struct {
 	WebchatAddr     string `envconfig:"WEBCHAT_ADDR" default:"127.0.0.1:8080"`
 	WebchatURL      string `envconfig:"WEBCHAT_URL" default:"http://127.0.0.1:8080"`
 	WebchatBotToken string `envconfig:"WEBCHAT_BOT_TOKEN"`
+	// HTTPTimeout bounds how long a request may take to arrive and its
+	// answer to be written (event streams bound each write instead).
+	HTTPTimeout time.Duration `envconfig:"HTTP_TIMEOUT" default:"30s"`
 	// WebchatEmoji overrides the web chat's reaction emoji, state:emoji.
 	WebchatEmoji map[string]string `envconfig:"WEBCHAT_EMOJI"`
 
@@ -120,6 +123,7 @@ func (c Config) validate() error {
 	check(c.TurnHeartbeatTimeout >= time.Second, "REPLYFLOW_TURN_HEARTBEAT_TIMEOUT must be at least 1s, got %s", c.TurnHeartbeatTimeout)
 	check(c.TurnAttempts >= 1, "REPLYFLOW_TURN_ATTEMPTS must be at least 1")
 	check(c.DeliveryTimeout > 0, "REPLYFLOW_DELIVERY_TIMEOUT must be positive")
+	check(c.HTTPTimeout > 0, "REPLYFLOW_HTTP_TIMEOUT must be positive, got %s", c.HTTPTimeout)
 	check(c.DeliveryDeadline >= c.DeliveryTimeout, "REPLYFLOW_DELIVERY_DEADLINE must be at least REPLYFLOW_DELIVERY_TIMEOUT")
 	check(c.MaxHistoryEvents >= 0, "REPLYFLOW_MAX_HISTORY_EVENTS must not be negative")
 	check(c.WorkflowCacheSize >= 1, "REPLYFLOW_WORKFLOW_CACHE_SIZE must be at least 1, got %d", c.WorkflowCacheSize)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -34,6 +35,11 @@ func runDev(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err := os.MkdirAll(cfg.DevDir, 0o755); err != nil {
 		return fmt.Errorf("create %s (REPLYFLOW_DEV_DIR): %w", cfg.DevDir, err)
 	}
+	lock, err := lockDevDir(cfg.DevDir, devLockWait, logger)
+	if err != nil {
+		return err
+	}
+	defer lock.release()
 	if os.Getenv("REPLYFLOW_STORE_DSN") == "" {
 		cfg.StoreDSN = filepath.Join(cfg.DevDir, "replyflow.db")
 	}
@@ -52,6 +58,10 @@ func runDev(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		return err
 	}
 	defer server.stop(logger)
+	if err := lock.recordServer(server.cmd.Process.Pid); err != nil {
+		ln.Close()
+		return err
+	}
 
 	hostPort := net.JoinHostPort(cfg.DevTemporalIP, strconv.Itoa(cfg.DevPort))
 	c, err := waitForTemporal(ctx, hostPort, server, logger)
@@ -121,7 +131,10 @@ replyflow dev is running (Ctrl-C stops everything)
 type devServer struct {
 	cmd     *exec.Cmd
 	logPath string
-	exited  chan struct{}
+	// logStart is where this run's output begins in the log.
+	logStart int64
+	dbFile   string
+	exited   chan struct{}
 }
 
 func startDevServer(cfg Config) (*devServer, error) {
@@ -129,11 +142,12 @@ func startDevServer(cfg Config) (*devServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the Temporal CLI was not found at %s: run `make dev`, which builds it into ./bin, or set REPLYFLOW_DEV_TEMPORAL_CLI", cfg.DevTemporalCLI)
 	}
+	dbFile := filepath.Join(cfg.DevDir, "temporal.db")
 	args := []string{"server", "start-dev",
 		"--ip", cfg.DevTemporalIP,
 		"--port", strconv.Itoa(cfg.DevPort),
 		"--ui-port", strconv.Itoa(cfg.DevUIPort),
-		"--db-filename", filepath.Join(cfg.DevDir, "temporal.db"),
+		"--db-filename", dbFile,
 		"--log-level", "warn",
 	}
 	args = append(args, devserver.Args()...)
@@ -142,6 +156,7 @@ func startDevServer(cfg Config) (*devServer, error) {
 	if err != nil {
 		return nil, err
 	}
+	logStart, _ := logFile.Seek(0, io.SeekEnd)
 	cmd := exec.Command(cli, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Its own process group, so Ctrl-C reaches replyflow first and the
@@ -151,7 +166,7 @@ func startDevServer(cfg Config) (*devServer, error) {
 		logFile.Close()
 		return nil, fmt.Errorf("start the Temporal dev server (%s): %w", cli, err)
 	}
-	s := &devServer{cmd: cmd, logPath: logPath, exited: make(chan struct{})}
+	s := &devServer{cmd: cmd, logPath: logPath, logStart: logStart, dbFile: dbFile, exited: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		logFile.Close()
@@ -184,7 +199,7 @@ func waitForTemporal(ctx context.Context, hostPort string, server *devServer, lo
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-server.exited:
-			return nil, fmt.Errorf("the Temporal dev server exited at start; see %s (is port %s in use?)", server.logPath, hostPort)
+			return nil, server.startFailure(hostPort)
 		case <-time.After(250 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -197,4 +212,37 @@ func randomToken() string {
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// startFailure names why the server exited at start, from what it logged:
+// its database held by another process, or a port in use.
+func (s *devServer) startFailure(hostPort string) error {
+	out := s.logSinceStart()
+	lower := strings.ToLower(out)
+	switch {
+	case strings.Contains(lower, "database is locked"), strings.Contains(lower, "sqlite_busy"),
+		strings.Contains(lower, "within a transaction"):
+		return fmt.Errorf("the Temporal dev server could not use its database %s: another process holds it (a server from an earlier run? `fuser %s` names it; stop it and start again); see %s",
+			s.dbFile, s.dbFile, s.logPath)
+	case strings.Contains(lower, "address already in use"):
+		return fmt.Errorf("the Temporal dev server could not listen: a port is in use by another program (frontend %s, or the UI's): stop it, or set REPLYFLOW_DEV_TEMPORAL_PORT and REPLYFLOW_DEV_UI_PORT; see %s",
+			hostPort, s.logPath)
+	}
+	return fmt.Errorf("the Temporal dev server exited at start; see %s", s.logPath)
+}
+
+// logSinceStart is what the server wrote in this run (its last 64 KiB).
+func (s *devServer) logSinceStart() string {
+	f, err := os.Open(s.logPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	end, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return ""
+	}
+	from := max(s.logStart, end-64<<10)
+	data, _ := io.ReadAll(io.NewSectionReader(f, from, end-from))
+	return string(data)
 }

@@ -43,7 +43,9 @@ func withTelegram(t *testing.T, cfg Config) (Config, *telegramtest.Server) {
 
 func startTelegramStack(t *testing.T, cfg Config) *telegramStack {
 	cfg, fake := withTelegram(t, cfg)
-	return &telegramStack{stack: startStack(t, cfg), fake: fake}
+	s := &telegramStack{stack: startStack(t, cfg), fake: fake}
+	s.waitTelegramUp()
+	return s
 }
 
 func tgKey(chat telegramtest.Chat) pipeline.SessionKey {

@@ -54,7 +54,9 @@ func run(args []string) error {
 	}
 	logger := newLogger(cfg)
 	slog.SetDefault(logger)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP too: a closed terminal stops `replyflow dev` in order rather
+	// than killing it under its server.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 
 	switch args[0] {

@@ -201,23 +201,25 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 	defer cancel()
 	sink := &workers.Ingress{Client: c, TaskQueue: cfg.TaskQueue}
 	mux := http.NewServeMux()
+	status := newGatewayStatus()
+	mux.Handle("GET /healthz", status)
 	var chat *webchat.Server
 	if cfg.WebchatEnabled {
 		var err error
-		chat, err = webchat.NewServer(webchat.ServerConfig{Sink: sink, BotToken: cfg.WebchatBotToken, Logger: logger})
+		chat, err = webchat.NewServer(webchat.ServerConfig{
+			Sink: sink, BotToken: cfg.WebchatBotToken, Logger: logger, StreamWriteTimeout: cfg.HTTPTimeout,
+		})
 		if err != nil {
 			return err
 		}
 		mux.Handle("/", chat)
+		status.set(webchat.Channel, platformState{State: platformUp})
 	}
 	telegramStopped := make(<-chan error)
 	if cfg.telegramEnabled() {
-		var err error
-		if telegramStopped, err = startTelegram(ctx, mux, sink, cfg, logger); err != nil {
-			return err
-		}
+		telegramStopped = startTelegram(ctx, mux, sink, cfg, logger, status)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := newHTTPServer(mux, cfg.HTTPTimeout)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	var failure error

@@ -1,9 +1,27 @@
 package main
 
-import "syscall"
+import (
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
 
-// childProcAttr puts a child in its own process group and has the kernel
-// stop it if replyflow dies, so no orphan server keeps the ports.
+// childProcAttr puts a child in its own process group (Ctrl-C reaches
+// replyflow first, which stops the server last) and has the kernel kill it
+// at once if replyflow dies: a server shutting down on its own for
+// seconds would hold the ports and the database the next run needs.
+// SQLite recovers a killed server's database when it is next opened.
 func childProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// commandLine is the command line of a running process, "" when there is
+// none (or it has exited and not yet been reaped).
+func commandLine(pid int) string {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return ""
+	}
+	return strings.ReplaceAll(string(data), "\x00", " ")
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"sync/atomic"
 	"time"
 
 	"github.com/replyflow/replyflow/adapters"
@@ -67,52 +68,97 @@ func telegramOutbound(cfg Config, logger *slog.Logger) (*telegram.Client, error)
 	})
 }
 
-// startTelegram connects the gateway to Telegram: in webhook mode it mounts
-// the webhook on mux (and registers it when REPLYFLOW_TELEGRAM_WEBHOOK_URL
-// is set); in polling mode it polls until ctx is done. The returned
-// channel reports a poller that stopped for good.
-func startTelegram(ctx context.Context, mux *http.ServeMux, sink *workers.Ingress, cfg Config, logger *slog.Logger) (<-chan error, error) {
-	rcv, err := newTelegramReceiver(ctx, sink, cfg, logger)
-	if err != nil {
-		return nil, err
-	}
+// startTelegram connects the gateway to Telegram in the background, so
+// that Telegram being unreachable never holds up the other platforms: it
+// asks who the bot is until Telegram answers, then in webhook mode serves
+// the webhook it mounted on mux (and registers it when
+// REPLYFLOW_TELEGRAM_WEBHOOK_URL is set), in polling mode polls until ctx
+// is done. The returned channel reports a refusal no retry can fix (a
+// wrong token).
+func startTelegram(ctx context.Context, mux *http.ServeMux, sink *workers.Ingress, cfg Config, logger *slog.Logger, status *gatewayStatus) <-chan error {
 	stopped := make(chan error, 1)
+	var webhook atomic.Pointer[http.Handler]
 	if cfg.TelegramMode == "webhook" {
-		mux.Handle("POST "+cfg.TelegramWebhookPath, rcv.WebhookHandler(cfg.TelegramWebhookSecret))
-		if cfg.TelegramWebhookURL != "" {
-			if err := rcv.SetWebhook(ctx, cfg.TelegramWebhookURL, cfg.TelegramWebhookSecret); err != nil {
-				return nil, fmt.Errorf("register the Telegram webhook (REPLYFLOW_TELEGRAM_WEBHOOK_URL): %w", err)
+		mux.Handle("POST "+cfg.TelegramWebhookPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if h := webhook.Load(); h != nil {
+				(*h).ServeHTTP(w, r)
+				return
 			}
-		}
-		logger.Info("Telegram webhook ready", "path", cfg.TelegramWebhookPath, "bot", rcv.Identity().Username)
-		return stopped, nil
+			http.Error(w, "the gateway is not connected to Telegram yet; deliver the update again", http.StatusServiceUnavailable)
+		}))
 	}
+	status.set(telegram.Channel, platformState{State: platformConnecting})
 	go func() {
-		if err := rcv.Poll(ctx); err != nil {
+		err := runTelegram(ctx, sink, cfg, logger, status, func(h http.Handler) { webhook.Store(&h) })
+		if err != nil && ctx.Err() == nil {
+			status.set(telegram.Channel, platformState{State: platformFailed, Error: err.Error()})
 			stopped <- err
 		}
 	}()
-	return stopped, nil
+	return stopped
 }
 
-// newTelegramReceiver asks Telegram who the bot is, waiting out a network
-// that is not up yet; a refused token fails at once.
-func newTelegramReceiver(ctx context.Context, sink *workers.Ingress, cfg Config, logger *slog.Logger) (*telegram.Receiver, error) {
-	for attempt := 1; ; attempt++ {
-		rcv, err := telegram.NewReceiver(ctx, telegram.ReceiverConfig{
+func runTelegram(ctx context.Context, sink *workers.Ingress, cfg Config, logger *slog.Logger, status *gatewayStatus, serveWebhook func(http.Handler)) error {
+	var rcv *telegram.Receiver
+	err := untilConnected(ctx, "ask Telegram who the bot is (getMe)", logger, status, func() (err error) {
+		rcv, err = telegram.NewReceiver(ctx, telegram.ReceiverConfig{
 			Token: cfg.TelegramToken, APIURL: cfg.TelegramAPIURL, Sink: sink, Feedback: sink, Logger: logger,
 		})
-		if err == nil {
-			return rcv, nil
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if cfg.TelegramMode == "polling" {
+		status.set(telegram.Channel, platformState{State: platformUp})
+		logger.Info("Telegram connected", "mode", "polling", "bot", rcv.Identity().Username)
+		return rcv.Poll(ctx)
+	}
+	serveWebhook(rcv.WebhookHandler(cfg.TelegramWebhookSecret))
+	if cfg.TelegramWebhookURL != "" {
+		err := untilConnected(ctx, "register the Telegram webhook (REPLYFLOW_TELEGRAM_WEBHOOK_URL)", logger, status, func() error {
+			return rcv.SetWebhook(ctx, cfg.TelegramWebhookURL, cfg.TelegramWebhookSecret)
+		})
+		if err != nil {
+			return err
 		}
-		if kind, _ := adapters.Classify(err); kind == adapters.Permanent || ctx.Err() != nil {
-			return nil, err
+	}
+	status.set(telegram.Channel, platformState{State: platformUp})
+	logger.Info("Telegram connected", "mode", "webhook", "path", cfg.TelegramWebhookPath, "bot", rcv.Identity().Username)
+	return nil
+}
+
+// Waits between attempts to reach Telegram: doubling from the first to
+// the last, then the last until it answers.
+const (
+	firstTelegramRetry = time.Second
+	lastTelegramRetry  = 30 * time.Second
+)
+
+// untilConnected runs attempt until it succeeds, ctx is done, or Telegram
+// refuses for good (a permanent error, returned). Each failure is logged
+// as an error with the time of the next attempt and shown on /healthz.
+func untilConnected(ctx context.Context, what string, logger *slog.Logger, status *gatewayStatus, attempt func() error) error {
+	wait := firstTelegramRetry
+	for n := 1; ; n++ {
+		err := attempt()
+		if err == nil || ctx.Err() != nil {
+			return ctx.Err()
 		}
-		logger.Warn("Telegram not reachable yet; trying again", "attempt", attempt, "error", err)
+		kind, after := adapters.Classify(err)
+		if kind == adapters.Permanent {
+			return fmt.Errorf("%s: Telegram refused (check REPLYFLOW_TELEGRAM_TOKEN and REPLYFLOW_TELEGRAM_API_URL): %w", what, err)
+		}
+		wait = max(wait, after)
+		next := time.Now().Add(wait)
+		logger.Error("Telegram unreachable; the other platforms keep working, trying again (check the network and REPLYFLOW_TELEGRAM_API_URL)",
+			"attempt", n, "next_attempt_at", next.Format(time.RFC3339), "error", err)
+		status.set(telegram.Channel, platformState{State: platformConnecting, Error: err.Error(), Attempts: n, NextAttemptAt: &next})
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(min(time.Duration(attempt)*time.Second, 30*time.Second)):
+			return ctx.Err()
+		case <-time.After(wait):
 		}
+		wait = min(2*wait, lastTelegramRetry)
 	}
 }

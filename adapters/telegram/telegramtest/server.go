@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -95,7 +96,12 @@ func (u User) wire() wireUser {
 
 // New starts a fake Bot API for token (a "123456:secret" token; the bot's
 // ID is the part before the colon). Close it when done.
-func New(token string) *Server {
+func New(token string) *Server { return NewOn(token, nil) }
+
+// NewOn is New serving on ln (a free port when nil): a test can point a
+// gateway at an address before the fake comes up there, as a Bot API that
+// was unreachable and comes back.
+func NewOn(token string, ln net.Listener) *Server {
 	id, _ := strconv.ParseInt(strings.SplitN(token, ":", 2)[0], 10, 64)
 	s := &Server{
 		Token:     token,
@@ -107,7 +113,12 @@ func New(token string) *Server {
 		faults:    map[string][]Fault{},
 		callbacks: map[string]*callbackState{},
 	}
-	s.http = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.http = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	if ln != nil {
+		s.http.Listener.Close()
+		s.http.Listener = ln
+	}
+	s.http.Start()
 	return s
 }
 

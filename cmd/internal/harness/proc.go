@@ -98,6 +98,16 @@ func (p *Proc) Running() bool {
 	}
 }
 
+// Pid is the process's ID, 0 when it is not running.
+func (p *Proc) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // RSS is the process's resident memory in bytes (Linux only).
 func (p *Proc) RSS() (int64, error) {
 	p.mu.Lock()

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/replyflow/replyflow/adapters/telegram"
+	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
+)
+
+// health is what the gateway's GET /healthz says about each platform.
+func (s *stack) health() map[string]platformState {
+	resp, err := http.Get(s.baseURL + "/healthz")
+	require.NoError(s.t, err)
+	defer resp.Body.Close()
+	require.Equal(s.t, http.StatusOK, resp.StatusCode)
+	var body struct {
+		Platforms map[string]platformState `json:"platforms"`
+	}
+	require.NoError(s.t, json.NewDecoder(resp.Body).Decode(&body))
+	return body.Platforms
+}
+
+// waitTelegramUp waits until the gateway is connected to Telegram.
+func (s *stack) waitTelegramUp() {
+	require.Eventually(s.t, func() bool { return s.health()[telegram.Channel].State == platformUp },
+		30*time.Second, 20*time.Millisecond, "the gateway never connected to Telegram: %+v", s.health())
+}
+
+func TestTelegramUnreachableAtStartStopsNeitherTheWebChatNorItself(t *testing.T) {
+	cfg := testConfig(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	telegramAddr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	cfg.TelegramToken = telegramTestToken
+	cfg.TelegramAPIURL = "http://" + telegramAddr
+	cfg.TelegramPace, cfg.TelegramGroupPerMinute = 0, 0
+	s := startStack(t, cfg)
+	s.startWorker(nil)
+
+	// Bounded: a gateway still waiting for Telegram would never answer.
+	client := &http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Get(s.baseURL + "/healthz")
+	require.NoError(t, err, "the gateway serves while Telegram is down")
+	resp.Body.Close()
+	events := subscribe(t, s.baseURL, "outage")
+	resp, err = client.Post(s.baseURL+"/api/chats/outage/messages", "application/json",
+		strings.NewReader(`{"message_id":"o1","sender_id":"alice","text":"anyone there?"}`))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
+	seen := events.collectUntil(t, 30*time.Second, isReplyTo("o1"))
+	assert.Contains(t, summarize(seen, "o1"), "message You said: anyone there?", "the web chat answers while Telegram is down")
+
+	require.Eventually(t, func() bool { return s.health()[telegram.Channel].Attempts >= 1 }, 30*time.Second, 20*time.Millisecond)
+	health := s.health()
+	assert.Equal(t, platformUp, health["webchat"].State)
+	down := health[telegram.Channel]
+	assert.Equal(t, platformConnecting, down.State)
+	assert.Contains(t, down.Error, "getMe")
+	require.NotNil(t, down.NextAttemptAt, "the status says when the next attempt is")
+
+	// Telegram comes back where the gateway looks for it.
+	ln, err = net.Listen("tcp", telegramAddr)
+	require.NoError(t, err)
+	fake := telegramtest.NewOn(telegramTestToken, ln)
+	t.Cleanup(fake.Close)
+	chat := telegramtest.Private(707)
+	fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: "back again"})
+	waitFor(t, fake, "the answer on Telegram", func() bool { return len(fake.Sent(chat.ID)) == 1 })
+	require.Len(t, sentTexts(fake, chat), 1)
+	assert.True(t, strings.HasPrefix(sentTexts(fake, chat)[0], "You said: back again"), sentTexts(fake, chat)[0])
+	assert.Equal(t, platformState{State: platformUp}, s.health()[telegram.Channel])
+}
