@@ -1,7 +1,7 @@
 # replyflow: `make dev` runs everything on this machine, `make test` runs the
 # tests. Both build what they need on first use. `make dev` needs only Go;
 # `make test` also needs a C compiler and PostgreSQL, which it checks first
-# (scripts/test-prereqs.sh; the README's "Two commands" says how to get them).
+# (cmd/internal/prereqs/test-prereqs.sh; the README's "Two commands" says how to get them).
 
 TEMPORAL_CLI_VERSION := v1.5.1
 BIN := $(CURDIR)/bin
@@ -40,7 +40,7 @@ unit: prereqs vet workflowcheck
 
 # Go, a C compiler for -race, and PostgreSQL unless REPLYFLOW_TEST_POSTGRES=off.
 prereqs:
-	@scripts/test-prereqs.sh
+	@cmd/internal/prereqs/test-prereqs.sh
 	@echo "==> downloading the Go modules if needed (first run only: several minutes)"
 	@go mod download
 
@@ -54,12 +54,12 @@ vet:
 
 # The Temporal SDK's static determinism checker, over the workflow code:
 # time.Now, goroutines, map iteration and the like fail the build.
-# workflowcheck.yaml lists its proven false positives, each with its proof.
+# workflows/workflowcheck.yaml lists its proven false positives, each with its proof.
 $(WORKFLOWCHECK):
 	GOBIN=$(BIN) go install go.temporal.io/sdk/contrib/tools/workflowcheck@$(WORKFLOWCHECK_VERSION)
 
 workflowcheck: $(WORKFLOWCHECK)
-	$(WORKFLOWCHECK) -config workflowcheck.yaml ./workflows/...
+	$(WORKFLOWCHECK) -config workflows/workflowcheck.yaml ./workflows/...
 
 fmt:
 	gofmt -w .

@@ -21,7 +21,7 @@ func TestStoreOnSQLite(t *testing.T) {
 }
 
 // defaultTestPostgres is where the PostgreSQL suites run unless
-// REPLYFLOW_TEST_POSTGRES_DSN says otherwise; scripts/check-test-prereqs
+// REPLYFLOW_TEST_POSTGRES_DSN says otherwise; cmd/internal/prereqs/test-prereqs.sh
 // checks the same address before `make test`.
 const defaultTestPostgres = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 

@@ -4,7 +4,7 @@
 # with cgo) and, unless REPLYFLOW_TEST_POSTGRES=off, the PostgreSQL the
 # store suites use. Each missing piece is one line saying how to get it.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.." || exit 1 # the repository's root
 
 default_dsn="postgres://postgres@127.0.0.1:5432/test?sslmode=disable" # as activities/store's tests
 problems=()
@@ -23,6 +23,10 @@ version_at_least() {
 }
 
 want_go=$(awk '$1 == "go" { print $2; exit }' go.mod)
+if [ -z "$want_go" ]; then
+	echo "test-prereqs: no go directive read from $(pwd)/go.mod" >&2
+	exit 1
+fi
 if ! command -v go >/dev/null 2>&1; then
 	missing "Go $want_go or newer, and go is not on PATH: install it from https://go.dev/dl/"
 elif ! have_go=$(go env GOVERSION 2>&1); then
