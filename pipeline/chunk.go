@@ -156,18 +156,14 @@ func newChunker(text string, limit int) *chunker {
 }
 
 // trimmedEnd is where the reply ends without its trailing white space,
-// unless that would make the last line of a code block left open its
-// closing fence.
+// but for the trailing white space of a last line in a code block left
+// open.
 func (c *chunker) trimmedEnd() int {
 	end := len(strings.TrimRightFunc(c.text, unicode.IsSpace))
 	if end == 0 {
 		return 0
 	}
-	l := c.lines[lineAt(c.lines, end-1)]
-	if l.kind != codeLine {
-		return end
-	}
-	if f, ok := parseFence(c.text[l.start:end]); ok && f.closes(c.blocks[l.block].fence) {
+	if l := c.lines[lineAt(c.lines, end-1)]; l.kind == openerLine || l.kind == codeLine {
 		return l.end
 	}
 	return end

@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"math/rand"
 	"strings"
 	"testing"
 
@@ -100,6 +101,27 @@ func TestChunkLongRunAtTheChannelLimit(t *testing.T) {
 	assert.Equal(t, 8000, pipeline.ChunkLimitOf("webchat"))
 	assert.Equal(t, 4096, pipeline.ChunkLimitOf("telegram"))
 	assert.Equal(t, 4000, pipeline.ChunkLimitOf("unknown"))
+}
+
+// Replies made of Markdown's awkward parts reach corners that byte
+// mutation takes long to find: longer runs of this generator found the
+// failures kept in testdata/fuzz/FuzzChunk.
+func TestChunkRulesOnGeneratedReplies(t *testing.T) {
+	parts := []string{"```", "~~~", "````", "```go", "~~~ py", "\n", "\n", "\n\n", " ", "  ", "    ", "\t",
+		"word", "longerword", "(", ")", "[link](http://x.y/z)", "é", "😀", "`", "``", "a", "b c", "> q", "- item",
+		"# h", "```a`", "\r", "\u00a0", "&", "<b>", "\n   ```", "\n  ~~~~", "\n```\n", "\n~~~\n", "\n    code",
+		"\n````\n", "abcdefghijklmnopqrstuvwxyz"}
+	rng := rand.New(rand.NewSource(14))
+	for i := 0; i < 2000; i++ {
+		var b strings.Builder
+		for n := rng.Intn(50); n > 0; n-- {
+			b.WriteString(parts[rng.Intn(len(parts))])
+		}
+		text, limit := b.String(), 16+rng.Intn(48)
+		if err := checkChunks(text, limit, pipeline.Chunk(text, limit), chunkWidths...); err != nil {
+			t.Fatalf("Chunk(%q, %d): %v", text, limit, err)
+		}
+	}
 }
 
 // FuzzChunk checks every rule of checkChunks for any reply and limit;

@@ -280,7 +280,12 @@ func readMarkdown(doc string) markdown {
 	md.openAtEnd = open != nil
 	if md.openAtEnd {
 		b := &md.blocks[len(md.blocks)-1]
-		b.end = len(strings.TrimRightFunc(doc, unicode.IsSpace))
+		b.end = len(strings.TrimRightFunc(doc, unicode.IsSpace)) // and the rest of its line
+		if eol := strings.IndexByte(doc[b.end:], '\n'); eol >= 0 {
+			b.end += eol
+		} else {
+			b.end = len(doc)
+		}
 	}
 	return md
 }
