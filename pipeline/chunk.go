@@ -56,7 +56,8 @@ const minFenceLimit = 16
 // character and a closing fence, or its opening and closing lines as
 // written, over the limit) is kept whole in one chunk when it fits, and
 // cut as text when it does not. Under a limit of 16 every block is cut as
-// text.
+// text. A line holding a run of backticks or tildes wider than half the
+// limit is cut as if it held no fences.
 func Chunk(text string, limit int) []string {
 	c := newChunker(text, max(limit, 1))
 	var out []string
@@ -120,6 +121,12 @@ type chunker struct {
 	// nextNonBlank[i] is the index of the first line after line i that is
 	// not white space, or -1.
 	nextNonBlank []int
+	// longRun[i] is true when line i holds a run of backticks or tildes
+	// wider than half the limit. A piece of such a run starting a chunk
+	// reads as a fence, but keeping it from doing so would take chunks of
+	// two characters (thousands, for a degenerate reply), so that line is
+	// cut as if it held no fences.
+	longRun []bool
 }
 
 func newChunker(text string, limit int) *chunker {
@@ -151,6 +158,10 @@ func newChunker(text string, limit int) *chunker {
 	}
 	for i := range c.blocks {
 		c.blocks[i].mode = c.modeOf(c.blocks[i])
+	}
+	c.longRun = make([]bool, len(lines))
+	for i, l := range lines {
+		c.longRun[i] = 2*longestFenceRun(text[l.start:l.end]) > limit
 	}
 	return c
 }
@@ -188,6 +199,24 @@ func (c *chunker) modeOf(b chunkBlock) blockMode {
 		return wholeBlock
 	}
 	return plainBlock
+}
+
+// longestFenceRun is the length of the longest run of backticks or tildes
+// in line.
+func longestFenceRun(line string) int {
+	longest, run := 0, 0
+	for i := 0; i < len(line); i++ {
+		switch {
+		case line[i] != '`' && line[i] != '~':
+			run = 0
+		case i > 0 && line[i] == line[i-1]:
+			run++
+		default:
+			run = 1
+		}
+		longest = max(longest, run)
+	}
+	return longest
 }
 
 // width is the length of text[from:to] in UTF-16 code units.

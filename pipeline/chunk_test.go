@@ -44,6 +44,10 @@ func TestChunk(t *testing.T) {
 		{"fence is closed and reopened", "intro\n```go\nline one\nline two\nline three\n```", 30,
 			[]string{"intro\n```go\nline one\n```", "```go\nline two\nline three\n```"}},
 		{"next chunk keeps its indentation", "para one\n\n  - nested item", 16, []string{"para one", "  - nested item"}},
+		{"no chunk starts with a fence its line does not have", "Use ~~~ or ``` to start one, and the same to end it. Then ~~~~ longer ones work too.", 20,
+			[]string{"Use ~~~ or ``` to", "start one, and the", "same to end it.", "Then ~~~~ longer", "ones work too."}},
+		{"a run of backticks wider than half the limit is cut like text", "x" + strings.Repeat("`", 40), 16,
+			[]string{"x" + strings.Repeat("`", 15), strings.Repeat("`", 16), strings.Repeat("`", 9)}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

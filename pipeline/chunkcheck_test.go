@@ -36,8 +36,9 @@ func utf16Len(s string) int { return len(utf16.Encode([]rune(s))) }
 //     and the white space at cuts outside code, are the reply.
 //
 // Blocks whose fence lines leave no room in a chunk and that do not fit
-// in one (see Chunk) cannot keep the fence rules; where the reply has one,
-// only the widths and the text are checked.
+// in one, and runs of backticks or tildes wider than half the limit (see
+// Chunk), cannot keep the fence rules; where the reply has one, only the
+// widths and the text are checked.
 func checkChunks(text string, limit int, chunks []string, widths ...width) error {
 	for i, c := range chunks {
 		if strings.TrimSpace(c) == "" {
@@ -51,7 +52,7 @@ func checkChunks(text string, limit int, chunks []string, widths ...width) error
 	}
 	r := &reassembly{text: text, chunks: chunks, dead: map[reassemblyState]bool{}}
 	r.doc = readMarkdown(text)
-	r.fenceRules = limit >= 16 && !r.doc.hasUnkeepableBlock(limit)
+	r.fenceRules = limit >= 16 && !r.doc.hasUnkeepableBlock(limit) && !hasLongFenceRun(text, limit)
 	if !r.from(reassemblyState{}) {
 		return r.err
 	}
@@ -316,3 +317,16 @@ func (md markdown) hasUnkeepableBlock(limit int) bool {
 }
 
 func (md markdown) width(b mdBlock) int { return utf16Len(md.source[b.start:b.end]) }
+
+var fenceRun = regexp.MustCompile("`+|~+")
+
+// hasLongFenceRun is true when text holds a run of backticks or tildes
+// wider than half the limit.
+func hasLongFenceRun(text string, limit int) bool {
+	for _, run := range fenceRun.FindAllString(text, -1) {
+		if 2*len(run) > limit {
+			return true
+		}
+	}
+	return false
+}
