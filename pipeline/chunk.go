@@ -147,7 +147,8 @@ func newChunker(text string, limit int) *chunker {
 	}
 	trimmed := strings.TrimLeftFunc(text, unicode.IsSpace)
 	c.start = strings.LastIndexByte(text[:len(text)-len(trimmed)], '\n') + 1
-	c.end = c.trimmedEnd()
+	end, kept := c.trimmedEnd()
+	c.end = end
 	c.nextNonBlank = make([]int, len(lines))
 	next := -1
 	for i := len(lines) - 1; i >= 0; i-- {
@@ -159,6 +160,10 @@ func newChunker(text string, limit int) *chunker {
 	for i := range c.blocks {
 		c.blocks[i].mode = c.modeOf(c.blocks[i])
 	}
+	if kept >= 0 && c.blocks[kept].mode == plainBlock {
+		// cut as text: its last line may lose its white space.
+		c.end = len(strings.TrimRightFunc(text, unicode.IsSpace))
+	}
 	c.longRun = make([]bool, len(lines))
 	for i, l := range lines {
 		c.longRun[i] = 2*longestFenceRun(text[l.start:l.end]) > limit
@@ -167,17 +172,21 @@ func newChunker(text string, limit int) *chunker {
 }
 
 // trimmedEnd is where the reply ends without its trailing white space,
-// but for the trailing white space of a last line in a code block left
-// open.
-func (c *chunker) trimmedEnd() int {
+// and the block whose last line keeps its own (or -1): trimming it would
+// make the last line of a block left open its closing fence.
+func (c *chunker) trimmedEnd() (int, int) {
 	end := len(strings.TrimRightFunc(c.text, unicode.IsSpace))
 	if end == 0 {
-		return 0
+		return 0, -1
 	}
-	if l := c.lines[lineAt(c.lines, end-1)]; l.kind == openerLine || l.kind == codeLine {
-		return l.end
+	l := c.lines[lineAt(c.lines, end-1)]
+	if l.kind != codeLine {
+		return end, -1
 	}
-	return end
+	if f, ok := parseFence(c.text[l.start:end]); ok && f.closes(c.blocks[l.block].fence) {
+		return l.end, l.block
+	}
+	return end, -1
 }
 
 // modeOf decides whether b can be closed and reopened: a chunk must hold

@@ -261,7 +261,7 @@ func readMarkdown(doc string) markdown {
 		m := fenceLine.FindStringSubmatch(line)
 		class := block
 		switch {
-		case open != nil && m != nil && m[2][0] == open[2][0] && len(m[2]) >= len(open[2]) && strings.Trim(m[3], " \t") == "":
+		case closes(m, open):
 			class, block, open = classFence, "", nil
 			b := &md.blocks[len(md.blocks)-1]
 			b.closeLineTrim = strings.TrimRightFunc(line, unicode.IsSpace)
@@ -281,14 +281,25 @@ func readMarkdown(doc string) markdown {
 	md.openAtEnd = open != nil
 	if md.openAtEnd {
 		b := &md.blocks[len(md.blocks)-1]
-		b.end = len(strings.TrimRightFunc(doc, unicode.IsSpace)) // and the rest of its line
-		if eol := strings.IndexByte(doc[b.end:], '\n'); eol >= 0 {
-			b.end += eol
-		} else {
-			b.end = len(doc)
+		// To the end of the reply without its trailing white space, or
+		// with that of its last line if trimming it makes a closing fence.
+		b.end = len(strings.TrimRightFunc(doc, unicode.IsSpace))
+		lineStart := strings.LastIndexByte(doc[:b.end], '\n') + 1
+		if lineStart > b.start && closes(fenceLine.FindStringSubmatch(doc[lineStart:b.end]), open) {
+			if eol := strings.IndexByte(doc[b.end:], '\n'); eol >= 0 {
+				b.end += eol
+			} else {
+				b.end = len(doc)
+			}
 		}
 	}
 	return md
+}
+
+// closes reports whether the fence line m (fenceLine's submatches, nil
+// for another line) closes the block that open opened.
+func closes(m, open []string) bool {
+	return open != nil && m != nil && m[2][0] == open[2][0] && len(m[2]) >= len(open[2]) && strings.Trim(m[3], " \t") == ""
 }
 
 // classOfOpening is the class of the code in a block that line opens:
