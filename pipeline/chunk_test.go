@@ -72,6 +72,8 @@ var fenceBreakers = []struct {
 		[]string{"````md\n```go\nx := 1\n```\n````", "````md\ntext after\n````\nend"}},
 	{"a reopened fence keeps its first line's indentation", "```py\ndef f():\n    return 1\n\n    return 2\n```", 24,
 		[]string{"```py\ndef f():\n```", "```py\n    return 1\n\n```", "```py\n    return 2\n```"}},
+	{"a reopened fence keeps its info string", "```javascript\nlet a = 1;\nlet b = 2;\nlet c = 3;\n```", 30,
+		[]string{"```javascript\nlet a = 1;\n```", "```javascript\nlet b = 2;\n```", "```javascript\nlet c = 3;\n```"}},
 	{"a hard cut never lands in a closing fence", "```sh x (y\nls\n```\n\nafter it", 20,
 		[]string{"```sh x (y\nls\n```", "after it"}},
 }

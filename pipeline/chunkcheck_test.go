@@ -97,7 +97,11 @@ func (r *reassembly) from(s reassemblyState) bool {
 	r.dead[s] = true // until it succeeds, which ends the search
 	c := r.chunks[s.chunk]
 	local := readMarkdown(c)
-	for _, open := range r.addedOpenings(s, c, local) {
+	openings := r.addedOpenings(s, c, local)
+	if len(openings) == 0 {
+		return r.fail(s.chunk, "it does not reopen the code block the chunk before it closed")
+	}
+	for _, open := range openings {
 		for _, end := range r.addedClosings(c) {
 			if open > end || open == end && open == 0 {
 				continue // a reopened block may hold just an empty line
