@@ -56,7 +56,8 @@ const minFenceLimit = 16
 // character and a closing fence, or its opening and closing lines as
 // written, over the limit) is kept whole in one chunk when it fits, and
 // cut as text when it does not. Under a limit of 16 every block is cut as
-// text.
+// text. A line holding a run of backticks or tildes wider than half the
+// limit is cut as if it held no fences.
 func Chunk(text string, limit int) []string {
 	c := newChunker(text, max(limit, 1))
 	var out []string
@@ -120,6 +121,12 @@ type chunker struct {
 	// nextNonBlank[i] is the index of the first line after line i that is
 	// not white space, or -1.
 	nextNonBlank []int
+	// longRun[i] is true when line i holds a run of backticks or tildes
+	// wider than half the limit. A piece of such a run starting a chunk
+	// reads as a fence, but keeping it from doing so would take chunks of
+	// two characters (thousands, for a degenerate reply), so that line is
+	// cut as if it held no fences.
+	longRun []bool
 }
 
 func newChunker(text string, limit int) *chunker {
@@ -140,7 +147,8 @@ func newChunker(text string, limit int) *chunker {
 	}
 	trimmed := strings.TrimLeftFunc(text, unicode.IsSpace)
 	c.start = strings.LastIndexByte(text[:len(text)-len(trimmed)], '\n') + 1
-	c.end = c.trimmedEnd()
+	end, kept := c.trimmedEnd()
+	c.end = end
 	c.nextNonBlank = make([]int, len(lines))
 	next := -1
 	for i := len(lines) - 1; i >= 0; i-- {
@@ -152,25 +160,33 @@ func newChunker(text string, limit int) *chunker {
 	for i := range c.blocks {
 		c.blocks[i].mode = c.modeOf(c.blocks[i])
 	}
+	if kept >= 0 && c.blocks[kept].mode == plainBlock {
+		// cut as text: its last line may lose its white space.
+		c.end = len(strings.TrimRightFunc(text, unicode.IsSpace))
+	}
+	c.longRun = make([]bool, len(lines))
+	for i, l := range lines {
+		c.longRun[i] = 2*longestFenceRun(text[l.start:l.end]) > limit
+	}
 	return c
 }
 
 // trimmedEnd is where the reply ends without its trailing white space,
-// unless that would make the last line of a code block left open its
-// closing fence.
-func (c *chunker) trimmedEnd() int {
+// and the block whose last line keeps its own (or -1): trimming it would
+// make the last line of a block left open its closing fence.
+func (c *chunker) trimmedEnd() (int, int) {
 	end := len(strings.TrimRightFunc(c.text, unicode.IsSpace))
 	if end == 0 {
-		return 0
+		return 0, -1
 	}
 	l := c.lines[lineAt(c.lines, end-1)]
 	if l.kind != codeLine {
-		return end
+		return end, -1
 	}
 	if f, ok := parseFence(c.text[l.start:end]); ok && f.closes(c.blocks[l.block].fence) {
-		return l.end
+		return l.end, l.block
 	}
-	return end
+	return end, -1
 }
 
 // modeOf decides whether b can be closed and reopened: a chunk must hold
@@ -192,6 +208,24 @@ func (c *chunker) modeOf(b chunkBlock) blockMode {
 		return wholeBlock
 	}
 	return plainBlock
+}
+
+// longestFenceRun is the length of the longest run of backticks or tildes
+// in line.
+func longestFenceRun(line string) int {
+	longest, run := 0, 0
+	for i := 0; i < len(line); i++ {
+		switch {
+		case line[i] != '`' && line[i] != '~':
+			run = 0
+		case i > 0 && line[i] == line[i-1]:
+			run++
+		default:
+			run = 1
+		}
+		longest = max(longest, run)
+	}
+	return longest
 }
 
 // width is the length of text[from:to] in UTF-16 code units.

@@ -41,17 +41,29 @@ func (c *chunker) bestCut(pos, budget int) (cut, bool) {
 		}
 		return cuts[i].end > cuts[j].end
 	})
-	for _, k := range cuts {
-		if c.fragmentsKept(pos, k.end) {
-			return k, true
+	// Better a cut that lets the next chunk start its line as text (a
+	// chunk starting "~~~ is a fence" would be code) than a later one.
+	for _, lookAhead := range []bool{true, false} {
+		for _, k := range cuts {
+			if c.fragmentsKept(pos, k.end) && (!lookAhead || c.startKept(k.next)) {
+				return k, true
+			}
 		}
 	}
 	return cut{}, false
 }
 
-// hardCut is the cut of last resort, unreachable while the rules of the
-// cuts hold (a character or two always makes a valid chunk): as much as
-// fits, so that Chunk neither loops nor loses text.
+// startKept reports whether a chunk starting at pos keeps the meaning of
+// the rest of the line it starts in.
+func (c *chunker) startKept(pos int) bool {
+	li := lineAt(c.lines, pos)
+	l := c.lines[li]
+	return pos == l.start || c.fragmentKept(li, pos, l.end)
+}
+
+// hardCut is the cut of last resort, for a character wider than the limit
+// (below 2): as much as fits, and at least that character. Other limits
+// never need it (a character or two always makes a valid cut).
 func (c *chunker) hardCut(pos, budget int) cut {
 	end := pos
 	for end < c.end {
@@ -213,7 +225,7 @@ func (c *chunker) fragmentsKept(pos, end int) bool {
 // an opening fence; in code, not as the closing fence of its block.
 func (c *chunker) fragmentKept(li, from, to int) bool {
 	f, ok := parseFence(c.text[from:to])
-	if !ok {
+	if !ok || c.longRun[li] {
 		return true
 	}
 	switch c.kindOf(li) {

@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"math/rand"
 	"strings"
 	"testing"
 
@@ -43,6 +44,10 @@ func TestChunk(t *testing.T) {
 		{"fence is closed and reopened", "intro\n```go\nline one\nline two\nline three\n```", 30,
 			[]string{"intro\n```go\nline one\n```", "```go\nline two\nline three\n```"}},
 		{"next chunk keeps its indentation", "para one\n\n  - nested item", 16, []string{"para one", "  - nested item"}},
+		{"no chunk starts with a fence its line does not have", "Use ~~~ or ``` to start one, and the same to end it. Then ~~~~ longer ones work too.", 20,
+			[]string{"Use ~~~ or ``` to", "start one, and the", "same to end it.", "Then ~~~~ longer", "ones work too."}},
+		{"a run of backticks wider than half the limit is cut like text", "x" + strings.Repeat("`", 40), 16,
+			[]string{"x" + strings.Repeat("`", 15), strings.Repeat("`", 16), strings.Repeat("`", 9)}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -67,6 +72,8 @@ var fenceBreakers = []struct {
 		[]string{"````md\n```go\nx := 1\n```\n````", "````md\ntext after\n````\nend"}},
 	{"a reopened fence keeps its first line's indentation", "```py\ndef f():\n    return 1\n\n    return 2\n```", 24,
 		[]string{"```py\ndef f():\n```", "```py\n    return 1\n\n```", "```py\n    return 2\n```"}},
+	{"a reopened fence keeps its info string", "```javascript\nlet a = 1;\nlet b = 2;\nlet c = 3;\n```", 30,
+		[]string{"```javascript\nlet a = 1;\n```", "```javascript\nlet b = 2;\n```", "```javascript\nlet c = 3;\n```"}},
 	{"a hard cut never lands in a closing fence", "```sh x (y\nls\n```\n\nafter it", 20,
 		[]string{"```sh x (y\nls\n```", "after it"}},
 }
@@ -100,6 +107,27 @@ func TestChunkLongRunAtTheChannelLimit(t *testing.T) {
 	assert.Equal(t, 8000, pipeline.ChunkLimitOf("webchat"))
 	assert.Equal(t, 4096, pipeline.ChunkLimitOf("telegram"))
 	assert.Equal(t, 4000, pipeline.ChunkLimitOf("unknown"))
+}
+
+// Replies made of Markdown's awkward parts reach corners that byte
+// mutation takes long to find: longer runs of this generator found the
+// failures kept in testdata/fuzz/FuzzChunk.
+func TestChunkRulesOnGeneratedReplies(t *testing.T) {
+	parts := []string{"```", "~~~", "````", "```go", "~~~ py", "\n", "\n", "\n\n", " ", "  ", "    ", "\t",
+		"word", "longerword", "(", ")", "[link](http://x.y/z)", "é", "😀", "`", "``", "a", "b c", "> q", "- item",
+		"# h", "```a`", "\r", "\u00a0", "&", "<b>", "\n   ```", "\n  ~~~~", "\n```\n", "\n~~~\n", "\n    code",
+		"\n````\n", "abcdefghijklmnopqrstuvwxyz"}
+	rng := rand.New(rand.NewSource(14))
+	for i := 0; i < 2000; i++ {
+		var b strings.Builder
+		for n := rng.Intn(50); n > 0; n-- {
+			b.WriteString(parts[rng.Intn(len(parts))])
+		}
+		text, limit := b.String(), 16+rng.Intn(48)
+		if err := checkChunks(text, limit, pipeline.Chunk(text, limit), chunkWidths...); err != nil {
+			t.Fatalf("Chunk(%q, %d): %v", text, limit, err)
+		}
+	}
 }
 
 // FuzzChunk checks every rule of checkChunks for any reply and limit;

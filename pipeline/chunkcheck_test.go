@@ -36,8 +36,9 @@ func utf16Len(s string) int { return len(utf16.Encode([]rune(s))) }
 //     and the white space at cuts outside code, are the reply.
 //
 // Blocks whose fence lines leave no room in a chunk and that do not fit
-// in one (see Chunk) cannot keep the fence rules; where the reply has one,
-// only the widths and the text are checked.
+// in one, and runs of backticks or tildes wider than half the limit (see
+// Chunk), cannot keep the fence rules; where the reply has one, only the
+// widths and the text are checked.
 func checkChunks(text string, limit int, chunks []string, widths ...width) error {
 	for i, c := range chunks {
 		if strings.TrimSpace(c) == "" {
@@ -51,7 +52,7 @@ func checkChunks(text string, limit int, chunks []string, widths ...width) error
 	}
 	r := &reassembly{text: text, chunks: chunks, dead: map[reassemblyState]bool{}}
 	r.doc = readMarkdown(text)
-	r.fenceRules = limit >= 16 && !r.doc.hasUnkeepableBlock(limit)
+	r.fenceRules = limit >= 16 && !r.doc.hasUnkeepableBlock(limit) && !hasLongFenceRun(text, limit)
 	if !r.from(reassemblyState{}) {
 		return r.err
 	}
@@ -96,7 +97,11 @@ func (r *reassembly) from(s reassemblyState) bool {
 	r.dead[s] = true // until it succeeds, which ends the search
 	c := r.chunks[s.chunk]
 	local := readMarkdown(c)
-	for _, open := range r.addedOpenings(s, c, local) {
+	openings := r.addedOpenings(s, c, local)
+	if len(openings) == 0 {
+		return r.fail(s.chunk, "it does not reopen the code block the chunk before it closed")
+	}
+	for _, open := range openings {
 		for _, end := range r.addedClosings(c) {
 			if open > end || open == end && open == 0 {
 				continue // a reopened block may hold just an empty line
@@ -260,7 +265,7 @@ func readMarkdown(doc string) markdown {
 		m := fenceLine.FindStringSubmatch(line)
 		class := block
 		switch {
-		case open != nil && m != nil && m[2][0] == open[2][0] && len(m[2]) >= len(open[2]) && strings.Trim(m[3], " \t") == "":
+		case closes(m, open):
 			class, block, open = classFence, "", nil
 			b := &md.blocks[len(md.blocks)-1]
 			b.closeLineTrim = strings.TrimRightFunc(line, unicode.IsSpace)
@@ -280,9 +285,25 @@ func readMarkdown(doc string) markdown {
 	md.openAtEnd = open != nil
 	if md.openAtEnd {
 		b := &md.blocks[len(md.blocks)-1]
+		// To the end of the reply without its trailing white space, or
+		// with that of its last line if trimming it makes a closing fence.
 		b.end = len(strings.TrimRightFunc(doc, unicode.IsSpace))
+		lineStart := strings.LastIndexByte(doc[:b.end], '\n') + 1
+		if lineStart > b.start && closes(fenceLine.FindStringSubmatch(doc[lineStart:b.end]), open) {
+			if eol := strings.IndexByte(doc[b.end:], '\n'); eol >= 0 {
+				b.end += eol
+			} else {
+				b.end = len(doc)
+			}
+		}
 	}
 	return md
+}
+
+// closes reports whether the fence line m (fenceLine's submatches, nil
+// for another line) closes the block that open opened.
+func closes(m, open []string) bool {
+	return open != nil && m != nil && m[2][0] == open[2][0] && len(m[2]) >= len(open[2]) && strings.Trim(m[3], " \t") == ""
 }
 
 // classOfOpening is the class of the code in a block that line opens:
@@ -311,3 +332,16 @@ func (md markdown) hasUnkeepableBlock(limit int) bool {
 }
 
 func (md markdown) width(b mdBlock) int { return utf16Len(md.source[b.start:b.end]) }
+
+var fenceRun = regexp.MustCompile("`+|~+")
+
+// hasLongFenceRun is true when text holds a run of backticks or tildes
+// wider than half the limit.
+func hasLongFenceRun(text string, limit int) bool {
+	for _, run := range fenceRun.FindAllString(text, -1) {
+		if 2*len(run) > limit {
+			return true
+		}
+	}
+	return false
+}
