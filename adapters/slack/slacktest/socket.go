@@ -161,6 +161,10 @@ func (s *Server) dropConn(c *socketConn) {
 	_ = c.ws.Close()
 }
 
+// DropConnections closes every open socket without a word, as a lost
+// network does; unacked envelopes are sent again on the next socket.
+func (s *Server) DropConnections() { s.closeSockets() }
+
 func (s *Server) closeSockets() {
 	s.mu.Lock()
 	conns := slices.Clone(s.socket.conns)

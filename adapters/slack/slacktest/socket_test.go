@@ -131,6 +131,27 @@ func TestSocketModeReconnectsOnDisconnect(t *testing.T) {
 	}
 }
 
+func TestSocketModeRedeliversOnTheNextSocketAfterADrop(t *testing.T) {
+	fake, _ := start(t)
+	ctx, client := runSocket(t, fake)
+	id := fake.SendEvent(slacktest.ReactionAdded("U1", "eyes", "C1", "1.000001"))
+	next(t, ctx, client, socketmode.EventTypeEventsAPI) // lost with the socket
+	fake.DropConnections()
+	if err := fake.WaitFor(ctx, func() bool { return fake.Opened() == 2 }); err != nil {
+		t.Fatalf("the client never reconnected: %v", err)
+	}
+	evt := next(t, ctx, client, socketmode.EventTypeEventsAPI)
+	if evt.Request.EnvelopeID != id || evt.Request.RetryAttempt != 1 {
+		t.Fatalf("after the drop got %+v, want %s as retry 1", evt.Request, id)
+	}
+	if err := client.Ack(*evt.Request); err != nil {
+		t.Fatal(err)
+	}
+	if err := fake.WaitFor(ctx, func() bool { return fake.Acked(id) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestSocketModeSilenceTripsTheClientsHealthCheck(t *testing.T) {
 	fake, _ := start(t)
 	ctx, client := runSocket(t, fake, socketmode.OptionPingInterval(500*time.Millisecond))
