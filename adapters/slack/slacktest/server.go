@@ -7,6 +7,7 @@
 package slacktest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -66,7 +67,9 @@ func (o *Options) defaults() {
 
 // Server is a fake Slack on 127.0.0.1. Point slack-go at it with
 // slack.OptionAPIURL(s.APIURL()). It keeps channels, messages, reactions
-// and envelopes in memory, and records every call.
+// and envelopes in memory, and records every call. Nothing is bounded or
+// expires: a fake lives for one test, which makes a few hundred calls at
+// most; request bodies are read up to 8 MiB.
 type Server struct {
 	Options
 
@@ -102,7 +105,7 @@ type Call struct {
 // Fault is what the fake answers instead of doing a method.
 type Fault struct {
 	// Status is the HTTP status: 429 and 5xx as Slack's edge answers
-	// them, or 200 with Error as an ok:false answer.
+	// them, or 200 (or 0) with Error as an ok:false answer.
 	Status     int
 	Error      string
 	RetryAfter int // seconds, for 429's Retry-After
@@ -251,7 +254,7 @@ func (s *Server) call(method, token string, params map[string]string) (int, answ
 		resp = slackErr("invalid_auth")
 	default:
 		if fault, ok := s.takeFault(method, params); ok {
-			status, resp = fault.Status, slackErr(fault.Error)
+			status, resp = cmp.Or(fault.Status, http.StatusOK), slackErr(fault.Error)
 			if fault.RetryAfter > 0 {
 				resp["retry_after"] = fault.RetryAfter
 			}

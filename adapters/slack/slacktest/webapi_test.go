@@ -176,7 +176,8 @@ func TestFaults(t *testing.T) {
 	fake.AddChannel(slacktest.Channel{ID: "C2"})
 	fake.FailNext("chat.postMessage", 1, slacktest.Fault{Status: http.StatusTooManyRequests, RetryAfter: 3, When: slacktest.InChannel("C2")})
 	fake.FailNext("chat.postMessage", 1, slacktest.ServerError())
-	fake.FailNext("reactions.add", 2, slacktest.SlackError("ratelimited"))
+	fake.FailNext("reactions.add", 1, slacktest.SlackError("ratelimited"))
+	fake.FailNext("reactions.add", 1, slacktest.Fault{Error: "ratelimited"}) // status 0 is 200
 
 	// The fault for C2 waits for its call; the server error is next in line.
 	if _, _, err := api.PostMessage("C1", slack.MsgOptionText("a", false)); !isStatus(err, http.StatusServiceUnavailable) {
