@@ -21,6 +21,7 @@ import (
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/telegram"
 	"github.com/replyflow/replyflow/adapters/webchat"
+	"github.com/replyflow/replyflow/gateway"
 	"github.com/replyflow/replyflow/pipeline"
 	"github.com/replyflow/replyflow/workers"
 )
@@ -199,7 +200,7 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sink := &workers.Ingress{Client: c, TaskQueue: cfg.TaskQueue}
+	sink := &gateway.Ingress{Client: c, TaskQueue: cfg.TaskQueue}
 	mux := http.NewServeMux()
 	status := newGatewayStatus()
 	mux.Handle("GET /healthz", status)

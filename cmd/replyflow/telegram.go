@@ -12,8 +12,8 @@ import (
 
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/telegram"
+	"github.com/replyflow/replyflow/gateway"
 	"github.com/replyflow/replyflow/pipeline"
-	"github.com/replyflow/replyflow/workers"
 )
 
 // Telegram's rule for a webhook's secret token.
@@ -75,7 +75,7 @@ func telegramOutbound(cfg Config, logger *slog.Logger) (*telegram.Client, error)
 // REPLYFLOW_TELEGRAM_WEBHOOK_URL is set), in polling mode polls until ctx
 // is done. The returned channel reports a refusal no retry can fix (a
 // wrong token).
-func startTelegram(ctx context.Context, mux *http.ServeMux, sink *workers.Ingress, cfg Config, logger *slog.Logger, status *gatewayStatus) <-chan error {
+func startTelegram(ctx context.Context, mux *http.ServeMux, sink *gateway.Ingress, cfg Config, logger *slog.Logger, status *gatewayStatus) <-chan error {
 	stopped := make(chan error, 1)
 	var webhook atomic.Pointer[http.Handler]
 	if cfg.TelegramMode == "webhook" {
@@ -98,7 +98,7 @@ func startTelegram(ctx context.Context, mux *http.ServeMux, sink *workers.Ingres
 	return stopped
 }
 
-func runTelegram(ctx context.Context, sink *workers.Ingress, cfg Config, logger *slog.Logger, status *gatewayStatus, serveWebhook func(http.Handler)) error {
+func runTelegram(ctx context.Context, sink *gateway.Ingress, cfg Config, logger *slog.Logger, status *gatewayStatus, serveWebhook func(http.Handler)) error {
 	var rcv *telegram.Receiver
 	err := untilConnected(ctx, "ask Telegram who the bot is (getMe)", logger, status, func() (err error) {
 		rcv, err = telegram.NewReceiver(ctx, telegram.ReceiverConfig{
