@@ -9,9 +9,11 @@ import (
 
 // Platform is one chat platform as the replyflow commands see it: its
 // settings, its gateway side and its worker side. The value is its own
-// settings: an envconfig struct the commands fill from REPLYFLOW_*
-// variables before anything else is called. Package gateway lists the
-// registered platforms.
+// settings: a pointer to an envconfig struct the commands fill from
+// REPLYFLOW_* variables before anything else is called. Package gateway
+// lists the registered platforms; it is defined here, beside Sink and
+// Outbound, so that a platform's package implements it without importing
+// the gateway.
 type Platform interface {
 	// Channel is the platform's name in session keys, settings and logs.
 	Channel() string
@@ -19,8 +21,8 @@ type Platform interface {
 	Enabled() bool
 	// HowToEnable names what turns it on, for a gateway with none on.
 	HowToEnable() string
-	// Validate checks the settings of an enabled platform; each error
-	// names its variable.
+	// Validate checks the settings (a disabled platform may skip them);
+	// each error names its variable.
 	Validate() []error
 	// Summary is a line for the dev banner, "" for none.
 	Summary() string
