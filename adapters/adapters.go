@@ -9,6 +9,10 @@
 // errors classified as rate limited, transient or permanent so that the
 // activities can turn them into the right Temporal retry behaviour.
 //
+// Each platform's package also has a Platform type (see Platform in
+// platform.go): its settings, and how the gateway and the worker start it;
+// package gateway lists them.
+//
 // This package must not import Temporal or any platform SDK: it is the seam
 // between them.
 package adapters

@@ -34,9 +34,7 @@ var Emoji = map[pipeline.ReactionState]string{
 
 // IDMap resolves the bot's internal message IDs to Telegram's; the store
 // is the real one.
-type IDMap interface {
-	PlatformID(ctx context.Context, sessionID, internalID string) (string, bool, error)
-}
+type IDMap = adapters.IDMap
 
 // ClientConfig configures the outbound side.
 type ClientConfig struct {

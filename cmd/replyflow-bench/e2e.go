@@ -20,14 +20,14 @@ import (
 	"github.com/replyflow/replyflow/adapters/telegram"
 	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
 	"github.com/replyflow/replyflow/cmd/internal/harness"
+	"github.com/replyflow/replyflow/gateway"
 	"github.com/replyflow/replyflow/pipeline"
-	"github.com/replyflow/replyflow/workers"
 )
 
 // timingSink is the gateway's ingress, noting when each message was
 // accepted by Temporal: the start of the end-to-end latency.
 type timingSink struct {
-	*workers.Ingress
+	*gateway.Ingress
 	mu       sync.Mutex
 	accepted map[string]time.Time // chat/message
 }
@@ -127,7 +127,7 @@ func startE2E(ctx context.Context, c client.Client, o options, name string, extr
 		fake.Close()
 		return nil, nil, err
 	}
-	sink := &timingSink{Ingress: &workers.Ingress{Client: c, TaskQueue: queue}, accepted: map[string]time.Time{}}
+	sink := &timingSink{Ingress: &gateway.Ingress{Client: c, TaskQueue: queue}, accepted: map[string]time.Time{}}
 	rcv, err := telegram.NewReceiver(ctx, telegram.ReceiverConfig{
 		Token: fake.Token, APIURL: fake.URL(), Sink: sink, Feedback: sink.Ingress,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),

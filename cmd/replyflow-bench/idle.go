@@ -16,8 +16,8 @@ import (
 	"github.com/replyflow/replyflow/adapters/telegram"
 	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
 	"github.com/replyflow/replyflow/cmd/internal/harness"
+	"github.com/replyflow/replyflow/gateway"
 	"github.com/replyflow/replyflow/pipeline"
-	"github.com/replyflow/replyflow/workers"
 )
 
 // benchIdle opens sessions that stay idle (a group message addressed to
@@ -41,7 +41,7 @@ func benchIdle(ctx context.Context, c client.Client, o options) ([][]string, err
 	}
 	rows := [][]string{{"worker memory, no session", mb(base), ""}}
 
-	ingress := &workers.Ingress{Client: c, TaskQueue: queue}
+	ingress := &gateway.Ingress{Client: c, TaskQueue: queue}
 	key := func(i int) pipeline.SessionKey {
 		return pipeline.SessionKey{Channel: telegram.Channel, Account: strconv.FormatInt(botID, 10), Chat: strconv.Itoa(-3_000_000 - i)}
 	}

@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/replyflow/replyflow/adapters/telegram"
+	"github.com/replyflow/replyflow/gateway"
 	"github.com/replyflow/replyflow/pipeline"
-	"github.com/replyflow/replyflow/workers"
 )
 
 // ingressRounds is how many raw-ingress-ingress-raw rounds a run takes.
@@ -22,7 +22,7 @@ const ingressRounds = 4
 // benchIngress compares the server's raw SignalWithStart rate (a no-op
 // workflow type, nothing else) with replyflow's ingress: Telegram update
 // normalization, validation, and SignalWithStart of the session workflow
-// (workers.Ingress). No worker polls either task queue, so both measure
+// (gateway.Ingress). No worker polls either task queue, so both measure
 // what the gateway waits for. The runs alternate in rounds of raw,
 // ingress, ingress, raw, so that drift in the server's speed (its
 // histories grow with every signal) cancels out.
@@ -30,7 +30,7 @@ func benchIngress(ctx context.Context, c client.Client, o options) ([][]string, 
 	runID := time.Now().UnixNano()
 	bot := telegram.Identity{ID: runID % 1_000_000_000, Username: "bench_bot"}
 	rawQueue, ingressQueue := fmt.Sprintf("bench-raw-%d", runID), fmt.Sprintf("bench-ingress-%d", runID)
-	ingress := &workers.Ingress{Client: c, TaskQueue: ingressQueue}
+	ingress := &gateway.Ingress{Client: c, TaskQueue: ingressQueue}
 	update := func(i int) *models.Update {
 		chat := int64(1_000_000 + i%o.ingressIDs)
 		return &models.Update{ID: int64(i + 1), Message: &models.Message{

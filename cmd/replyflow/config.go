@@ -3,12 +3,15 @@ package main
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
 
 	"github.com/replyflow/replyflow/activities/models"
+	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/gateway"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -67,26 +70,16 @@ type Config struct {
 	QueueCap           int                      `envconfig:"QUEUE_CAP" default:"20"`
 	QueueDrop          string                   `envconfig:"QUEUE_DROP" default:"summarize"`
 
-	WebchatEnabled  bool   `envconfig:"WEBCHAT_ENABLED" default:"true"`
-	WebchatAddr     string `envconfig:"WEBCHAT_ADDR" default:"127.0.0.1:8080"`
-	WebchatURL      string `envconfig:"WEBCHAT_URL" default:"http://127.0.0.1:8080"`
-	WebchatBotToken string `envconfig:"WEBCHAT_BOT_TOKEN"`
+	// WebchatAddr is the gateway's HTTP address: the web chat, webhooks
+	// and /healthz.
+	WebchatAddr string `envconfig:"WEBCHAT_ADDR" default:"127.0.0.1:8080"`
 	// HTTPTimeout bounds how long a request may take to arrive and its
 	// answer to be written (event streams bound each write instead).
 	HTTPTimeout time.Duration `envconfig:"HTTP_TIMEOUT" default:"30s"`
-	// WebchatEmoji overrides the web chat's reaction emoji, state:emoji.
-	WebchatEmoji map[string]string `envconfig:"WEBCHAT_EMOJI"`
 
-	// TelegramToken (from BotFather) turns Telegram on; keep it secret.
-	TelegramToken          string            `envconfig:"TELEGRAM_TOKEN"`
-	TelegramMode           string            `envconfig:"TELEGRAM_MODE" default:"polling"`
-	TelegramWebhookURL     string            `envconfig:"TELEGRAM_WEBHOOK_URL"`
-	TelegramWebhookPath    string            `envconfig:"TELEGRAM_WEBHOOK_PATH" default:"/telegram/webhook"`
-	TelegramWebhookSecret  string            `envconfig:"TELEGRAM_WEBHOOK_SECRET"`
-	TelegramAPIURL         string            `envconfig:"TELEGRAM_API_URL" default:"https://api.telegram.org"`
-	TelegramEmoji          map[string]string `envconfig:"TELEGRAM_EMOJI"`
-	TelegramPace           time.Duration     `envconfig:"TELEGRAM_PACE" default:"1s"`
-	TelegramGroupPerMinute int               `envconfig:"TELEGRAM_GROUP_PER_MINUTE" default:"20"`
+	// Platforms are the registered platforms (package gateway), each
+	// read from its own REPLYFLOW_ variables.
+	Platforms []adapters.Platform `ignored:"true"`
 
 	LogLevel  string `envconfig:"LOG_LEVEL" default:"info"`
 	LogFormat string `envconfig:"LOG_FORMAT" default:"text"`
@@ -100,11 +93,41 @@ type Config struct {
 
 // loadConfig reads REPLYFLOW_* from the environment and checks it.
 func loadConfig() (Config, error) {
-	var c Config
-	if err := envconfig.Process("replyflow", &c); err != nil {
+	c, err := readConfig("replyflow")
+	if err != nil {
 		return c, err
 	}
 	return c, c.validate()
+}
+
+// readConfig reads prefix_* variables into the Config and every
+// registered platform's settings.
+func readConfig(prefix string) (Config, error) {
+	var c Config
+	if err := envconfig.Process(prefix, &c); err != nil {
+		return c, err
+	}
+	c.Platforms = gateway.Platforms()
+	for _, p := range c.Platforms {
+		if err := envconfig.Process(prefix, p); err != nil {
+			return c, fmt.Errorf("%s settings: %w", p.Channel(), err)
+		}
+	}
+	return c, nil
+}
+
+// withOwnPlatforms is c with copies of its platforms' settings, to change
+// without changing them for whoever else holds c.
+func (c Config) withOwnPlatforms() Config {
+	own := make([]adapters.Platform, len(c.Platforms))
+	for i, p := range c.Platforms {
+		v := reflect.ValueOf(p).Elem()
+		cp := reflect.New(v.Type())
+		cp.Elem().Set(v)
+		own[i] = cp.Interface().(adapters.Platform)
+	}
+	c.Platforms = own
+	return c
 }
 
 func (c Config) validate() error {
@@ -172,12 +195,7 @@ func (c Config) validate() error {
 		d := c.DebounceByChannel[channel]
 		check(d >= 0 && d <= pipeline.MaxDebounce, "REPLYFLOW_DEBOUNCE_BY_CHANNEL for %s must be between 0 and %s, got %s", channel, pipeline.MaxDebounce, d)
 	}
-	for _, state := range sortedKeys(c.WebchatEmoji) {
-		if _, ok := pipeline.DefaultEmoji[pipeline.ReactionState(state)]; !ok {
-			errs = append(errs, fmt.Errorf("REPLYFLOW_WEBCHAT_EMOJI: unknown reaction state %q; use received, thinking, waiting_user, done or error", state))
-		}
-	}
-	errs = append(errs, c.validateTelegram()...)
+	errs = append(errs, gateway.Validate(c.Platforms)...)
 	return errors.Join(errs...)
 }
 

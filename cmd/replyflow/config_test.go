@@ -9,16 +9,27 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/replyflow/replyflow/gateway"
 )
 
 // TestREADMEListsEveryVariable keeps the README's configuration table, the
-// users' reference, in step with Config.
+// users' reference, in step with Config and every registered platform's
+// settings.
 func TestREADMEListsEveryVariable(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	require.NoError(t, err)
-	typ := reflect.TypeOf(Config{})
-	for i := range typ.NumField() {
-		f := typ.Field(i)
+	var fields []reflect.StructField
+	for _, settings := range append([]any{Config{}}, anys(gateway.Platforms())...) {
+		typ := reflect.Indirect(reflect.ValueOf(settings)).Type()
+		for i := range typ.NumField() {
+			if f := typ.Field(i); f.IsExported() && f.Tag.Get("ignored") != "true" {
+				fields = append(fields, f)
+			}
+		}
+	}
+	require.Greater(t, len(fields), 60, "every variable is seen")
+	for _, f := range fields {
 		name := "REPLYFLOW_" + f.Tag.Get("envconfig")
 		row := "| `" + name + "` | "
 		idx := strings.Index(string(readme), row)
@@ -31,6 +42,14 @@ func TestREADMEListsEveryVariable(t *testing.T) {
 			assert.True(t, strings.HasPrefix(line, "`"+def+"`"), "README's default for %s is not %q: %s", name, def, line)
 		}
 	}
+}
+
+func anys[T any](values []T) []any {
+	out := make([]any, len(values))
+	for i, v := range values {
+		out[i] = v
+	}
+	return out
 }
 
 func TestConfigValidationNamesTheVariable(t *testing.T) {

@@ -20,7 +20,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/replyflow/replyflow/activities/models"
+	"github.com/replyflow/replyflow/adapters/webchat"
 	"github.com/replyflow/replyflow/cmd/internal/devserver"
+	"github.com/replyflow/replyflow/gateway"
 )
 
 // runDev runs the laptop bundle: a Temporal dev server on a persistent
@@ -28,9 +30,12 @@ import (
 // gateway, until Ctrl-C; then it stops the worker (letting running
 // activities finish), the gateway and the server, in that order.
 func runDev(ctx context.Context, cfg Config, logger *slog.Logger) error {
-	if cfg.WebchatBotToken == "" {
-		// Worker and gateway share this process, so a fresh secret will do.
-		cfg.WebchatBotToken = randomToken()
+	cfg = cfg.withOwnPlatforms()
+	for _, p := range cfg.Platforms {
+		if chat, ok := p.(*webchat.Platform); ok && chat.BotToken == "" {
+			// Worker and gateway share this process, so a fresh secret will do.
+			chat.BotToken = randomToken()
+		}
 	}
 	if err := os.MkdirAll(cfg.DevDir, 0o755); err != nil {
 		return fmt.Errorf("create %s (REPLYFLOW_DEV_DIR): %w", cfg.DevDir, err)
@@ -118,8 +123,10 @@ replyflow dev is running (Ctrl-C stops everything)
 	} else {
 		fmt.Printf("\n  Model        %s\n", model)
 	}
-	if cfg.telegramEnabled() {
-		fmt.Printf("  Telegram     on (%s); message your bot\n", cfg.TelegramMode)
+	for _, p := range gateway.Enabled(cfg.Platforms) {
+		if summary := p.Summary(); summary != "" {
+			fmt.Printf("  %-12s %s\n", titled(p.Channel()), summary)
+		}
 	}
 	if claim != "" {
 		fmt.Printf("  Claim        send %s in a chat to become the owner\n", claim)
@@ -206,6 +213,14 @@ func waitForTemporal(ctx context.Context, hostPort string, server *devServer, lo
 			return nil, errors.Join(fmt.Errorf("the Temporal dev server did not answer on %s within 60s; see %s", hostPort, server.logPath), err)
 		}
 	}
+}
+
+// titled is a channel's name as a banner's label: telegram, Telegram.
+func titled(channel string) string {
+	if channel == "" {
+		return ""
+	}
+	return strings.ToUpper(channel[:1]) + channel[1:]
 }
 
 func randomToken() string {

@@ -33,10 +33,12 @@ type telegramStack struct {
 func withTelegram(t *testing.T, cfg Config) (Config, *telegramtest.Server) {
 	fake := telegramtest.New(telegramTestToken)
 	t.Cleanup(fake.Close)
-	cfg.TelegramToken = fake.Token
-	cfg.TelegramAPIURL = fake.URL()
-	cfg.TelegramPace = 0
-	cfg.TelegramGroupPerMinute = 0
+	cfg = cfg.withOwnPlatforms()
+	tg := telegramOf(cfg)
+	tg.Token = fake.Token
+	tg.APIURL = fake.URL()
+	tg.Pace = 0
+	tg.GroupPerMinute = 0
 	require.NoError(t, cfg.validate())
 	return cfg, fake
 }

@@ -35,7 +35,7 @@ func TestTelegramGatewayKilledBeforeTheSignalLosesNothing(t *testing.T) {
 
 	ctx, kill := context.WithTimeout(context.Background(), time.Minute)
 	defer kill()
-	doomed, err := telegram.NewReceiver(ctx, telegram.ReceiverConfig{Token: cfg.TelegramToken, APIURL: cfg.TelegramAPIURL, Sink: dyingSink{kill}})
+	doomed, err := telegram.NewReceiver(ctx, telegram.ReceiverConfig{Token: telegramOf(cfg).Token, APIURL: telegramOf(cfg).APIURL, Sink: dyingSink{kill}})
 	require.NoError(t, err)
 	require.NoError(t, doomed.Poll(ctx))
 	require.NotEmpty(t, fake.Calls("getUpdates"), "the update was fetched")
@@ -54,15 +54,15 @@ func TestTelegramGatewayKilledBeforeTheSignalLosesNothing(t *testing.T) {
 
 func TestTelegramWebhookAnswers200OnlyAfterTheSignal(t *testing.T) {
 	cfg := testConfig(t)
-	cfg.TelegramMode = "webhook"
-	cfg.TelegramWebhookSecret = "s3cret-token"
+	telegramOf(cfg).Mode = "webhook"
+	telegramOf(cfg).WebhookSecret = "s3cret-token"
 	s := startTelegramStack(t, cfg)
 	chat := telegramtest.Private(605)
 	s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: "via webhook"})
 	update := string(s.fake.Updates()[0])
 
 	post := func(secret, body string) int {
-		req, err := http.NewRequest(http.MethodPost, s.baseURL+cfg.TelegramWebhookPath, strings.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, s.baseURL+telegramOf(cfg).WebhookPath, strings.NewReader(body))
 		require.NoError(t, err)
 		req.Header.Set("Content-Type", "application/json")
 		if secret != "" {

@@ -11,18 +11,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/telegram"
 	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
 )
 
 // health is what the gateway's GET /healthz says about each platform.
-func (s *stack) health() map[string]platformState {
+func (s *stack) health() map[string]adapters.Health {
 	resp, err := http.Get(s.baseURL + "/healthz")
 	require.NoError(s.t, err)
 	defer resp.Body.Close()
 	require.Equal(s.t, http.StatusOK, resp.StatusCode)
 	var body struct {
-		Platforms map[string]platformState `json:"platforms"`
+		Platforms map[string]adapters.Health `json:"platforms"`
 	}
 	require.NoError(s.t, json.NewDecoder(resp.Body).Decode(&body))
 	return body.Platforms
@@ -30,7 +31,7 @@ func (s *stack) health() map[string]platformState {
 
 // waitTelegramUp waits until the gateway is connected to Telegram.
 func (s *stack) waitTelegramUp() {
-	require.Eventually(s.t, func() bool { return s.health()[telegram.Channel].State == platformUp },
+	require.Eventually(s.t, func() bool { return s.health()[telegram.Channel].State == adapters.StateUp },
 		30*time.Second, 20*time.Millisecond, "the gateway never connected to Telegram: %+v", s.health())
 }
 
@@ -40,9 +41,10 @@ func TestTelegramUnreachableAtStartStopsNeitherTheWebChatNorItself(t *testing.T)
 	require.NoError(t, err)
 	telegramAddr := ln.Addr().String()
 	require.NoError(t, ln.Close())
-	cfg.TelegramToken = telegramTestToken
-	cfg.TelegramAPIURL = "http://" + telegramAddr
-	cfg.TelegramPace, cfg.TelegramGroupPerMinute = 0, 0
+	tg := telegramOf(cfg)
+	tg.Token = telegramTestToken
+	tg.APIURL = "http://" + telegramAddr
+	tg.Pace, tg.GroupPerMinute = 0, 0
 	s := startStack(t, cfg)
 	s.startWorker(nil)
 
@@ -62,9 +64,9 @@ func TestTelegramUnreachableAtStartStopsNeitherTheWebChatNorItself(t *testing.T)
 
 	require.Eventually(t, func() bool { return s.health()[telegram.Channel].Attempts >= 1 }, 30*time.Second, 20*time.Millisecond)
 	health := s.health()
-	assert.Equal(t, platformUp, health["webchat"].State)
+	assert.Equal(t, adapters.StateUp, health["webchat"].State)
 	down := health[telegram.Channel]
-	assert.Equal(t, platformConnecting, down.State)
+	assert.Equal(t, adapters.StateConnecting, down.State)
 	assert.Contains(t, down.Error, "getMe")
 	require.NotNil(t, down.NextAttemptAt, "the status says when the next attempt is")
 
@@ -78,5 +80,5 @@ func TestTelegramUnreachableAtStartStopsNeitherTheWebChatNorItself(t *testing.T)
 	waitFor(t, fake, "the answer on Telegram", func() bool { return len(fake.Sent(chat.ID)) == 1 })
 	require.Len(t, sentTexts(fake, chat), 1)
 	assert.True(t, strings.HasPrefix(sentTexts(fake, chat)[0], "You said: back again"), sentTexts(fake, chat)[0])
-	assert.Equal(t, platformState{State: platformUp}, s.health()[telegram.Channel])
+	assert.Equal(t, adapters.Health{State: adapters.StateUp}, s.health()[telegram.Channel])
 }

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kelseyhightower/envconfig"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
@@ -24,6 +23,9 @@ import (
 
 	"github.com/replyflow/replyflow/activities"
 	"github.com/replyflow/replyflow/activities/models"
+	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/adapters/telegram"
+	"github.com/replyflow/replyflow/adapters/webchat"
 	"github.com/replyflow/replyflow/cmd/internal/devserver"
 	"github.com/replyflow/replyflow/pipeline"
 	"github.com/replyflow/replyflow/workflows"
@@ -82,8 +84,8 @@ type stack struct {
 }
 
 func testConfig(t *testing.T) Config {
-	var cfg Config
-	require.NoError(t, envconfig.Process("replyflow_test_unset", &cfg), "defaults must parse")
+	cfg, err := readConfig("replyflow_test_unset")
+	require.NoError(t, err, "defaults must parse")
 	cfg.TaskQueue = fmt.Sprintf("test-%s-%d", t.Name(), queueSeq.Add(1))
 	cfg.ReactionClearDelay = 2 * time.Second
 	cfg.Debounce = 200 * time.Millisecond
@@ -91,10 +93,23 @@ func testConfig(t *testing.T) Config {
 	cfg.DemoModelDelay = 0
 	cfg.TypingInterval = time.Second
 	cfg.TurnHeartbeatTimeout = 5 * time.Second
-	cfg.WebchatBotToken = "test-bot-token"
+	webchatOf(cfg).BotToken = "test-bot-token"
 	cfg.StoreDSN = filepath.Join(t.TempDir(), "replyflow.db")
 	require.NoError(t, cfg.validate())
 	return cfg
+}
+
+// webchatOf and telegramOf are cfg's settings of the web chat and Telegram.
+func webchatOf(cfg Config) *webchat.Platform   { return platformOf[*webchat.Platform](cfg) }
+func telegramOf(cfg Config) *telegram.Platform { return platformOf[*telegram.Platform](cfg) }
+
+func platformOf[P adapters.Platform](cfg Config) P {
+	for _, p := range cfg.Platforms {
+		if mine, ok := p.(P); ok {
+			return mine
+		}
+	}
+	panic("the platform is not registered")
 }
 
 func startStack(t *testing.T, cfg Config) *stack {
@@ -105,8 +120,9 @@ func startStack(t *testing.T, cfg Config) *stack {
 func startStackOn(t *testing.T, cfg Config, c client.Client) *stack {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	cfg.WebchatURL = "http://" + ln.Addr().String()
-	s := &stack{t: t, cfg: cfg, client: c, baseURL: cfg.WebchatURL, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	cfg = cfg.withOwnPlatforms()
+	webchatOf(cfg).URL = "http://" + ln.Addr().String()
+	s := &stack{t: t, cfg: cfg, client: c, baseURL: webchatOf(cfg).URL, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if testing.Verbose() {
 		s.logger = slog.Default()
 	}

@@ -106,7 +106,11 @@ func gatewayCommand(ctx context.Context, cfg Config, logger *slog.Logger) error 
 	if err != nil {
 		return fmt.Errorf("listen for the web chat and webhooks on %s (REPLYFLOW_WEBCHAT_ADDR): %w", cfg.WebchatAddr, err)
 	}
-	logger.Info("Gateway running", "http", "http://"+ln.Addr().String(), "webchat", cfg.WebchatEnabled, "telegram", cfg.telegramEnabled())
+	attrs := []any{"http", "http://" + ln.Addr().String()}
+	for _, p := range cfg.Platforms {
+		attrs = append(attrs, p.Channel(), p.Enabled())
+	}
+	logger.Info("Gateway running", attrs...)
 	return serveGateway(ctx, ln, c, cfg, logger)
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -19,9 +18,7 @@ import (
 	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/activities/store"
 	"github.com/replyflow/replyflow/adapters"
-	"github.com/replyflow/replyflow/adapters/telegram"
-	"github.com/replyflow/replyflow/adapters/webchat"
-	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/gateway"
 	"github.com/replyflow/replyflow/workers"
 )
 
@@ -49,25 +46,23 @@ func dialTemporal(ctx context.Context, hostPort string, logger *slog.Logger) (cl
 	return c, nil
 }
 
-// newActivities wires the models, the store and the outbound adapters from
-// the config. The caller closes the store.
+// newActivities opens the store and wires the models and every enabled
+// platform's outbound side from the config. The caller closes the store.
 func newActivities(ctx context.Context, cfg Config, logger *slog.Logger) (*activities.Activities, *store.Store, error) {
-	acts, err := buildActivities(cfg, logger)
-	if err != nil {
-		return nil, nil, err
-	}
 	db, err := store.Open(ctx, cfg.StoreDSN)
 	if err != nil {
 		return nil, nil, err
 	}
-	acts.Store = db
-	if tg, ok := acts.Outbound[telegram.Channel].(*telegram.Client); ok {
-		tg.SetAnchors(db)
+	acts, err := buildActivities(cfg, db, logger)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
 	}
+	acts.Store = db
 	return acts, db, nil
 }
 
-func buildActivities(cfg Config, logger *slog.Logger) (*activities.Activities, error) {
+func buildActivities(cfg Config, ids adapters.IDMap, logger *slog.Logger) (*activities.Activities, error) {
 	var system string
 	if cfg.SystemPromptFile != "" {
 		data, err := os.ReadFile(cfg.SystemPromptFile)
@@ -80,23 +75,9 @@ func buildActivities(cfg Config, logger *slog.Logger) (*activities.Activities, e
 	if err != nil {
 		return nil, err
 	}
-	outbound := map[string]adapters.Outbound{}
-	if cfg.WebchatEnabled {
-		wc, err := webchat.NewClient(cfg.WebchatURL, cfg.WebchatBotToken, nil)
-		if err != nil {
-			return nil, err
-		}
-		for state, emoji := range cfg.WebchatEmoji {
-			wc.SetEmoji(pipeline.ReactionState(state), emoji)
-		}
-		outbound[webchat.Channel] = wc
-	}
-	if cfg.telegramEnabled() {
-		tg, err := telegramOutbound(cfg, logger)
-		if err != nil {
-			return nil, err
-		}
-		outbound[telegram.Channel] = tg
+	outbound, err := gateway.Outbound(cfg.Platforms, adapters.WorkerSide{IDs: ids, Logger: logger})
+	if err != nil {
+		return nil, err
 	}
 	return &activities.Activities{
 		Settings:        cfg.settings(),
@@ -190,34 +171,22 @@ func firstOf(names []string, n int) []string {
 	return append(names[:n:n], fmt.Sprintf("and %d more", len(names)-n))
 }
 
-// serveGateway serves the enabled platform connections until ctx is done,
-// handing every inbound message to Temporal: the web chat and the Telegram
-// webhook on ln, Telegram long polling beside it.
+// serveGateway serves the enabled platforms until ctx is done, handing
+// every inbound message to Temporal: their routes (the web chat, webhooks)
+// on ln beside GET /healthz, their own connections (long polling) in the
+// background. It stops early when a platform fails for good.
 func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Config, logger *slog.Logger) error {
-	if !cfg.WebchatEnabled && !cfg.telegramEnabled() {
-		return errors.New("no channel is enabled: set REPLYFLOW_WEBCHAT_ENABLED=true or REPLYFLOW_TELEGRAM_TOKEN")
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sink := &workers.Ingress{Client: c, TaskQueue: cfg.TaskQueue}
+	sink := &gateway.Ingress{Client: c, TaskQueue: cfg.TaskQueue}
 	mux := http.NewServeMux()
-	status := newGatewayStatus()
+	status := gateway.NewStatus()
 	mux.Handle("GET /healthz", status)
-	var chat *webchat.Server
-	if cfg.WebchatEnabled {
-		var err error
-		chat, err = webchat.NewServer(webchat.ServerConfig{
-			Sink: sink, BotToken: cfg.WebchatBotToken, Logger: logger, StreamWriteTimeout: cfg.HTTPTimeout,
-		})
-		if err != nil {
-			return err
-		}
-		mux.Handle("/", chat)
-		status.set(webchat.Channel, platformState{State: platformUp})
-	}
-	telegramStopped := make(<-chan error)
-	if cfg.telegramEnabled() {
-		telegramStopped = startTelegram(ctx, mux, sink, cfg, logger, status)
+	platforms, err := gateway.Serve(ctx, cfg.Platforms, adapters.GatewaySide{
+		Mux: mux, Sink: sink, Feedback: sink, Health: status, Logger: logger, WriteTimeout: cfg.HTTPTimeout,
+	})
+	if err != nil {
+		return err
 	}
 	srv := newHTTPServer(mux, cfg.HTTPTimeout)
 	done := make(chan error, 1)
@@ -225,17 +194,16 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 	var failure error
 	select {
 	case err := <-done:
+		platforms.Close()
 		return fmt.Errorf("gateway HTTP server on %s stopped: %w", ln.Addr(), err)
-	case err := <-telegramStopped:
+	case err := <-platforms.Failed:
 		failure = err
 	case <-ctx.Done():
 	}
 	cancel()
 	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancelShutdown()
-	if chat != nil {
-		chat.CloseStreams()
-	}
+	platforms.Close()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		_ = srv.Close()
 	}

@@ -1,0 +1,97 @@
+package adapters
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// Platform is one chat platform as the replyflow commands see it: its
+// settings, its gateway side and its worker side. The value is its own
+// settings: a pointer to an envconfig struct the commands fill from
+// REPLYFLOW_* variables before anything else is called. Package gateway
+// lists the registered platforms; it is defined here, beside Sink and
+// Outbound, so that a platform's package implements it without importing
+// the gateway.
+type Platform interface {
+	// Channel is the platform's name in session keys, settings and logs.
+	Channel() string
+	// Enabled says whether the settings turn the platform on.
+	Enabled() bool
+	// HowToEnable names what turns it on, for a gateway with none on.
+	HowToEnable() string
+	// Validate checks the settings (a disabled platform may skip them);
+	// each error names its variable.
+	Validate() []error
+	// Summary is a line for the dev banner, "" for none.
+	Summary() string
+	// Serve starts the gateway side: routes on the gateway's mux and any
+	// connection of its own in the background, until ctx is done. It must
+	// not wait for the platform to answer: one platform being down holds
+	// up no other.
+	Serve(ctx context.Context, gw GatewaySide) (Serving, error)
+	// Outbound is the worker side: what the activities deliver through.
+	Outbound(w WorkerSide) (Outbound, error)
+}
+
+// GatewaySide is what the gateway lends a platform.
+type GatewaySide struct {
+	// Mux is the gateway's HTTP server (REPLYFLOW_WEBCHAT_ADDR); routes are
+	// mounted before it starts.
+	Mux *http.ServeMux
+	// Sink and Feedback hand events to Temporal (package gateway's Ingress).
+	Sink     Sink
+	Feedback FeedbackSink
+	// Health takes the platform's connection state for GET /healthz.
+	Health HealthReporter
+	Logger *slog.Logger
+	// WriteTimeout bounds a request's answer, or each write to an event
+	// stream (REPLYFLOW_HTTP_TIMEOUT).
+	WriteTimeout time.Duration
+}
+
+// Serving is a platform's running gateway side.
+type Serving struct {
+	// Failed receives a failure no retry can fix (a wrong token), after
+	// which the gateway stops; nil when none can happen.
+	Failed <-chan error
+	// Close runs as the gateway stops, before its HTTP server shuts down
+	// (to end event streams that would hold it up); nil for nothing.
+	Close func()
+}
+
+// WorkerSide is what the worker lends a platform.
+type WorkerSide struct {
+	// IDs resolves internal message IDs to the platform's (the store).
+	IDs    IDMap
+	Logger *slog.Logger
+}
+
+// IDMap resolves the bot's internal message IDs to the platform's; the
+// store is the real one.
+type IDMap interface {
+	PlatformID(ctx context.Context, sessionID, internalID string) (string, bool, error)
+}
+
+// Connection states a platform's gateway side reports on GET /healthz.
+const (
+	StateUp         = "up"
+	StateConnecting = "connecting"
+	StateFailed     = "failed"
+)
+
+// Health is one platform's connection as GET /healthz shows it.
+type Health struct {
+	State string `json:"state"`
+	// Error is the last failure while connecting; Attempts counts them,
+	// and NextAttemptAt is when the next one starts.
+	Error         string     `json:"error,omitempty"`
+	Attempts      int        `json:"attempts,omitempty"`
+	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
+}
+
+// HealthReporter records the state of a platform's connection.
+type HealthReporter interface {
+	Report(channel string, h Health)
+}

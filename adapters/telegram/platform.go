@@ -1,0 +1,185 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"regexp"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// Platform registers Telegram with the replyflow commands (see package
+// gateway); its fields are the REPLYFLOW_TELEGRAM_* settings.
+type Platform struct {
+	// Token (from BotFather) turns Telegram on; keep it secret.
+	Token          string            `envconfig:"TELEGRAM_TOKEN"`
+	Mode           string            `envconfig:"TELEGRAM_MODE" default:"polling"`
+	WebhookURL     string            `envconfig:"TELEGRAM_WEBHOOK_URL"`
+	WebhookPath    string            `envconfig:"TELEGRAM_WEBHOOK_PATH" default:"/telegram/webhook"`
+	WebhookSecret  string            `envconfig:"TELEGRAM_WEBHOOK_SECRET"`
+	APIURL         string            `envconfig:"TELEGRAM_API_URL" default:"https://api.telegram.org"`
+	Emoji          map[string]string `envconfig:"TELEGRAM_EMOJI"`
+	Pace           time.Duration     `envconfig:"TELEGRAM_PACE" default:"1s"`
+	GroupPerMinute int               `envconfig:"TELEGRAM_GROUP_PER_MINUTE" default:"20"`
+}
+
+var _ adapters.Platform = (*Platform)(nil)
+
+// Telegram's rule for a webhook's secret token.
+var webhookSecretPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
+
+func (p *Platform) Channel() string     { return Channel }
+func (p *Platform) Enabled() bool       { return p.Token != "" }
+func (p *Platform) HowToEnable() string { return "REPLYFLOW_TELEGRAM_TOKEN" }
+
+func (p *Platform) Summary() string { return fmt.Sprintf("on (%s); message your bot", p.Mode) }
+
+func (p *Platform) Validate() []error {
+	if !p.Enabled() {
+		return nil
+	}
+	var errs []error
+	if _, err := BotID(p.Token); err != nil {
+		errs = append(errs, fmt.Errorf("REPLYFLOW_TELEGRAM_TOKEN: %w", err))
+	}
+	switch p.Mode {
+	case "polling":
+	case "webhook":
+		if !webhookSecretPattern.MatchString(p.WebhookSecret) {
+			errs = append(errs, errors.New("REPLYFLOW_TELEGRAM_WEBHOOK_SECRET is required in webhook mode: 1 to 256 of A-Z a-z 0-9 _ -"))
+		}
+		if len(p.WebhookPath) < 2 || p.WebhookPath[0] != '/' {
+			errs = append(errs, fmt.Errorf("REPLYFLOW_TELEGRAM_WEBHOOK_PATH must be a path like /telegram/webhook, got %q", p.WebhookPath))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("REPLYFLOW_TELEGRAM_MODE must be polling or webhook, got %q", p.Mode))
+	}
+	if p.Pace < 0 || p.GroupPerMinute < 0 {
+		errs = append(errs, errors.New("REPLYFLOW_TELEGRAM_PACE and REPLYFLOW_TELEGRAM_GROUP_PER_MINUTE must not be negative"))
+	}
+	for _, state := range slices.Sorted(maps.Keys(p.Emoji)) {
+		if _, ok := pipeline.DefaultEmoji[pipeline.ReactionState(state)]; !ok {
+			errs = append(errs, fmt.Errorf("REPLYFLOW_TELEGRAM_EMOJI: unknown reaction state %q; use received, thinking, waiting_user, done or error", state))
+		}
+	}
+	return errs
+}
+
+// Outbound is the worker's Telegram client; reply anchors resolve through
+// w.IDs.
+func (p *Platform) Outbound(w adapters.WorkerSide) (adapters.Outbound, error) {
+	emoji := map[pipeline.ReactionState]string{}
+	for state, e := range p.Emoji {
+		emoji[pipeline.ReactionState(state)] = e
+	}
+	return NewClient(ClientConfig{
+		Token:   p.Token,
+		APIURL:  p.APIURL,
+		Anchors: w.IDs,
+		Emoji:   emoji,
+		Pacing:  Pacing{PerChat: p.Pace, GroupPerMinute: p.GroupPerMinute},
+		Logger:  w.Logger,
+	})
+}
+
+// Serve connects the gateway to Telegram in the background, so that
+// Telegram being unreachable never holds up the other platforms: it asks
+// who the bot is until Telegram answers, then in webhook mode serves the
+// webhook it mounted on the gateway's mux (and registers it when
+// REPLYFLOW_TELEGRAM_WEBHOOK_URL is set), in polling mode polls until ctx
+// is done. Serving.Failed reports a refusal no retry can fix (a wrong
+// token).
+func (p *Platform) Serve(ctx context.Context, gw adapters.GatewaySide) (adapters.Serving, error) {
+	failed := make(chan error, 1)
+	var webhook atomic.Pointer[http.Handler]
+	if p.Mode == "webhook" {
+		gw.Mux.Handle("POST "+p.WebhookPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if h := webhook.Load(); h != nil {
+				(*h).ServeHTTP(w, r)
+				return
+			}
+			http.Error(w, "the gateway is not connected to Telegram yet; deliver the update again", http.StatusServiceUnavailable)
+		}))
+	}
+	gw.Health.Report(Channel, adapters.Health{State: adapters.StateConnecting})
+	go func() {
+		err := p.run(ctx, gw, func(h http.Handler) { webhook.Store(&h) })
+		if err != nil && ctx.Err() == nil {
+			gw.Health.Report(Channel, adapters.Health{State: adapters.StateFailed, Error: err.Error()})
+			failed <- err
+		}
+	}()
+	return adapters.Serving{Failed: failed}, nil
+}
+
+func (p *Platform) run(ctx context.Context, gw adapters.GatewaySide, serveWebhook func(http.Handler)) error {
+	var rcv *Receiver
+	err := untilConnected(ctx, "ask Telegram who the bot is (getMe)", gw, func() (err error) {
+		rcv, err = NewReceiver(ctx, ReceiverConfig{
+			Token: p.Token, APIURL: p.APIURL, Sink: gw.Sink, Feedback: gw.Feedback, Logger: gw.Logger,
+		})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if p.Mode == "polling" {
+		gw.Health.Report(Channel, adapters.Health{State: adapters.StateUp})
+		gw.Logger.Info("Telegram connected", "mode", "polling", "bot", rcv.Identity().Username)
+		return rcv.Poll(ctx)
+	}
+	serveWebhook(rcv.WebhookHandler(p.WebhookSecret))
+	if p.WebhookURL != "" {
+		err := untilConnected(ctx, "register the Telegram webhook (REPLYFLOW_TELEGRAM_WEBHOOK_URL)", gw, func() error {
+			return rcv.SetWebhook(ctx, p.WebhookURL, p.WebhookSecret)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	gw.Health.Report(Channel, adapters.Health{State: adapters.StateUp})
+	gw.Logger.Info("Telegram connected", "mode", "webhook", "path", p.WebhookPath, "bot", rcv.Identity().Username)
+	return nil
+}
+
+// Waits between attempts to reach Telegram: doubling from the first to
+// the last, then the last until it answers.
+const (
+	firstConnectRetry = time.Second
+	lastConnectRetry  = 30 * time.Second
+)
+
+// untilConnected runs attempt until it succeeds, ctx is done, or Telegram
+// refuses for good (a permanent error, returned). Each failure is logged
+// as an error with the time of the next attempt and shown on /healthz.
+func untilConnected(ctx context.Context, what string, gw adapters.GatewaySide, attempt func() error) error {
+	wait := firstConnectRetry
+	for n := 1; ; n++ {
+		err := attempt()
+		if err == nil || ctx.Err() != nil {
+			return ctx.Err()
+		}
+		kind, after := adapters.Classify(err)
+		if kind == adapters.Permanent {
+			return fmt.Errorf("%s: Telegram refused (check REPLYFLOW_TELEGRAM_TOKEN and REPLYFLOW_TELEGRAM_API_URL): %w", what, err)
+		}
+		wait = max(wait, after)
+		next := time.Now().Add(wait)
+		gw.Logger.Error("Telegram unreachable; the other platforms keep working, trying again (check the network and REPLYFLOW_TELEGRAM_API_URL)",
+			"attempt", n, "next_attempt_at", next.Format(time.RFC3339), "error", err)
+		gw.Health.Report(Channel, adapters.Health{State: adapters.StateConnecting, Error: err.Error(), Attempts: n, NextAttemptAt: &next})
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, lastConnectRetry)
+	}
+}

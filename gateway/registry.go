@@ -1,0 +1,108 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/adapters/telegram"
+	"github.com/replyflow/replyflow/adapters/webchat"
+)
+
+// Platforms is the registry: one fresh value of every platform replyflow
+// knows, each holding its own settings, in the order the gateway starts
+// them. A new platform is its package under adapters plus one line here.
+func Platforms() []adapters.Platform {
+	return []adapters.Platform{
+		&webchat.Platform{},
+		&telegram.Platform{},
+	}
+}
+
+// Enabled are the platforms the settings turn on.
+func Enabled(platforms []adapters.Platform) []adapters.Platform {
+	var on []adapters.Platform
+	for _, p := range platforms {
+		if p.Enabled() {
+			on = append(on, p)
+		}
+	}
+	return on
+}
+
+// Validate checks every platform's settings.
+func Validate(platforms []adapters.Platform) []error {
+	var errs []error
+	for _, p := range platforms {
+		errs = append(errs, p.Validate()...)
+	}
+	return errs
+}
+
+// Outbound builds the worker side of every enabled platform, by channel.
+func Outbound(platforms []adapters.Platform, w adapters.WorkerSide) (map[string]adapters.Outbound, error) {
+	out := map[string]adapters.Outbound{}
+	for _, p := range Enabled(platforms) {
+		o, err := p.Outbound(w)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.Channel(), err)
+		}
+		out[p.Channel()] = o
+	}
+	return out, nil
+}
+
+// Serving is the gateway side of every enabled platform.
+type Serving struct {
+	// Failed receives the first failure no retry can fix, from any
+	// platform; the gateway stops on it.
+	Failed  <-chan error
+	closers []func()
+}
+
+// Close lets each platform end what would hold up the HTTP server's
+// shutdown (event streams).
+func (s Serving) Close() {
+	for _, c := range s.closers {
+		c()
+	}
+}
+
+// Serve starts the gateway side of every enabled platform on gw.Mux.
+// None waits for its platform to answer, so one platform being down holds
+// up no other; a platform that fails for good sends on Failed.
+func Serve(ctx context.Context, platforms []adapters.Platform, gw adapters.GatewaySide) (Serving, error) {
+	on := Enabled(platforms)
+	if len(on) == 0 {
+		var hints []string
+		for _, p := range platforms {
+			hints = append(hints, p.HowToEnable())
+		}
+		return Serving{}, errors.New("no channel is enabled: set " + strings.Join(hints, " or "))
+	}
+	// Room for one failure per platform, so that none blocks on sending.
+	failed := make(chan error, len(on))
+	s := Serving{Failed: failed}
+	for _, p := range on {
+		running, err := p.Serve(ctx, gw)
+		if err != nil {
+			s.Close()
+			return Serving{}, fmt.Errorf("start %s: %w", p.Channel(), err)
+		}
+		if running.Close != nil {
+			s.closers = append(s.closers, running.Close)
+		}
+		if running.Failed != nil {
+			go func() {
+				select {
+				case err := <-running.Failed:
+					failed <- fmt.Errorf("%s: %w", p.Channel(), err)
+				case <-ctx.Done():
+				}
+			}()
+		}
+	}
+	return s, nil
+}

@@ -1,0 +1,92 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/replyflow/replyflow/adapters"
+)
+
+// fakePlatform is a platform whose gateway side mounts one route and may
+// fail for good.
+type fakePlatform struct {
+	name   string
+	on     bool
+	fail   chan error
+	closed bool
+}
+
+func (p *fakePlatform) Channel() string     { return p.name }
+func (p *fakePlatform) Enabled() bool       { return p.on }
+func (p *fakePlatform) HowToEnable() string { return "REPLYFLOW_" + p.name + "_ON" }
+func (p *fakePlatform) Summary() string     { return "" }
+func (p *fakePlatform) Validate() []error {
+	return []error{errors.New(p.name + " checked")}
+}
+
+func (p *fakePlatform) Serve(_ context.Context, gw adapters.GatewaySide) (adapters.Serving, error) {
+	gw.Mux.HandleFunc("GET /"+p.name, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, p.name) })
+	gw.Health.Report(p.name, adapters.Health{State: adapters.StateUp})
+	return adapters.Serving{Failed: p.fail, Close: func() { p.closed = true }}, nil
+}
+
+func (p *fakePlatform) Outbound(adapters.WorkerSide) (adapters.Outbound, error) { return nil, nil }
+
+func gatewaySide() adapters.GatewaySide {
+	return adapters.GatewaySide{Mux: http.NewServeMux(), Health: NewStatus(), Logger: slog.New(slog.DiscardHandler)}
+}
+
+func TestServeStartsOnlyTheEnabledPlatformsAndForwardsAFailure(t *testing.T) {
+	on := &fakePlatform{name: "on", on: true, fail: make(chan error, 1)}
+	off := &fakePlatform{name: "off"}
+	gw := gatewaySide()
+	s, err := Serve(t.Context(), []adapters.Platform{on, off}, gw)
+	require.NoError(t, err)
+
+	for path, want := range map[string]int{"/on": http.StatusOK, "/off": http.StatusNotFound} {
+		rec := httptest.NewRecorder()
+		gw.Mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		assert.Equal(t, want, rec.Code, path)
+	}
+	rec := httptest.NewRecorder()
+	gw.Health.(*Status).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	assert.JSONEq(t, `{"platforms":{"on":{"state":"up"}}}`, rec.Body.String())
+
+	on.fail <- errors.New("token refused")
+	select {
+	case err := <-s.Failed:
+		assert.EqualError(t, err, "on: token refused", "the failure names its platform")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the platform's failure never reached the gateway")
+	}
+	s.Close()
+	assert.True(t, on.closed)
+}
+
+func TestServeWithNothingEnabledSaysWhatTurnsAPlatformOn(t *testing.T) {
+	_, err := Serve(t.Context(), []adapters.Platform{&fakePlatform{name: "a"}, &fakePlatform{name: "b"}}, gatewaySide())
+	assert.EqualError(t, err, "no channel is enabled: set REPLYFLOW_a_ON or REPLYFLOW_b_ON")
+}
+
+func TestValidateChecksEveryPlatform(t *testing.T) {
+	errs := Validate([]adapters.Platform{&fakePlatform{name: "a"}, &fakePlatform{name: "b", on: true}})
+	assert.Len(t, errs, 2)
+}
+
+func TestTheRegistryNamesEachChannelOnce(t *testing.T) {
+	seen := map[string]bool{}
+	for _, p := range Platforms() {
+		assert.False(t, seen[p.Channel()], "%s is registered twice", p.Channel())
+		seen[p.Channel()] = true
+	}
+	assert.True(t, seen["webchat"] && seen["telegram"], "%v", seen)
+}

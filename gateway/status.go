@@ -1,0 +1,46 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"sync"
+
+	"github.com/replyflow/replyflow/adapters"
+)
+
+// Status is what GET /healthz answers: the state of each platform the
+// gateway serves, so an operator sees which one is down while the others
+// keep working. It holds one entry per enabled platform.
+type Status struct {
+	mu        sync.Mutex
+	platforms map[string]adapters.Health
+}
+
+var _ adapters.HealthReporter = (*Status)(nil)
+
+// NewStatus is an empty Status.
+func NewStatus() *Status {
+	return &Status{platforms: map[string]adapters.Health{}}
+}
+
+// Report records a platform's state.
+func (s *Status) Report(channel string, h adapters.Health) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.platforms[channel] = h
+}
+
+// ServeHTTP answers 200 while the gateway serves at all: one platform
+// being down is no reason to restart the gateway and take the others
+// down too. The body says which platform is in which state.
+func (s *Status) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	body, err := json.Marshal(map[string]any{"platforms": s.platforms})
+	s.mu.Unlock()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(body, '\n'))
+}
