@@ -34,11 +34,11 @@ const (
 	ChannelMPIM    = "mpim"
 )
 
-// isDirect is true for direct messages, one to one or a group DM: there
-// people talk top-level, as in any chat.
-func isDirect(channelType string) bool {
-	return channelType == ChannelIM || channelType == ChannelMPIM
-}
+// isDirect is true for one-to-one direct messages: there people talk
+// top-level, as in any chat. Group DMs thread like channels: several
+// people talk there, and their app_mention events carry no channel type,
+// so both twins of a post must place it the same way without it.
+func isDirect(channelType string) bool { return channelType == ChannelIM }
 
 // Placement is where a message sits and where its reply goes.
 type Placement struct {
@@ -55,11 +55,11 @@ type Placement struct {
 // its ThreadID. A reply therefore never leaves its thread, and messages
 // of one Slack thread share one lane.
 //
-// In a channel (or an unknown type) the reply goes in the message's
-// thread: thread_ts, else its own ts, which starts a thread under it. In
-// a direct message, a threaded message is answered in its thread, and a
-// top-level one top-level (ReplyThreaded, the root lane) or in a thread
-// under it (ReplyAlways).
+// In a channel, a group DM or a conversation of unknown type, the reply
+// goes in the message's thread: thread_ts, else its own ts, which starts
+// a thread under it. In a direct message, a threaded message is answered
+// in its thread, and a top-level one top-level (ReplyThreaded, the root
+// lane) or in a thread under it (ReplyAlways).
 func Place(channelType, ts, threadTS string, mode ReplyMode) Placement {
 	var thread string
 	switch {

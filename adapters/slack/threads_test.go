@@ -26,7 +26,7 @@ func TestPlace(t *testing.T) {
 		{"DM top-level, always, in a thread", ChannelIM, "", ReplyAlways, ts},
 		{"DM thread reply in its thread", ChannelIM, parent, ReplyThreaded, parent},
 		{"DM thread reply, always", ChannelIM, parent, ReplyAlways, parent},
-		{"group DM top-level answered top-level", ChannelMPIM, "", ReplyThreaded, ""},
+		{"group DM top-level starts a thread", ChannelMPIM, "", ReplyThreaded, ts},
 		{"group DM thread reply", ChannelMPIM, parent, ReplyThreaded, parent},
 		{"unknown type is threaded like a channel", "", "", ReplyThreaded, ts},
 		// A thread's parent carries thread_ts = its own ts.
