@@ -2,10 +2,10 @@ package slack
 
 import (
 	"strings"
-	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/replyflow/replyflow/adapters/internal/mdscan"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -35,7 +35,7 @@ func RenderMrkdwn(markdown string) string {
 		if i > 0 {
 			out.WriteByte('\n')
 		}
-		if isFence(lines[i]) {
+		if mdscan.IsFence(lines[i]) {
 			i = renderFence(&out, lines, i)
 			continue
 		}
@@ -85,18 +85,13 @@ func fit(chunk string, limit, cut int) []string {
 	return out
 }
 
-func isFence(line string) bool {
-	trimmed := strings.TrimLeft(line, " ")
-	return len(line)-len(trimmed) <= 3 && strings.HasPrefix(trimmed, "```")
-}
-
 // renderFence writes the code block opening at lines[start] without its
 // info string, escaped, and returns the index of the line after it. A
 // block never closed runs to the end and is closed.
 func renderFence(out *strings.Builder, lines []string, start int) int {
 	out.WriteString("```\n")
 	end := start + 1
-	for ; end < len(lines) && !isFence(lines[end]); end++ {
+	for ; end < len(lines) && !mdscan.IsFence(lines[end]); end++ {
 		out.WriteString(escape(lines[end]))
 		out.WriteByte('\n')
 	}
@@ -109,7 +104,7 @@ func renderFence(out *strings.Builder, lines []string, start int) int {
 
 func renderLine(out *strings.Builder, line string) {
 	trimmed := strings.TrimLeft(line, " ")
-	if level := headingLevel(trimmed); level > 0 {
+	if level := mdscan.HeadingLevel(trimmed); level > 0 {
 		// A bold line; bold inside it would close it early, so it is
 		// dropped there.
 		out.WriteString("*" + renderInline(strings.TrimSpace(trimmed[level:]), true) + "*")
@@ -121,18 +116,6 @@ func renderLine(out *strings.Builder, line string) {
 		return
 	}
 	out.WriteString(renderInline(line, false))
-}
-
-// headingLevel is the number of #s opening an ATX heading, or 0.
-func headingLevel(s string) int {
-	n := 0
-	for n < len(s) && n < 6 && s[n] == '#' {
-		n++
-	}
-	if n == 0 || n >= len(s) || s[n] != ' ' || strings.TrimSpace(s[n:]) == "" {
-		return 0
-	}
-	return n
 }
 
 // emphasis are the inline delimiters, longest first so "**" wins over "*".
@@ -171,10 +154,10 @@ func renderSpan(out *strings.Builder, s string, i int, inBold bool) (int, bool) 
 		return keepMention(out, s, i)
 	}
 	for _, e := range emphasis {
-		if !strings.HasPrefix(s[i:], e.delim) || !opens(s, i, e.delim) {
+		if !strings.HasPrefix(s[i:], e.delim) || !mdscan.Opens(s, i, e.delim) {
 			continue
 		}
-		end := closing(s, i+len(e.delim), e.delim)
+		end := mdscan.Closing(s, i+len(e.delim), e.delim)
 		if end < 0 {
 			continue
 		}
@@ -192,70 +175,22 @@ func renderSpan(out *strings.Builder, s string, i int, inBold bool) (int, bool) 
 // renderCode writes a code span, escaped. Slack's spans are single
 // backticks without escapes, so a span holding a backtick stays text.
 func renderCode(out *strings.Builder, s string, i int) (int, bool) {
-	run := 0
-	for i+run < len(s) && s[i+run] == '`' {
-		run++
+	code, end, ok := mdscan.CodeSpan(s, i)
+	if !ok || strings.TrimSpace(code) == "" || strings.Contains(code, "`") {
+		out.WriteString(escape(s[i:end]))
+		return end, true
 	}
-	fence := strings.Repeat("`", run)
-	for j := i + run; j < len(s); {
-		k := strings.Index(s[j:], fence)
-		if k < 0 {
-			break
-		}
-		k += j
-		after := k + run
-		if after < len(s) && s[after] == '`' { // a longer run does not close
-			for after < len(s) && s[after] == '`' {
-				after++
-			}
-			j = after
-			continue
-		}
-		code := s[i+run : k]
-		if strings.TrimSpace(code) == "" {
-			break // `` and ` ` are no span
-		}
-		if strings.Contains(code, "`") {
-			out.WriteString(escape(s[i:after]))
-		} else {
-			out.WriteString("`" + escape(code) + "`")
-		}
-		return after, true
-	}
-	out.WriteString(escape(fence))
-	return i + run, true
+	out.WriteString("`" + escape(code) + "`")
+	return end, true
 }
 
 // linkSchemes are the URL schemes rendered as links; others stay text.
 var linkSchemes = []string{"http://", "https://", "mailto:"}
 
 func renderLink(out *strings.Builder, s string, i int, inBold bool) (int, bool) {
-	textEnd := strings.Index(s[i:], "](")
-	if textEnd < 0 {
-		return i, false
-	}
-	textEnd += i
-	text := s[i+1 : textEnd]
-	if strings.TrimSpace(text) == "" || strings.ContainsAny(text, "[]") {
-		return i, false
-	}
-	depth, urlEnd := 1, -1
-	for j := textEnd + 2; j < len(s) && urlEnd < 0; j++ {
-		switch s[j] {
-		case '(':
-			depth++
-		case ')':
-			if depth--; depth == 0 {
-				urlEnd = j
-			}
-		}
-	}
-	if urlEnd < 0 {
-		return i, false
-	}
-	url := strings.TrimSpace(s[textEnd+2 : urlEnd])
-	// | and > would end Slack's link early; < and white space make no URL.
-	if !hasLinkScheme(url) || strings.ContainsAny(url, " \t<>|") {
+	text, url, end, ok := mdscan.Link(s, i, linkSchemes)
+	// | and > would end Slack's link early, and < start another.
+	if !ok || strings.TrimSpace(text) == "" || strings.ContainsAny(url, "<>|") {
 		return i, false
 	}
 	// A mention inside the label would nest < in Slack's link.
@@ -264,17 +199,7 @@ func renderLink(out *strings.Builder, s string, i int, inBold bool) (int, bool) 
 		label = renderInline(text, inBold)
 	}
 	out.WriteString("<" + escape(url) + "|" + label + ">")
-	return urlEnd + 1, true
-}
-
-func hasLinkScheme(url string) bool {
-	lower := strings.ToLower(url)
-	for _, scheme := range linkSchemes {
-		if strings.HasPrefix(lower, scheme) && len(url) > len(scheme) {
-			return true
-		}
-	}
-	return false
+	return end, true
 }
 
 // keepMention copies a user or channel mention (<@U123>, <#C123|name>)
@@ -305,45 +230,6 @@ func isSlackID(id string) bool {
 	}
 	return true
 }
-
-// opens is true when delim at s[i] can open a span: followed by a
-// non-space, and for "_" not inside a word (snake_case stays as it is).
-func opens(s string, i int, delim string) bool {
-	next, _ := utf8.DecodeRuneInString(s[i+len(delim):])
-	if i+len(delim) >= len(s) || unicode.IsSpace(next) {
-		return false
-	}
-	if delim[0] == '_' && i > 0 {
-		prev, _ := utf8.DecodeLastRuneInString(s[:i])
-		return !isWordRune(prev)
-	}
-	return true
-}
-
-// closing is the index of the delimiter that closes a span whose text
-// starts at s[from], or -1: preceded by a non-space, not the start of a
-// longer run, and for "_" not followed by a word character.
-func closing(s string, from int, delim string) int {
-	for j := from + 1; j+len(delim) <= len(s); j++ {
-		if !strings.HasPrefix(s[j:], delim) {
-			continue
-		}
-		prev, _ := utf8.DecodeLastRuneInString(s[:j])
-		after := j + len(delim)
-		if unicode.IsSpace(prev) || (len(delim) == 1 && after < len(s) && s[after] == delim[0]) {
-			continue
-		}
-		if delim[0] == '_' && after < len(s) {
-			if next, _ := utf8.DecodeRuneInString(s[after:]); isWordRune(next) {
-				continue
-			}
-		}
-		return j
-	}
-	return -1
-}
-
-func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/replyflow/replyflow/adapters/internal/mdscan"
 )
 
 func TestRenderMrkdwn(t *testing.T) {
@@ -114,7 +116,7 @@ func checkMrkdwn(s string) error {
 				if !isSlackID(target[1:]) {
 					return fmt.Errorf("bad mention %q", inner)
 				}
-			case !hasLinkScheme(target) || !strings.Contains(inner, "|"):
+			case !mdscan.HasScheme(target, linkSchemes) || !strings.Contains(inner, "|"):
 				return fmt.Errorf("bad link %q", inner)
 			}
 			i += end
