@@ -65,6 +65,14 @@ func TestNormalizeMessages(t *testing.T) {
 		{"DM top-level, always threaded", ReplyAlways,
 			`{"type":"message","channel":"D1","channel_type":"im","user":"U1","text":"hello","ts":"` + postTS + `"}`,
 			with(func(in *pipeline.Inbound) { in.ChatID, in.ChatType = "D1", pipeline.ChatDirect })},
+		{"app_mention in a DM: the D of the ID makes it direct", ReplyThreaded,
+			`{"type":"app_mention","channel":"D1","user":"U1","text":"<@UBOT> hello","ts":"` + postTS + `"}`,
+			with(func(in *pipeline.Inbound) {
+				in.ChatID, in.ChatType, in.ThreadID, in.MentionsBot = "D1", pipeline.ChatDirect, "", true
+			})},
+		{"group DM threads like a channel", ReplyThreaded,
+			`{"type":"message","channel":"G1","channel_type":"mpim","user":"U1","text":"hello","ts":"` + postTS + `"}`,
+			with(func(in *pipeline.Inbound) { in.ChatID = "G1" })},
 		{"bot mention stripped before commands", ReplyThreaded,
 			`{"type":"message","channel":"C1","channel_type":"channel","user":"U1","text":"<@UBOT> /status","ts":"` + postTS + `"}`,
 			with(func(in *pipeline.Inbound) { in.Text, in.MentionsBot = "/status", true })},
