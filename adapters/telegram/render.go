@@ -6,6 +6,8 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/replyflow/replyflow/adapters/internal/mdscan"
 )
 
 // RenderHTML turns the Markdown an agent writes into Telegram's HTML
@@ -26,7 +28,7 @@ func RenderHTML(markdown string) string {
 			out.WriteByte('\n')
 		}
 		switch {
-		case isFence(lines[i]):
+		case mdscan.IsFence(lines[i]):
 			i = renderFence(&out, lines, i)
 		case isQuote(lines[i]):
 			i = renderQuote(&out, lines, i)
@@ -65,11 +67,6 @@ func VisibleLength(htmlText string) int {
 	return n
 }
 
-func isFence(line string) bool {
-	trimmed := strings.TrimLeft(line, " ")
-	return len(line)-len(trimmed) <= 3 && strings.HasPrefix(trimmed, "```")
-}
-
 // renderFence writes the code block opening at lines[start] and returns
 // the index of the line after it. A block never closed runs to the end.
 func renderFence(out *strings.Builder, lines []string, start int) int {
@@ -84,7 +81,7 @@ func renderFence(out *strings.Builder, lines []string, start int) int {
 		out.WriteString("<code>")
 	}
 	end := start + 1
-	for ; end < len(lines) && !isFence(lines[end]); end++ {
+	for ; end < len(lines) && !mdscan.IsFence(lines[end]); end++ {
 		if end > start+1 {
 			out.WriteByte('\n')
 		}
@@ -138,7 +135,7 @@ func renderQuote(out *strings.Builder, lines []string, start int) int {
 func renderLine(out *strings.Builder, line string) {
 	trimmed := strings.TrimLeft(line, " ")
 	indent := line[:len(line)-len(trimmed)]
-	if level := headingLevel(trimmed); level > 0 {
+	if level := mdscan.HeadingLevel(trimmed); level > 0 {
 		out.WriteString("<b>")
 		out.WriteString(renderInline(strings.TrimSpace(trimmed[level:])))
 		out.WriteString("</b>")
@@ -150,18 +147,6 @@ func renderLine(out *strings.Builder, line string) {
 		return
 	}
 	out.WriteString(renderInline(line))
-}
-
-// headingLevel is the number of #s opening an ATX heading, or 0.
-func headingLevel(s string) int {
-	n := 0
-	for n < len(s) && n < 6 && s[n] == '#' {
-		n++
-	}
-	if n == 0 || n >= len(s) || s[n] != ' ' || strings.TrimSpace(s[n:]) == "" {
-		return 0
-	}
-	return n
 }
 
 // emphasis are the inline delimiters, longest first so "**" wins over "*".
@@ -195,10 +180,10 @@ func renderSpan(out *strings.Builder, s string, i int) (int, bool) {
 		return renderLink(out, s, i)
 	}
 	for _, e := range emphasis {
-		if !strings.HasPrefix(s[i:], e.delim) || !opens(s, i, e.delim) {
+		if !strings.HasPrefix(s[i:], e.delim) || !mdscan.Opens(s, i, e.delim) {
 			continue
 		}
-		end := closing(s, i+len(e.delim), e.delim)
+		end := mdscan.Closing(s, i+len(e.delim), e.delim)
 		if end < 0 {
 			continue
 		}
@@ -211,118 +196,26 @@ func renderSpan(out *strings.Builder, s string, i int) (int, bool) {
 }
 
 func renderCode(out *strings.Builder, s string, i int) (int, bool) {
-	run := 0
-	for i+run < len(s) && s[i+run] == '`' {
-		run++
+	code, end, ok := mdscan.CodeSpan(s, i)
+	if !ok {
+		out.WriteString(escape(s[i:end]))
+		return end, true
 	}
-	fence := strings.Repeat("`", run)
-	for j := i + run; j < len(s); {
-		k := strings.Index(s[j:], fence)
-		if k < 0 {
-			break
-		}
-		k += j
-		after := k + run
-		if after < len(s) && s[after] == '`' { // a longer run does not close
-			for after < len(s) && s[after] == '`' {
-				after++
-			}
-			j = after
-			continue
-		}
-		if k == i+run {
-			break // `` is no span
-		}
-		out.WriteString("<code>" + escape(s[i+run:k]) + "</code>")
-		return after, true
-	}
-	out.WriteString(escape(fence))
-	return i + run, true
+	out.WriteString("<code>" + escape(code) + "</code>")
+	return end, true
 }
 
 // linkSchemes are the URL schemes rendered as links; others stay text.
 var linkSchemes = []string{"http://", "https://", "tg://", "mailto:"}
 
 func renderLink(out *strings.Builder, s string, i int) (int, bool) {
-	textEnd := strings.Index(s[i:], "](")
-	if textEnd < 0 {
-		return i, false
-	}
-	textEnd += i
-	text := s[i+1 : textEnd]
-	if text == "" || strings.ContainsAny(text, "[]") {
-		return i, false
-	}
-	depth, urlEnd := 1, -1
-	for j := textEnd + 2; j < len(s) && urlEnd < 0; j++ {
-		switch s[j] {
-		case '(':
-			depth++
-		case ')':
-			if depth--; depth == 0 {
-				urlEnd = j
-			}
-		}
-	}
-	if urlEnd < 0 {
-		return i, false
-	}
-	url := strings.TrimSpace(s[textEnd+2 : urlEnd])
-	if !hasLinkScheme(url) || strings.ContainsAny(url, " \t") {
+	text, url, end, ok := mdscan.Link(s, i, linkSchemes)
+	if !ok {
 		return i, false
 	}
 	out.WriteString(`<a href="` + escapeAttr(url) + `">` + renderInline(text) + "</a>")
-	return urlEnd + 1, true
+	return end, true
 }
-
-func hasLinkScheme(url string) bool {
-	lower := strings.ToLower(url)
-	for _, scheme := range linkSchemes {
-		if strings.HasPrefix(lower, scheme) && len(url) > len(scheme) {
-			return true
-		}
-	}
-	return false
-}
-
-// opens is true when delim at s[i] can open a span: followed by a
-// non-space, and for "_" not inside a word (snake_case stays as it is).
-func opens(s string, i int, delim string) bool {
-	next, _ := utf8.DecodeRuneInString(s[i+len(delim):])
-	if i+len(delim) >= len(s) || unicode.IsSpace(next) {
-		return false
-	}
-	if delim[0] == '_' && i > 0 {
-		prev, _ := utf8.DecodeLastRuneInString(s[:i])
-		return !isWordRune(prev)
-	}
-	return true
-}
-
-// closing is the index of the delimiter that closes a span whose text
-// starts at s[from], or -1: preceded by a non-space, not the start of a
-// longer run, and for "_" not followed by a word character.
-func closing(s string, from int, delim string) int {
-	for j := from + 1; j+len(delim) <= len(s); j++ {
-		if !strings.HasPrefix(s[j:], delim) {
-			continue
-		}
-		prev, _ := utf8.DecodeLastRuneInString(s[:j])
-		after := j + len(delim)
-		if unicode.IsSpace(prev) || (len(delim) == 1 && after < len(s) && s[after] == delim[0]) {
-			continue
-		}
-		if delim[0] == '_' && after < len(s) {
-			if next, _ := utf8.DecodeRuneInString(s[after:]); isWordRune(next) {
-				continue
-			}
-		}
-		return j
-	}
-	return -1
-}
-
-func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 

@@ -1,0 +1,65 @@
+// Package slack is replyflow's Slack adapter, shaped like the Telegram
+// one. It is the only code in replyflow that imports
+// github.com/slack-go/slack; it must not import Temporal or the workflows,
+// and is reached through the adapters contract only.
+//
+// What it holds so far: VerifyRequest checks an Events API request's
+// signature; Parse and Normalize turn an Events API envelope (from HTTP,
+// or Socket Mode, which carries the same envelope) into a
+// pipeline.Inbound, a pipeline.Feedback or a reason to skip; Place puts a
+// message in its lane and its reply in its thread; RenderMrkdwn and Chunk
+// turn a reply's Markdown into Slack mrkdwn chunks that fit Slack's limit.
+// The client (chat.postMessage and the rest), the Socket Mode and HTTP
+// receivers and the fake server (slacktest) are built apart.
+//
+// Keys: the session is the workspace's channel (account = team ID, chat =
+// channel ID). The lane of a message is the Slack thread its reply goes
+// in, and Place computes both from one value, so the client posts a
+// Delivery with thread_ts = its ThreadID and a reply never leaves its
+// thread. In channels and group DMs the reply goes in the message's
+// thread (thread_ts, else the message's own ts); in a one-to-one DM, a
+// top-level message is answered top-level (REPLYFLOW_SLACK_REPLY_IN_THREAD
+// =threaded, the default) or in a thread under it (=always), and a
+// threaded one in its thread. A thread reply's ReplyTo is the thread's
+// parent, and it counts as addressed to the bot (ReplyToBot) when the bot
+// started the thread.
+//
+// Redeliveries: a message's ID is its ts, unique in its channel, so an
+// HTTP retry (X-Slack-Retry-Num), a Socket Mode replay and the two events
+// Slack sends for one post that mentions the bot (message and
+// app_mention) all become one MessageID, and the session's dedupe keeps
+// the first. For that to lose nothing, the first must already say the bot
+// was mentioned: Normalize reads the mention from the text (<@BOTID>),
+// which both twins carry, instead of from the event type, so the twins
+// are the same Inbound and the gateway needs to hold no event back.
+// MergeTwins exists for a caller that does hold both; it keeps the
+// mention. The bot's mentions are stripped from the text before commands
+// are parsed ("<@B> /status" is "/status"), and Slack's escapes (&amp;
+// &lt; &gt;) are decoded; other mentions stay as <@U123>.
+//
+// Skipped, with a reason: the bot's own messages (its user ID or bot ID,
+// from auth.test), joins, topic and purpose changes and every other
+// subtype that is not someone's message (the allowed ones are plain,
+// file_share, thread_broadcast, me_message and other bots' bot_message),
+// deletions, reactions on anything but messages, and the bot's own
+// reactions.
+//
+// Edits (message_changed) keep the original message's ts, so the
+// session's dedupe drops them as Telegram's edits are dropped: what was
+// answered stays answered, and an edit reaches the session only when the
+// original never did (sent before the bot joined, or out of the seen
+// ring). Changes that edit no text (link unfurls, a thread's reply count)
+// are skipped, so an old thread's parent is never answered again.
+// Deletions are skipped: a deleted message that was answered stays
+// answered.
+//
+// Files (file_share) arrive as pipeline.Media references: the file ID and
+// name, never the bytes, which stay with Slack until a tool fetches them.
+// At most pipeline.MaxMedia files are kept; a text over
+// pipeline.MaxTextBytes is cut with a visible mark, so the model knows.
+//
+// Reactions (reaction_added on a message) become Feedback on the message
+// with the reacted ts; Emoji holds the one added, as Slack names it
+// (":thumbsup:"), not the user's whole set, which Slack does not send.
+// reaction_removed is not handled yet.
+package slack

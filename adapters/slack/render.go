@@ -1,0 +1,236 @@
+package slack
+
+import (
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/replyflow/replyflow/adapters/internal/mdscan"
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// MessageLimit is the length of rendered text one chat.postMessage
+// carries. Slack recommends 4,000 characters (it truncates at 40,000) and
+// does not say which characters; we count UTF-16 code units as the
+// pipeline does, which is never fewer than runes, and count the escapes
+// (&amp;) whole, so the measure errs on the short side.
+const MessageLimit = 4000
+
+// RenderMrkdwn turns the Markdown an agent writes into Slack mrkdwn:
+// **bold** and __bold__ become *bold*, *italic* and _italic_ _italic_,
+// ~~strike~~ ~strike~, [text](url) <url|text> (http, https and mailto
+// only), headings bold lines, and fenced blocks ``` blocks without their
+// info string. `code`, lists, quotes and bare URLs stay as written (Slack
+// links bare URLs itself). & < > are escaped everywhere, code included, as
+// Slack requires, except in the <url|text> links this renders and in user
+// and channel mentions (<@U123>, <#C123>) the agent copied; <!here> and
+// the like are escaped, so a reply cannot ping a whole channel.
+//
+// Rendering may lengthen text (an escaped & is five characters), so a
+// chunk cut in Markdown may not fit once rendered: Chunk accounts for it.
+func RenderMrkdwn(markdown string) string {
+	lines := strings.Split(strings.ToValidUTF8(markdown, "\uFFFD"), "\n")
+	var out strings.Builder
+	for i := 0; i < len(lines); {
+		if i > 0 {
+			out.WriteByte('\n')
+		}
+		if mdscan.IsFence(lines[i]) {
+			i = renderFence(&out, lines, i)
+			continue
+		}
+		renderLine(&out, lines[i])
+		i++
+	}
+	return out.String()
+}
+
+// Length is the length of rendered text as MessageLimit counts it.
+func Length(mrkdwn string) int {
+	n := 0
+	for _, r := range mrkdwn {
+		n += utf16.RuneLen(r)
+	}
+	return n
+}
+
+// Chunk splits a reply into Markdown chunks of which each renders to at
+// most limit characters (Length of RenderMrkdwn). It cuts with
+// pipeline.Chunk, renders each chunk, and cuts a chunk that grew past the
+// limit again at a limit smaller by the growth, until every chunk fits;
+// only a chunk of a single character can stay over a limit below the
+// width of its escape.
+func Chunk(markdown string, limit int) []string {
+	var out []string
+	for _, c := range pipeline.Chunk(markdown, limit) {
+		out = append(out, fit(c, limit, limit)...)
+	}
+	return out
+}
+
+// fit returns chunk whole if it renders within limit, else cut at a
+// smaller Markdown limit than cut, the one it was cut at. cut shrinks on
+// every call, so the recursion ends.
+func fit(chunk string, limit, cut int) []string {
+	n := Length(RenderMrkdwn(chunk))
+	if n <= limit || cut <= 1 {
+		return []string{chunk}
+	}
+	smaller := min(cut-1, cut*limit/n)
+	smaller = max(smaller, 1)
+	var out []string
+	for _, c := range pipeline.Chunk(chunk, smaller) {
+		out = append(out, fit(c, limit, smaller)...)
+	}
+	return out
+}
+
+// renderFence writes the code block opening at lines[start] without its
+// info string, escaped, and returns the index of the line after it. A
+// block never closed runs to the end and is closed.
+func renderFence(out *strings.Builder, lines []string, start int) int {
+	out.WriteString("```\n")
+	end := start + 1
+	for ; end < len(lines) && !mdscan.IsFence(lines[end]); end++ {
+		out.WriteString(escape(lines[end]))
+		out.WriteByte('\n')
+	}
+	out.WriteString("```")
+	if end < len(lines) {
+		end++ // the closing fence
+	}
+	return end
+}
+
+func renderLine(out *strings.Builder, line string) {
+	trimmed := strings.TrimLeft(line, " ")
+	if level := mdscan.HeadingLevel(trimmed); level > 0 {
+		// A bold line; bold inside it would close it early, so it is
+		// dropped there.
+		out.WriteString("*" + renderInline(strings.TrimSpace(trimmed[level:]), true) + "*")
+		return
+	}
+	indent := line[:len(line)-len(trimmed)]
+	if len(trimmed) >= 2 && strings.ContainsRune("-*+", rune(trimmed[0])) && trimmed[1] == ' ' {
+		out.WriteString(indent + trimmed[:2] + renderInline(trimmed[2:], false))
+		return
+	}
+	out.WriteString(renderInline(line, false))
+}
+
+// emphasis are the inline delimiters, longest first so "**" wins over "*".
+var emphasis = []struct {
+	delim, mark string
+	bold        bool
+}{
+	{"**", "*", true}, {"__", "*", true}, {"~~", "~", false}, {"*", "_", false}, {"_", "_", false},
+}
+
+// renderInline renders one line's inline Markdown; inBold drops bold
+// marks, which Slack cannot nest.
+func renderInline(s string, inBold bool) string {
+	var out strings.Builder
+	for i := 0; i < len(s); {
+		if n, ok := renderSpan(&out, s, i, inBold); ok {
+			i = n
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		out.WriteString(escape(string(r)))
+		i += size
+	}
+	return out.String()
+}
+
+// renderSpan writes the code span, link, mention or emphasis starting at
+// s[i] and returns the index after it, or false when none starts there.
+func renderSpan(out *strings.Builder, s string, i int, inBold bool) (int, bool) {
+	switch s[i] {
+	case '`':
+		return renderCode(out, s, i)
+	case '[':
+		return renderLink(out, s, i, inBold)
+	case '<':
+		return keepMention(out, s, i)
+	}
+	for _, e := range emphasis {
+		if !strings.HasPrefix(s[i:], e.delim) || !mdscan.Opens(s, i, e.delim) {
+			continue
+		}
+		end := mdscan.Closing(s, i+len(e.delim), e.delim)
+		if end < 0 {
+			continue
+		}
+		inner := renderInline(s[i+len(e.delim):end], inBold || e.bold)
+		if e.bold && inBold {
+			out.WriteString(inner)
+		} else {
+			out.WriteString(e.mark + inner + e.mark)
+		}
+		return end + len(e.delim), true
+	}
+	return i, false
+}
+
+// renderCode writes a code span, escaped. Slack's spans are single
+// backticks without escapes, so a span holding a backtick stays text.
+func renderCode(out *strings.Builder, s string, i int) (int, bool) {
+	code, end, ok := mdscan.CodeSpan(s, i)
+	if !ok || strings.TrimSpace(code) == "" || strings.Contains(code, "`") {
+		out.WriteString(escape(s[i:end]))
+		return end, true
+	}
+	out.WriteString("`" + escape(code) + "`")
+	return end, true
+}
+
+// linkSchemes are the URL schemes rendered as links; others stay text.
+var linkSchemes = []string{"http://", "https://", "mailto:"}
+
+func renderLink(out *strings.Builder, s string, i int, inBold bool) (int, bool) {
+	text, url, end, ok := mdscan.Link(s, i, linkSchemes)
+	// | and > would end Slack's link early, and < start another.
+	if !ok || strings.TrimSpace(text) == "" || strings.ContainsAny(url, "<>|") {
+		return i, false
+	}
+	// A mention inside the label would nest < in Slack's link.
+	label := escape(text)
+	if !strings.Contains(text, "<") {
+		label = renderInline(text, inBold)
+	}
+	out.WriteString("<" + escape(url) + "|" + label + ">")
+	return end, true
+}
+
+// keepMention copies a user or channel mention (<@U123>, <#C123|name>)
+// as it is; anything else starting with < is escaped by the caller.
+func keepMention(out *strings.Builder, s string, i int) (int, bool) {
+	end := strings.IndexByte(s[i:], '>')
+	if end < 0 || i+1 >= len(s) || (s[i+1] != '@' && s[i+1] != '#') {
+		return i, false
+	}
+	inner := s[i+2 : i+end]
+	id, label, _ := strings.Cut(inner, "|")
+	if s[i+1] == '@' && label != "" || !isSlackID(id) || strings.ContainsAny(label, "<&") {
+		return i, false
+	}
+	out.WriteString(s[i : i+end+1])
+	return i + end + 1, true
+}
+
+// isSlackID is true for IDs as Slack writes them: U0123ABC, C0123ABC.
+func isSlackID(id string) bool {
+	if id == "" || len(id) > pipeline.MaxIDBytes {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+func escape(s string) string { return mrkdwnEscaper.Replace(s) }
