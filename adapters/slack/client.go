@@ -1,0 +1,266 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// ChunkEventType is the metadata event_type on every chunk the bot
+// posts; its payload's "key" is the Delivery's IdempotencyKey.
+const ChunkEventType = "replyflow_chunk"
+
+// Shortcodes is the reaction lifecycle as Slack emoji names.
+var Shortcodes = map[pipeline.ReactionState]string{
+	pipeline.ReactionReceived:    "eyes",
+	pipeline.ReactionThinking:    "writing_hand",
+	pipeline.ReactionWaitingUser: "hourglass_flowing_sand",
+	pipeline.ReactionDone:        "white_check_mark",
+	pipeline.ReactionError:       "x",
+}
+
+// TypingStatus is the assistant status shown while a reply is written.
+const TypingStatus = "is thinking…"
+
+// DefaultDedupeWindow is how far back Send looks for a chunk it may
+// already have posted.
+const DefaultDedupeWindow = 15 * time.Minute
+
+// ClientConfig configures the outbound side.
+type ClientConfig struct {
+	Token string // the bot token, xoxb-…
+	// APIURL is slack-go's API address ("https://slack.com/api/" when
+	// empty); tests point it at slacktest.
+	APIURL     string
+	HTTPClient *http.Client
+	// BotUserID is the bot's user ID; empty asks auth.test once.
+	BotUserID string
+	// Shortcodes overrides entries of the Shortcodes map.
+	Shortcodes map[pipeline.ReactionState]string
+	// PostInterval is the least time between posts in one channel;
+	// DefaultPostInterval when zero, none when negative.
+	PostInterval time.Duration
+	// DedupeWindow is how far back a Send looks for its chunk;
+	// DefaultDedupeWindow when zero.
+	DedupeWindow time.Duration
+	Logger       *slog.Logger
+}
+
+// Client is the Slack adapters.Outbound.
+type Client struct {
+	api        *slack.Client
+	cfg        ClientConfig
+	shortcodes map[pipeline.ReactionState]string
+	pace       *pacer
+	sent       *boundedMap // idempotency key → ts, posted by this worker
+	reactions  *boundedMap // channel/ts → shortcode the bot set there
+	typing     *boundedMap // channel/thread_ts → "" where a status is shown
+	logger     *slog.Logger
+
+	mu        sync.Mutex
+	botUserID string
+}
+
+var _ adapters.Outbound = (*Client)(nil)
+
+// NewClient builds the outbound adapter; it makes no call to Slack.
+// slack-go's own retries stay off (no OptionRetry): a write it retried
+// after a lost answer would post twice, and the activities' retry
+// policy, told the Retry-After, is the one that retries.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	if cfg.Token == "" {
+		return nil, errors.New("the Slack bot token is empty (set REPLYFLOW_SLACK_BOT_TOKEN to the app's xoxb- token)")
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	if cfg.PostInterval == 0 {
+		cfg.PostInterval = DefaultPostInterval
+	}
+	if cfg.DedupeWindow <= 0 {
+		cfg.DedupeWindow = DefaultDedupeWindow
+	}
+	opts := []slack.Option{slack.OptionHTTPClient(cfg.HTTPClient)}
+	if cfg.APIURL != "" {
+		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
+	}
+	c := &Client{
+		api:        slack.New(cfg.Token, opts...),
+		cfg:        cfg,
+		shortcodes: map[pipeline.ReactionState]string{},
+		pace:       newPacer(cfg.PostInterval),
+		sent:       newBoundedMap(4096),
+		reactions:  newBoundedMap(10_000),
+		typing:     newBoundedMap(10_000),
+		logger:     cfg.Logger,
+		botUserID:  cfg.BotUserID,
+	}
+	if c.logger == nil {
+		c.logger = slog.Default()
+	}
+	for state, name := range Shortcodes {
+		c.shortcodes[state] = name
+	}
+	for state, name := range cfg.Shortcodes {
+		c.shortcodes[state] = name
+	}
+	return c, nil
+}
+
+func channelOf(key pipeline.SessionKey, op string) (string, error) {
+	if key.Chat == "" {
+		return "", &adapters.Error{Kind: adapters.Permanent, Op: op, Err: fmt.Errorf("session %s has no Slack channel ID", key.WorkflowID())}
+	}
+	return key.Chat, nil
+}
+
+// Send posts one chunk as mrkdwn in the Delivery's thread (top-level
+// when its ThreadID is empty), with the idempotency key in the message
+// metadata, and returns the message's ts. Before posting it looks for a
+// message of the bot carrying that key (see findChunk), so a retry after
+// a lost answer returns the first post instead of posting again.
+func (c *Client) Send(ctx context.Context, d pipeline.Delivery) (string, error) {
+	const op = "chat.postMessage"
+	if ts, ok := c.sent.get(d.IdempotencyKey); ok {
+		return ts, nil
+	}
+	channel, err := channelOf(d.Session, op)
+	if err != nil {
+		return "", err
+	}
+	if ts, found, err := c.findChunk(ctx, channel, d.ThreadID, d.IdempotencyKey); err != nil {
+		return "", err
+	} else if found {
+		c.logger.Info("Chunk already posted; not posting it again", "session", d.Session.WorkflowID(), "chunk", d.Index+1, "ts", ts)
+		c.sent.put(d.IdempotencyKey, ts)
+		return ts, nil
+	}
+	text := RenderMrkdwn(d.Text)
+	opts := []slack.MsgOption{slack.MsgOptionText(text, false), slack.MsgOptionDisableLinkUnfurl()}
+	if len(d.Buttons) > 0 {
+		opts = append(opts, slack.MsgOptionBlocks(withButtons(text, d.Buttons)...))
+	}
+	if d.ThreadID != "" {
+		opts = append(opts, slack.MsgOptionTS(d.ThreadID))
+	}
+	if d.IdempotencyKey != "" {
+		opts = append(opts, slack.MsgOptionMetadata(slack.SlackMetadata{EventType: ChunkEventType, EventPayload: map[string]any{"key": d.IdempotencyKey}}))
+	}
+	if err := c.pace.wait(ctx, channel, op); err != nil {
+		return "", err
+	}
+	_, ts, err := c.api.PostMessageContext(ctx, channel, opts...)
+	if err != nil {
+		return "", c.failed(channel, op, err)
+	}
+	c.sent.put(d.IdempotencyKey, ts)
+	if d.Index+1 >= d.Total {
+		c.clearTyping(ctx, d.Session, channel, d.ThreadID)
+	}
+	return ts, nil
+}
+
+// failed classifies err, and on 429 holds the channel for Retry-After.
+func (c *Client) failed(channel, op string, err error) error {
+	classified := classify(op, err)
+	if kind, wait := adapters.Classify(classified); kind == adapters.RateLimited {
+		c.pace.cool(channel, wait)
+	}
+	return classified
+}
+
+// Edit replaces a bot message's text and blocks; without buttons the
+// blocks are cleared, so a decided proposal loses its buttons.
+func (c *Client) Edit(ctx context.Context, e pipeline.Edit) error {
+	const op = "chat.update"
+	channel, err := channelOf(e.Session, op)
+	if err != nil {
+		return err
+	}
+	if e.PlatformMessageID == "" {
+		return &adapters.Error{Kind: adapters.Permanent, Op: op, Err: fmt.Errorf("no message ts to edit in %s", e.Session.WorkflowID())}
+	}
+	text := RenderMrkdwn(e.Text)
+	opts := []slack.MsgOption{slack.MsgOptionText(text, false), slack.MsgOptionBlocks(withButtons(text, e.Buttons)...)}
+	if len(e.Buttons) == 0 {
+		opts[1] = slack.MsgOptionBlocks()
+	}
+	if err := c.pace.wait(ctx, channel, op); err != nil {
+		return err
+	}
+	if _, _, _, err := c.api.UpdateMessageContext(ctx, channel, e.PlatformMessageID, opts...); err != nil {
+		return c.failed(channel, op, err)
+	}
+	return nil
+}
+
+// MemberCount is the channel's number of members (conversations.info),
+// for the engagement rules; the adapters contract has no such method yet.
+func (c *Client) MemberCount(ctx context.Context, session pipeline.SessionKey) (int, error) {
+	const op = "conversations.info"
+	channel, err := channelOf(session, op)
+	if err != nil {
+		return 0, err
+	}
+	info, err := c.api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: channel, IncludeNumMembers: true})
+	if err != nil {
+		return 0, classify(op, err)
+	}
+	return info.NumMembers, nil
+}
+
+// boundedMap is a small FIFO-evicted string map: at most limit entries,
+// the oldest dropped first; nothing waits on it.
+type boundedMap struct {
+	mu    sync.Mutex
+	limit int
+	m     map[string]string
+	order []string
+}
+
+func newBoundedMap(limit int) *boundedMap { return &boundedMap{limit: limit, m: map[string]string{}} }
+
+func (b *boundedMap) get(key string) (string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	v, ok := b.m[key]
+	return v, ok && key != ""
+}
+
+func (b *boundedMap) put(key, v string) {
+	if key == "" {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.m[key]; !ok {
+		if len(b.order) >= b.limit {
+			delete(b.m, b.order[0])
+			b.order = b.order[1:]
+		}
+		b.order = append(b.order, key)
+	}
+	b.m[key] = v
+}
+
+func (b *boundedMap) remove(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.m[key]; !ok {
+		return
+	}
+	delete(b.m, key)
+	b.order = slices.DeleteFunc(b.order, func(k string) bool { return k == key })
+}
+
+func messageKey(channel, ts string) string { return channel + "/" + ts }
