@@ -138,6 +138,11 @@ func (c *Client) Send(ctx context.Context, d pipeline.Delivery) (string, error) 
 	if err != nil {
 		return "", err
 	}
+	// Pace first: a channel cooling down after a 429 costs no lookup, and
+	// the lookup sees what was posted until just before this post.
+	if err := c.pace.wait(ctx, channel, op); err != nil {
+		return "", err
+	}
 	if ts, found, err := c.findChunk(ctx, channel, d.ThreadID, d.IdempotencyKey); err != nil {
 		return "", err
 	} else if found {
@@ -155,9 +160,6 @@ func (c *Client) Send(ctx context.Context, d pipeline.Delivery) (string, error) 
 	}
 	if d.IdempotencyKey != "" {
 		opts = append(opts, slack.MsgOptionMetadata(slack.SlackMetadata{EventType: ChunkEventType, EventPayload: map[string]any{"key": d.IdempotencyKey}}))
-	}
-	if err := c.pace.wait(ctx, channel, op); err != nil {
-		return "", err
 	}
 	_, ts, err := c.api.PostMessageContext(ctx, channel, opts...)
 	if err != nil {

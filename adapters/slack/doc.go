@@ -8,9 +8,9 @@
 // or Socket Mode, which carries the same envelope) into a
 // pipeline.Inbound, a pipeline.Feedback or a reason to skip; Place puts a
 // message in its lane and its reply in its thread; RenderMrkdwn and Chunk
-// turn a reply's Markdown into Slack mrkdwn chunks that fit Slack's limit.
-// The client (chat.postMessage and the rest), the Socket Mode and HTTP
-// receivers and the fake server (slacktest) are built apart.
+// turn a reply's Markdown into Slack mrkdwn chunks that fit Slack's limit;
+// Client is the outbound side (adapters.Outbound, see below). The fake
+// server is slacktest.
 //
 // Keys: the session is the workspace's channel (account = team ID, chat =
 // channel ID). The lane of a message is the Slack thread its reply goes
@@ -62,4 +62,56 @@
 // with the reacted ts; Emoji holds the one added, as Slack names it
 // (":thumbsup:"), not the user's whole set, which Slack does not send.
 // reaction_removed is not handled yet.
+//
+// Outbound (Client): Send posts a chunk with chat.postMessage in the
+// session's channel, with thread_ts = the Delivery's ThreadID (top-level
+// when it is empty), as mrkdwn (Slack's default, never turned off), link
+// unfurls off, and message metadata {event_type: "replyflow_chunk",
+// event_payload: {key: IdempotencyKey}}. A chunk with buttons (a
+// proposal) also carries Block Kit: its text in mrkdwn sections and an
+// actions block whose buttons have action_id = value = the button's
+// Action. Edit is chat.update of text and blocks; without buttons the
+// blocks are cleared, so a decided proposal loses its buttons.
+//
+// No duplicate posts: Slack has no idempotency key, and an activity
+// whose answer was lost runs again, maybe on another worker. So before
+// every post (the Delivery does not say whether it is a retry, and no
+// cheap signal does) Send looks for a message of the bot with the chunk's
+// key in its metadata: in the thread (conversations.replies, the window's
+// first 200 messages) or among the channel's 20 newest top-level messages
+// (conversations.history), both within DedupeWindow (15 minutes), and
+// returns its ts instead of posting. A chunk this worker posted is found
+// in memory (4,096 keys) without a call. What remains possible: a post
+// Slack accepted but does not list yet when the retry looks (the retry
+// follows a timeout, so this needs Slack to be slower than the activity's
+// retry backoff); a retry later than the window, or one that finds the
+// first post pushed out of the 20 (or 200) messages looked at; and a post
+// deleted in between, which is posted again. A lookup that fails fails
+// the Send (classified as any call) rather than post blind. The lookup
+// is one read per chunk: Tier 3 for an internal app, but Slack limits
+// commercially distributed apps outside the Marketplace to one
+// conversations.history/replies call a minute, which this design does not
+// suit.
+//
+// Errors: slack-go's RateLimitedError is RateLimited with its
+// Retry-After, and the channel's posts are then refused here until it
+// passes; ok:false codes that no retry passes (channel_not_found,
+// not_in_channel, invalid_auth, msg_too_long, missing_scope, … see
+// permanentCodes) are Permanent with what to do; other codes, 5xx and
+// network failures are Transient. slack-go's retries are off (no
+// OptionRetry): the activities' retry policy retries. Posts are paced at
+// one a second per channel (chat.postMessage's limit).
+//
+// Reactions: Slack adds reactions per user instead of replacing them, so
+// SetReaction removes the shortcode the bot set before adding the state's
+// (eyes, writing_hand, hourglass_flowing_sand, white_check_mark, x;
+// ClientConfig.Shortcodes overrides them); already_reacted and
+// no_reaction count as success. What the bot set is kept in memory
+// (10,000 messages, oldest forgotten); a worker that does not know the
+// message removes every other lifecycle shortcode instead (not for
+// "received", the first state). Typing shows an assistant status ("is
+// thinking…", assistant.threads.setStatus) in threads only, best effort
+// (a workspace without the feature refuses it: logged at debug), and
+// Send clears it after a reply's last chunk. MemberCount reads
+// conversations.info's num_members for the engagement rules.
 package slack
