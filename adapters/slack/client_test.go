@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/slack"
@@ -314,5 +316,35 @@ func TestMemberCount(t *testing.T) {
 	n, err := newClient(t, fake).MemberCount(context.Background(), session("C1"))
 	if err != nil || n != 7 {
 		t.Errorf("MemberCount = %d, %v; want 7", n, err)
+	}
+}
+
+// A proposal longer than a section's 3,000 characters is cut into
+// sections at line ends, and nothing is lost.
+func TestLongProposalIsCutIntoSections(t *testing.T) {
+	fake := startFake(t)
+	line := strings.Repeat("é", 99) + "\n" // 199 bytes
+	text := strings.Repeat(line, 40) + strings.Repeat("x", 3500)
+	ts, err := newClient(t, fake).Send(context.Background(), pipeline.Delivery{Session: session("D1"), IdempotencyKey: "k", Text: text, Buttons: []pipeline.Button{{Text: "Yes", Action: "approve:p1"}}, Total: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := fake.Message("D1", ts)
+	var blocks []struct {
+		Type string `json:"type"`
+		Text struct{ Text string }
+	}
+	if err := json.Unmarshal(m.Blocks, &blocks); err != nil {
+		t.Fatal(err)
+	}
+	var joined []string
+	for _, b := range blocks[:len(blocks)-1] {
+		if b.Type != "section" || len(b.Text.Text) > 3000 || !utf8.ValidString(b.Text.Text) {
+			t.Errorf("block %s of %d bytes, want a valid section of at most 3000", b.Type, len(b.Text.Text))
+		}
+		joined = append(joined, b.Text.Text)
+	}
+	if got := strings.Join(joined, ""); strings.ReplaceAll(got, "\n", "") != strings.ReplaceAll(text, "\n", "") || len(blocks) < 3 {
+		t.Errorf("%d sections lose or change text", len(blocks)-1)
 	}
 }
