@@ -184,6 +184,10 @@ func TestErrorsAreClassified(t *testing.T) {
 		if !errors.As(err, &classified) || classified.Kind != tc.want || classified.Op != "chat.postMessage" {
 			t.Errorf("fault %+v: err %v, want %s from chat.postMessage", tc.fault, err, tc.want)
 		}
+		// slack-go's own retries are off: the activity's policy retries.
+		if calls := fake.Calls("chat.postMessage"); len(calls) != 1 {
+			t.Errorf("fault %+v: chat.postMessage called %d times, want once", tc.fault, len(calls))
+		}
 	}
 	fake := startFake(t)
 	_, err := newClient(t, fake).Send(context.Background(), pipeline.Delivery{Session: session("C404"), IdempotencyKey: "k", Text: "x", Total: 1})

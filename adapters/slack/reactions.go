@@ -5,7 +5,6 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -80,9 +79,9 @@ func (c *Client) previousShortcodes(key string, state pipeline.ReactionState, wa
 // Typing shows TypingStatus in the thread (assistant.threads.setStatus);
 // Send clears it after a reply's last chunk. It is best effort: Slack
 // shows a status only in threads, so the root lane of a DM gets none,
-// and a workspace or app without the assistant feature refuses it,
-// which is logged at debug and not returned. Rate limits and Slack's
-// outages are returned, classified, as for any call.
+// and any ok:false answer (a workspace or app without the assistant
+// feature, a missing scope) is logged at debug and not returned. Rate
+// limits and Slack's outages are returned, classified, as for any call.
 func (c *Client) Typing(ctx context.Context, session pipeline.SessionKey, threadID string) error {
 	const op = "assistant.threads.setStatus"
 	channel, err := channelOf(session, op)
@@ -94,12 +93,13 @@ func (c *Client) Typing(ctx context.Context, session pipeline.SessionKey, thread
 		c.typing.put(messageKey(channel, threadID), "")
 		return nil
 	}
-	classified := classify(op, err)
-	if kind, _ := adapters.Classify(classified); kind == adapters.Permanent {
-		c.logger.Debug("Slack refused the typing status; going on without it", "session", session.WorkflowID(), "error", err)
+	if code := slackCode(err); code != "" {
+		// Whatever Slack refuses (no assistant feature, a missing scope,
+		// a thread it does not know), the reply goes on without it.
+		c.logger.Debug("Slack refused the typing status; going on without it", "session", session.WorkflowID(), "code", code)
 		return nil
 	}
-	return classified
+	return classify(op, err)
 }
 
 // clearTyping empties the status Typing set in the thread, if any. Slack
