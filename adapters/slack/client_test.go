@@ -15,7 +15,7 @@ import (
 	"github.com/replyflow/replyflow/pipeline"
 )
 
-func newClient(t *testing.T, fake *slacktest.Server) *slack.Client {
+func outboundClient(t *testing.T, fake *slacktest.Server) *slack.Client {
 	t.Helper()
 	c, err := slack.NewClient(slack.ClientConfig{Token: fake.BotToken, APIURL: fake.APIURL(), PostInterval: -1})
 	if err != nil {
@@ -24,7 +24,7 @@ func newClient(t *testing.T, fake *slacktest.Server) *slack.Client {
 	return c
 }
 
-func startFake(t *testing.T) *slacktest.Server {
+func outboundFake(t *testing.T) *slacktest.Server {
 	t.Helper()
 	fake := slacktest.New(slacktest.Options{})
 	t.Cleanup(fake.Close)
@@ -33,15 +33,15 @@ func startFake(t *testing.T) *slacktest.Server {
 	return fake
 }
 
-func session(chat string) pipeline.SessionKey {
+func outboundSession(chat string) pipeline.SessionKey {
 	return pipeline.SessionKey{Channel: "slack", Account: "T0TEST", Chat: chat}
 }
 
 func TestSendPostsInTheThreadWithMetadata(t *testing.T) {
-	fake := startFake(t)
-	c := newClient(t, fake)
+	fake := outboundFake(t)
+	c := outboundClient(t, fake)
 	parent, _ := fake.AddMessage(slacktest.Post{Channel: "C1", User: "U1", Text: "hello"})
-	ts, err := c.Send(context.Background(), pipeline.Delivery{Session: session("C1"), IdempotencyKey: "turn1/0", ThreadID: parent.TS, Text: "a **bold** reply", Total: 1})
+	ts, err := c.Send(context.Background(), pipeline.Delivery{Session: outboundSession("C1"), IdempotencyKey: "turn1/0", ThreadID: parent.TS, Text: "a **bold** reply", Total: 1})
 	if err != nil {
 		t.Fatalf("Send: %v", err)
 	}
@@ -59,10 +59,10 @@ func TestSendPostsInTheThreadWithMetadata(t *testing.T) {
 }
 
 func TestSendTopLevelInADirectMessage(t *testing.T) {
-	fake := startFake(t)
-	c := newClient(t, fake)
+	fake := outboundFake(t)
+	c := outboundClient(t, fake)
 	fake.AddMessage(slacktest.Post{Channel: "D1", User: "U1", Text: "hi"})
-	ts, err := c.Send(context.Background(), pipeline.Delivery{Session: session("D1"), IdempotencyKey: "k", Text: "hello", Total: 1})
+	ts, err := c.Send(context.Background(), pipeline.Delivery{Session: outboundSession("D1"), IdempotencyKey: "k", Text: "hello", Total: 1})
 	if err != nil {
 		t.Fatalf("Send: %v", err)
 	}
@@ -72,10 +72,10 @@ func TestSendTopLevelInADirectMessage(t *testing.T) {
 }
 
 func TestSendButtonsAsBlocks(t *testing.T) {
-	fake := startFake(t)
-	c := newClient(t, fake)
+	fake := outboundFake(t)
+	c := outboundClient(t, fake)
 	buttons := []pipeline.Button{{Text: "Approve", Action: "approve:p1"}, {Text: "Reject", Action: "reject:p1"}}
-	ts, err := c.Send(context.Background(), pipeline.Delivery{Session: session("D1"), IdempotencyKey: "k", Text: "Run `rm`?", Buttons: buttons, Total: 1})
+	ts, err := c.Send(context.Background(), pipeline.Delivery{Session: outboundSession("D1"), IdempotencyKey: "k", Text: "Run `rm`?", Buttons: buttons, Total: 1})
 	if err != nil {
 		t.Fatalf("Send: %v", err)
 	}
@@ -108,19 +108,19 @@ func TestSendButtonsAsBlocks(t *testing.T) {
 // A Send whose answer was lost is retried, maybe on another worker: the
 // retry finds the first post by its key and posts nothing.
 func TestRetriedSendDoesNotPostAgain(t *testing.T) {
-	fake := startFake(t)
+	fake := outboundFake(t)
 	parent, _ := fake.AddMessage(slacktest.Post{Channel: "C1", User: "U1", Text: "hello"})
 	fake.AddMessage(slacktest.Post{Channel: "D1", User: "U1", Text: "hi"})
 	for _, d := range []pipeline.Delivery{
-		{Session: session("C1"), IdempotencyKey: "turn1/0", ThreadID: parent.TS, Text: "in the thread", Total: 2},
-		{Session: session("D1"), IdempotencyKey: "turn2/0", Text: "top-level", Total: 1},
+		{Session: outboundSession("C1"), IdempotencyKey: "turn1/0", ThreadID: parent.TS, Text: "in the thread", Total: 2},
+		{Session: outboundSession("D1"), IdempotencyKey: "turn2/0", Text: "top-level", Total: 1},
 	} {
-		first, err := newClient(t, fake).Send(context.Background(), d)
+		first, err := outboundClient(t, fake).Send(context.Background(), d)
 		if err != nil {
 			t.Fatalf("first Send: %v", err)
 		}
 		posts := len(fake.Calls("chat.postMessage"))
-		again, err := newClient(t, fake).Send(context.Background(), d) // a worker with empty memory
+		again, err := outboundClient(t, fake).Send(context.Background(), d) // a worker with empty memory
 		if err != nil {
 			t.Fatalf("retried Send: %v", err)
 		}
@@ -132,16 +132,16 @@ func TestRetriedSendDoesNotPostAgain(t *testing.T) {
 		}
 	}
 	// Another chunk of the same thread is a different key: it is posted.
-	next, err := newClient(t, fake).Send(context.Background(), pipeline.Delivery{Session: session("C1"), IdempotencyKey: "turn1/1", ThreadID: parent.TS, Text: "part two", Index: 1, Total: 2})
+	next, err := outboundClient(t, fake).Send(context.Background(), pipeline.Delivery{Session: outboundSession("C1"), IdempotencyKey: "turn1/1", ThreadID: parent.TS, Text: "part two", Index: 1, Total: 2})
 	if err != nil || len(fake.Sent("C1")) != 2 {
 		t.Errorf("second chunk: ts %s, err %v, sent %+v; want a second post", next, err, fake.Sent("C1"))
 	}
 }
 
 func TestRateLimitStormIsClassifiedWithRetryAfter(t *testing.T) {
-	fake := startFake(t)
-	c := newClient(t, fake)
-	d := pipeline.Delivery{Session: session("D1"), IdempotencyKey: "k", Text: "hello", Total: 1}
+	fake := outboundFake(t)
+	c := outboundClient(t, fake)
+	d := pipeline.Delivery{Session: outboundSession("D1"), IdempotencyKey: "k", Text: "hello", Total: 1}
 	fake.FailNext("chat.postMessage", 5, slacktest.RateLimited(30))
 	_, err := c.Send(context.Background(), d)
 	if kind, wait := adapters.Classify(err); kind != adapters.RateLimited || wait != 30*time.Second {
@@ -160,7 +160,7 @@ func TestRateLimitStormIsClassifiedWithRetryAfter(t *testing.T) {
 	}
 	// A 429 on the duplicate lookup is classified the same way.
 	fake.FailNext("conversations.history", 1, slacktest.RateLimited(7))
-	_, err = newClient(t, fake).Send(context.Background(), d)
+	_, err = outboundClient(t, fake).Send(context.Background(), d)
 	if kind, wait := adapters.Classify(err); kind != adapters.RateLimited || wait != 7*time.Second {
 		t.Errorf("Send with the lookup under 429: %v, want RateLimited after 7s", err)
 	}
@@ -177,9 +177,9 @@ func TestErrorsAreClassified(t *testing.T) {
 		{slacktest.SlackError("msg_too_long"), adapters.Permanent},
 		{slacktest.SlackError("invalid_auth"), adapters.Permanent},
 	} {
-		fake := startFake(t)
+		fake := outboundFake(t)
 		fake.FailNext("chat.postMessage", 1, tc.fault)
-		_, err := newClient(t, fake).Send(context.Background(), pipeline.Delivery{Session: session("D1"), IdempotencyKey: "k", Text: "x", Total: 1})
+		_, err := outboundClient(t, fake).Send(context.Background(), pipeline.Delivery{Session: outboundSession("D1"), IdempotencyKey: "k", Text: "x", Total: 1})
 		var classified *adapters.Error
 		if !errors.As(err, &classified) || classified.Kind != tc.want || classified.Op != "chat.postMessage" {
 			t.Errorf("fault %+v: err %v, want %s from chat.postMessage", tc.fault, err, tc.want)
@@ -189,20 +189,20 @@ func TestErrorsAreClassified(t *testing.T) {
 			t.Errorf("fault %+v: chat.postMessage called %d times, want once", tc.fault, len(calls))
 		}
 	}
-	fake := startFake(t)
-	_, err := newClient(t, fake).Send(context.Background(), pipeline.Delivery{Session: session("C404"), IdempotencyKey: "k", Text: "x", Total: 1})
+	fake := outboundFake(t)
+	_, err := outboundClient(t, fake).Send(context.Background(), pipeline.Delivery{Session: outboundSession("C404"), IdempotencyKey: "k", Text: "x", Total: 1})
 	if kind, _ := adapters.Classify(err); kind != adapters.Permanent {
 		t.Errorf("Send to an unknown channel: %v, want Permanent", err)
 	}
 }
 
 func TestReactionLifecycle(t *testing.T) {
-	fake := startFake(t)
-	c := newClient(t, fake)
+	fake := outboundFake(t)
+	c := outboundClient(t, fake)
 	ctx := context.Background()
 	msg, _ := fake.AddMessage(slacktest.Post{Channel: "C1", User: "U1", Text: "hello"})
 	change := func(state pipeline.ReactionState) pipeline.ReactionChange {
-		return pipeline.ReactionChange{Session: session("C1"), MessageID: msg.TS, ThreadID: msg.TS, State: state}
+		return pipeline.ReactionChange{Session: outboundSession("C1"), MessageID: msg.TS, ThreadID: msg.TS, State: state}
 	}
 	steps := []struct {
 		state pipeline.ReactionState
@@ -237,15 +237,15 @@ func TestReactionLifecycle(t *testing.T) {
 
 // A worker that did not set the reaction (restarted) still replaces it.
 func TestReactionReplacedByAnotherWorker(t *testing.T) {
-	fake := startFake(t)
+	fake := outboundFake(t)
 	ctx := context.Background()
 	msg, _ := fake.AddMessage(slacktest.Post{Channel: "C1", User: "U1", Text: "hello"})
-	rc := pipeline.ReactionChange{Session: session("C1"), MessageID: msg.TS, State: pipeline.ReactionThinking}
-	if err := newClient(t, fake).SetReaction(ctx, rc); err != nil {
+	rc := pipeline.ReactionChange{Session: outboundSession("C1"), MessageID: msg.TS, State: pipeline.ReactionThinking}
+	if err := outboundClient(t, fake).SetReaction(ctx, rc); err != nil {
 		t.Fatal(err)
 	}
 	rc.State = pipeline.ReactionDone
-	if err := newClient(t, fake).SetReaction(ctx, rc); err != nil {
+	if err := outboundClient(t, fake).SetReaction(ctx, rc); err != nil {
 		t.Fatal(err)
 	}
 	if got := fake.Reactions("C1", msg.TS); len(got) != 1 || got[0] != "white_check_mark" {
@@ -254,17 +254,17 @@ func TestReactionReplacedByAnotherWorker(t *testing.T) {
 }
 
 func TestTypingSetAndClearedAfterTheReply(t *testing.T) {
-	fake := startFake(t)
-	c := newClient(t, fake)
+	fake := outboundFake(t)
+	c := outboundClient(t, fake)
 	ctx := context.Background()
 	parent, _ := fake.AddMessage(slacktest.Post{Channel: "C1", User: "U1", Text: "hello"})
-	if err := c.Typing(ctx, session("C1"), parent.TS); err != nil {
+	if err := c.Typing(ctx, outboundSession("C1"), parent.TS); err != nil {
 		t.Fatalf("Typing: %v", err)
 	}
 	if st := fake.Statuses("C1", parent.TS); len(st) != 1 || st[0].Status != slack.TypingStatus {
 		t.Fatalf("statuses = %+v, want %q", st, slack.TypingStatus)
 	}
-	d := pipeline.Delivery{Session: session("C1"), IdempotencyKey: "k0", ThreadID: parent.TS, Text: "one", Index: 0, Total: 2}
+	d := pipeline.Delivery{Session: outboundSession("C1"), IdempotencyKey: "k0", ThreadID: parent.TS, Text: "one", Index: 0, Total: 2}
 	if _, err := c.Send(ctx, d); err != nil {
 		t.Fatal(err)
 	}
@@ -279,29 +279,29 @@ func TestTypingSetAndClearedAfterTheReply(t *testing.T) {
 		t.Errorf("statuses after the last chunk = %+v, want it cleared", st)
 	}
 	// The root lane of a DM has no thread to show a status in.
-	if err := c.Typing(ctx, session("D1"), ""); err != nil || len(fake.Calls("assistant.threads.setStatus")) != 2 {
+	if err := c.Typing(ctx, outboundSession("D1"), ""); err != nil || len(fake.Calls("assistant.threads.setStatus")) != 2 {
 		t.Errorf("Typing in a DM's root lane: %v, %d calls; want nothing done", err, len(fake.Calls("assistant.threads.setStatus")))
 	}
 	// Without the assistant feature Slack refuses it: not a failure.
 	fake.FailNext("assistant.threads.setStatus", 1, slacktest.SlackError("missing_scope"))
-	if err := c.Typing(ctx, session("C1"), parent.TS); err != nil {
+	if err := c.Typing(ctx, outboundSession("C1"), parent.TS); err != nil {
 		t.Errorf("Typing refused by the workspace: %v, want nil", err)
 	}
 	fake.FailNext("assistant.threads.setStatus", 1, slacktest.ServerError())
-	if err := c.Typing(ctx, session("C1"), parent.TS); err == nil {
+	if err := c.Typing(ctx, outboundSession("C1"), parent.TS); err == nil {
 		t.Error("Typing during an outage succeeded, want a transient error")
 	}
 }
 
 func TestEditReplacesTextAndDropsButtons(t *testing.T) {
-	fake := startFake(t)
-	c := newClient(t, fake)
+	fake := outboundFake(t)
+	c := outboundClient(t, fake)
 	ctx := context.Background()
-	ts, err := c.Send(ctx, pipeline.Delivery{Session: session("D1"), IdempotencyKey: "k", Text: "Run it?", Buttons: []pipeline.Button{{Text: "Yes", Action: "approve:p1"}}, Total: 1})
+	ts, err := c.Send(ctx, pipeline.Delivery{Session: outboundSession("D1"), IdempotencyKey: "k", Text: "Run it?", Buttons: []pipeline.Button{{Text: "Yes", Action: "approve:p1"}}, Total: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Edit(ctx, pipeline.Edit{Session: session("D1"), PlatformMessageID: ts, Text: "Run it? **approved**"}); err != nil {
+	if err := c.Edit(ctx, pipeline.Edit{Session: outboundSession("D1"), PlatformMessageID: ts, Text: "Run it? **approved**"}); err != nil {
 		t.Fatalf("Edit: %v", err)
 	}
 	m, _ := fake.Message("D1", ts)
@@ -309,15 +309,15 @@ func TestEditReplacesTextAndDropsButtons(t *testing.T) {
 	if m.Text != "Run it? *approved*" || m.Edits != 1 || json.Unmarshal(m.Blocks, &blocks) != nil || len(blocks) != 0 {
 		t.Errorf("edited message %+v (blocks %s), want the new text and no blocks", m, m.Blocks)
 	}
-	err = c.Edit(ctx, pipeline.Edit{Session: session("D1"), PlatformMessageID: "1.000009", Text: "x"})
+	err = c.Edit(ctx, pipeline.Edit{Session: outboundSession("D1"), PlatformMessageID: "1.000009", Text: "x"})
 	if kind, _ := adapters.Classify(err); kind != adapters.Permanent {
 		t.Errorf("Edit of a missing message: %v, want Permanent", err)
 	}
 }
 
 func TestMemberCount(t *testing.T) {
-	fake := startFake(t)
-	n, err := newClient(t, fake).MemberCount(context.Background(), session("C1"))
+	fake := outboundFake(t)
+	n, err := outboundClient(t, fake).MemberCount(context.Background(), outboundSession("C1"))
 	if err != nil || n != 7 {
 		t.Errorf("MemberCount = %d, %v; want 7", n, err)
 	}
@@ -326,10 +326,10 @@ func TestMemberCount(t *testing.T) {
 // A proposal longer than a section's 3,000 characters is cut into
 // sections at line ends, and nothing is lost.
 func TestLongProposalIsCutIntoSections(t *testing.T) {
-	fake := startFake(t)
+	fake := outboundFake(t)
 	line := strings.Repeat("é", 99) + "\n" // 199 bytes
 	text := strings.Repeat(line, 40) + strings.Repeat("x", 3500)
-	ts, err := newClient(t, fake).Send(context.Background(), pipeline.Delivery{Session: session("D1"), IdempotencyKey: "k", Text: text, Buttons: []pipeline.Button{{Text: "Yes", Action: "approve:p1"}}, Total: 1})
+	ts, err := outboundClient(t, fake).Send(context.Background(), pipeline.Delivery{Session: outboundSession("D1"), IdempotencyKey: "k", Text: text, Buttons: []pipeline.Button{{Text: "Yes", Action: "approve:p1"}}, Total: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
