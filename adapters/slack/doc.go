@@ -88,10 +88,11 @@
 // first post pushed out of the 20 (or 200) messages looked at; and a post
 // deleted in between, which is posted again. A lookup that fails fails
 // the Send (classified as any call) rather than post blind. The lookup
-// is one read per chunk: Tier 3 for an internal app, but Slack limits
-// commercially distributed apps outside the Marketplace to one
-// conversations.history/replies call a minute, which this design does not
-// suit.
+// is one read per chunk (Tier 3 for an internal app). Check the read
+// limits that apply to your app's distribution: where Slack allows only a
+// few conversations.history/replies calls a minute, this lookup would
+// throttle every post (not verified here; it is the first thing to check
+// before running a distributed app).
 //
 // Errors: slack-go's RateLimitedError is RateLimited with its
 // Retry-After, and the channel's posts are then refused here until it
