@@ -21,6 +21,7 @@ type recordingSink struct {
 	mu       sync.Mutex
 	failNext int
 	hold     chan struct{}
+	entered  chan struct{} // told when an Accept starts to wait on hold
 	calls    int
 	accepted []pipeline.Inbound
 	feedback []pipeline.Feedback
@@ -31,9 +32,10 @@ func newSink() *recordingSink { return &recordingSink{changed: make(chan struct{
 
 func (s *recordingSink) Accept(ctx context.Context, in pipeline.Inbound) error {
 	s.mu.Lock()
-	hold := s.hold
+	hold, entered := s.hold, s.entered
 	s.mu.Unlock()
 	if hold != nil {
+		entered <- struct{}{}
 		select {
 		case <-hold:
 		case <-ctx.Done():
@@ -73,10 +75,10 @@ func (s *recordingSink) setFailNext(n int) {
 	s.failNext = n
 }
 
-func (s *recordingSink) setHold(hold chan struct{}) {
+func (s *recordingSink) setHold(hold, entered chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.hold = hold
+	s.hold, s.entered = hold, entered
 }
 
 func (s *recordingSink) snapshot() (calls int, accepted []pipeline.Inbound, feedback []pipeline.Feedback) {
