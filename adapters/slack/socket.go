@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -17,9 +18,9 @@ type SocketConfig struct {
 	AppToken string // xapp-..., for apps.connections.open
 	BotToken string // xoxb-...
 	APIURL   string // slack-go's default when empty; the fake's in tests
-	// StaleAfter is how long a connection may stay silent, not even a
-	// ping from Slack, before it is closed and a new one opened. Slack
-	// pings every few seconds; 2 minutes when zero.
+	// StaleAfter is how long a connection may go without a ping from
+	// Slack before it is closed and a new one opened. Slack pings every
+	// few seconds, events or not; 2 minutes when zero.
 	StaleAfter time.Duration
 	// Health takes the connection's state; nil for none.
 	Health adapters.HealthReporter
@@ -123,6 +124,8 @@ func (r *Receiver) consume(ctx context.Context, client *socketmode.Client, repor
 		case socketmode.EventTypeInteractive:
 			cb, ok := evt.Data.(slack.InteractionCallback)
 			r.handleEnvelope(ctx, client, evt, ok, func() error { return r.HandleInteraction(ctx, cb) })
+		case socketmode.EventTypeErrorBadMessage:
+			r.ackUnreadable(client, evt)
 		default:
 			if evt.Request != nil && evt.Request.EnvelopeID != "" {
 				r.ack(client, evt.Request)
@@ -157,4 +160,22 @@ func (r *Receiver) ack(client *socketmode.Client, req *socketmode.Request) {
 		r.logger.Warn("Slack envelope accepted but not acked; Slack will deliver it again and the session drops the copy",
 			"envelope", req.EnvelopeID, "error", err)
 	}
+}
+
+// ackUnreadable acks an envelope slack-go could not parse, as the HTTP
+// handler answers 200 to such an event: it would fail the same way on
+// every redelivery.
+func (r *Receiver) ackUnreadable(client *socketmode.Client, evt socketmode.Event) {
+	bad, ok := evt.Data.(*socketmode.ErrorBadMessage)
+	if !ok {
+		return
+	}
+	var req socketmode.Request
+	if err := json.Unmarshal(bad.Message, &req); err != nil || req.EnvelopeID == "" {
+		r.logger.Warn("Slack sent a Socket Mode message that is not an envelope; skipped", "error", bad.Cause)
+		return
+	}
+	r.logger.Warn("Slack envelope not understood; acked so that Slack does not retry it, and dropped",
+		"envelope", req.EnvelopeID, "type", req.Type, "error", bad.Cause)
+	r.ack(client, &req)
 }

@@ -166,3 +166,15 @@ func TestSocketWithARejectedTokenReportsFailedAndStops(t *testing.T) {
 	require.NotEmpty(t, health.states)
 	assert.Equal(t, adapters.StateFailed, health.states[len(health.states)-1])
 }
+
+func TestSocketAcksAnEnvelopeSlackGoCannotRead(t *testing.T) {
+	fake, to := startFake(t), newSink()
+	ctx, _ := runSocketReceiver(t, fake, to, time.Second)
+	unreadable := fake.SendEvent(slacktest.Event{"type": "message", "channel": 42, "ts": "1.000001"})
+	_, evs := fake.AddMessage(slacktest.Post{Channel: "C1", User: "U1", Text: "hi"})
+	readable := fake.SendEvent(evs[0])
+	to.waitAccepted(t, ctx, 1)
+	require.NoError(t, fake.WaitFor(ctx, func() bool { return fake.Acked(unreadable) && fake.Acked(readable) }))
+	calls, _, _ := to.snapshot()
+	assert.Equal(t, 1, calls, "the unreadable event never reaches the sink")
+}
