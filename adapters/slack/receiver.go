@@ -70,7 +70,14 @@ func (r *Receiver) HandleInteraction(ctx context.Context, cb slack.InteractionCa
 	return r.deliver(ctx, NormalizeInteraction(r.cfg.Mode, cb, r.cfg.Now()), "interaction "+cb.TriggerID)
 }
 
+// AcceptTimeout bounds one hand-off to the sink. Slack gives up on an
+// answer after 3 s and delivers again, so a longer wait only holds up the
+// events behind it on a socket.
+const AcceptTimeout = 10 * time.Second
+
 func (r *Receiver) deliver(ctx context.Context, ev Event, what string) error {
+	ctx, cancel := context.WithTimeout(ctx, AcceptTimeout)
+	defer cancel()
 	switch {
 	case ev.Inbound != nil:
 		in := *ev.Inbound
