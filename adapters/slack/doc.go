@@ -9,8 +9,21 @@
 // pipeline.Inbound, a pipeline.Feedback or a reason to skip; Place puts a
 // message in its lane and its reply in its thread; RenderMrkdwn and Chunk
 // turn a reply's Markdown into Slack mrkdwn chunks that fit Slack's limit;
-// Client is the outbound side (adapters.Outbound, see below). The fake
-// server is slacktest.
+// Client is the outbound side (adapters.Outbound, see below). Receiver hands events to the gateway's Sink, over Socket Mode
+// (RunSocket) or the Events API and interactivity URLs (EventsHandler,
+// InteractivityHandler); Platform holds the REPLYFLOW_SLACK_* settings
+// and starts one of them (Serve). The fake server is slacktest.
+//
+// Acks: an event is acked (an envelope's ack, an HTTP 200) only after the
+// Sink accepted it; otherwise it stays unacked (503 over HTTP) and Slack
+// delivers it again, and the session drops what it already has. A signed
+// event slack-go cannot read is acked and logged instead, or Slack would
+// send it again and again. A button press (block_actions) is an Inbound
+// whose Action is the button's value and whose ReplyTo is the message
+// that carried it. A Socket Mode connection without a ping from Slack
+// (sent every few seconds, events or not) for
+// REPLYFLOW_SLACK_SOCKET_STALE_AFTER is closed by slack-go's watchdog
+// before a new one opens.
 //
 // Keys: the session is the workspace's channel (account = team ID, chat =
 // channel ID). The lane of a message is the Slack thread its reply goes

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/adapters/internal/connect"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -149,37 +150,20 @@ func (p *Platform) run(ctx context.Context, gw adapters.GatewaySide, serveWebhoo
 	return nil
 }
 
-// Waits between attempts to reach Telegram: doubling from the first to
-// the last, then the last until it answers.
-const (
-	firstConnectRetry = time.Second
-	lastConnectRetry  = 30 * time.Second
-)
-
 // untilConnected runs attempt until it succeeds, ctx is done, or Telegram
 // refuses for good (a permanent error, returned). Each failure is logged
 // as an error with the time of the next attempt and shown on /healthz.
 func untilConnected(ctx context.Context, what string, gw adapters.GatewaySide, attempt func() error) error {
-	wait := firstConnectRetry
-	for n := 1; ; n++ {
-		err := attempt()
-		if err == nil || ctx.Err() != nil {
-			return ctx.Err()
-		}
+	err := connect.Until(ctx, attempt, func(err error) (bool, time.Duration) {
 		kind, after := adapters.Classify(err)
-		if kind == adapters.Permanent {
-			return fmt.Errorf("%s: Telegram refused (check REPLYFLOW_TELEGRAM_TOKEN and REPLYFLOW_TELEGRAM_API_URL): %w", what, err)
-		}
-		wait = max(wait, after)
-		next := time.Now().Add(wait)
+		return kind == adapters.Permanent, after
+	}, func(n int, next time.Time, err error) {
 		gw.Logger.Error("Telegram unreachable; the other platforms keep working, trying again (check the network and REPLYFLOW_TELEGRAM_API_URL)",
 			"attempt", n, "next_attempt_at", next.Format(time.RFC3339), "error", err)
 		gw.Health.Report(Channel, adapters.Health{State: adapters.StateConnecting, Error: err.Error(), Attempts: n, NextAttemptAt: &next})
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, lastConnectRetry)
+	})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("%s: Telegram refused (check REPLYFLOW_TELEGRAM_TOKEN and REPLYFLOW_TELEGRAM_API_URL): %w", what, err)
 	}
+	return err
 }

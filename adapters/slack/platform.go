@@ -1,0 +1,173 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/adapters/internal/connect"
+)
+
+// Platform holds the REPLYFLOW_SLACK_* settings and the gateway side of
+// Slack. Its worker side (Outbound) comes with the client; until then
+// *Platform is not an adapters.Platform and is not registered.
+type Platform struct {
+	// BotToken (xoxb-...) turns Slack on; keep it secret.
+	BotToken string `envconfig:"SLACK_BOT_TOKEN"`
+	// Mode is socket (Socket Mode, needs AppToken) or events (the Events
+	// API and interactivity URLs on the gateway's server, need
+	// SigningSecret).
+	Mode              string        `envconfig:"SLACK_MODE" default:"socket"`
+	AppToken          string        `envconfig:"SLACK_APP_TOKEN"`
+	SigningSecret     string        `envconfig:"SLACK_SIGNING_SECRET"`
+	EventsPath        string        `envconfig:"SLACK_EVENTS_PATH" default:"/slack/events"`
+	InteractivityPath string        `envconfig:"SLACK_INTERACTIVITY_PATH" default:"/slack/interactivity"`
+	ReplyInThread     string        `envconfig:"SLACK_REPLY_IN_THREAD" default:"threaded"`
+	APIURL            string        `envconfig:"SLACK_API_URL" default:"https://slack.com/api/"`
+	StaleAfter        time.Duration `envconfig:"SLACK_SOCKET_STALE_AFTER" default:"2m"`
+}
+
+func (p *Platform) Channel() string     { return Channel }
+func (p *Platform) Enabled() bool       { return p.BotToken != "" }
+func (p *Platform) HowToEnable() string { return "REPLYFLOW_SLACK_BOT_TOKEN" }
+
+func (p *Platform) Summary() string {
+	if p.Mode == "events" {
+		return fmt.Sprintf("on (Events API at %s and %s); mention your app in a channel", p.EventsPath, p.InteractivityPath)
+	}
+	return "on (Socket Mode); mention your app in a channel"
+}
+
+func (p *Platform) Validate() []error {
+	if !p.Enabled() {
+		return nil
+	}
+	var errs []error
+	if !strings.HasPrefix(p.BotToken, "xoxb-") {
+		errs = append(errs, errors.New("REPLYFLOW_SLACK_BOT_TOKEN must be a bot token (xoxb-...), from OAuth & Permissions"))
+	}
+	switch p.Mode {
+	case "socket":
+		if !strings.HasPrefix(p.AppToken, "xapp-") {
+			errs = append(errs, errors.New("REPLYFLOW_SLACK_APP_TOKEN must be an app-level token (xapp-...) with connections:write in socket mode"))
+		}
+		if p.StaleAfter <= 0 {
+			errs = append(errs, fmt.Errorf("REPLYFLOW_SLACK_SOCKET_STALE_AFTER must be positive, got %s", p.StaleAfter))
+		}
+	case "events":
+		if p.SigningSecret == "" {
+			errs = append(errs, errors.New("REPLYFLOW_SLACK_SIGNING_SECRET is required in events mode (Basic Information, App Credentials)"))
+		}
+		for _, setting := range []struct{ name, path string }{
+			{"REPLYFLOW_SLACK_EVENTS_PATH", p.EventsPath},
+			{"REPLYFLOW_SLACK_INTERACTIVITY_PATH", p.InteractivityPath},
+		} {
+			if len(setting.path) < 2 || setting.path[0] != '/' {
+				errs = append(errs, fmt.Errorf("%s must be a path like /slack/events, got %q", setting.name, setting.path))
+			}
+		}
+		if p.EventsPath == p.InteractivityPath {
+			errs = append(errs, errors.New("REPLYFLOW_SLACK_EVENTS_PATH and REPLYFLOW_SLACK_INTERACTIVITY_PATH must differ"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("REPLYFLOW_SLACK_MODE must be socket or events, got %q", p.Mode))
+	}
+	if _, err := ParseReplyMode(p.ReplyInThread); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// Serve connects the gateway to Slack in the background, so that Slack
+// being unreachable holds up no other platform: it asks auth.test who the
+// bot is until Slack answers, then in events mode serves the two URLs it
+// mounted on the gateway's mux (503 until then, and Slack retries), in
+// socket mode runs the Socket Mode receiver until ctx is done.
+// Serving.Failed reports a refusal no retry can fix (a wrong token).
+func (p *Platform) Serve(ctx context.Context, gw adapters.GatewaySide) (adapters.Serving, error) {
+	failed := make(chan error, 1)
+	var events, interactivity atomic.Pointer[http.Handler]
+	if p.Mode == "events" {
+		gw.Mux.Handle("POST "+p.EventsPath, untilReady(&events))
+		gw.Mux.Handle("POST "+p.InteractivityPath, untilReady(&interactivity))
+	}
+	gw.Health.Report(Channel, adapters.Health{State: adapters.StateConnecting})
+	go func() {
+		err := p.run(ctx, gw, func(e, i http.Handler) { events.Store(&e); interactivity.Store(&i) })
+		if err != nil && ctx.Err() == nil {
+			gw.Health.Report(Channel, adapters.Health{State: adapters.StateFailed, Error: err.Error()})
+			failed <- err
+		}
+	}()
+	return adapters.Serving{Failed: failed}, nil
+}
+
+func untilReady(h *atomic.Pointer[http.Handler]) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if loaded := h.Load(); loaded != nil {
+			(*loaded).ServeHTTP(w, r)
+			return
+		}
+		http.Error(w, "the gateway is not connected to Slack yet; deliver the event again", http.StatusServiceUnavailable)
+	})
+}
+
+func (p *Platform) run(ctx context.Context, gw adapters.GatewaySide, serve func(events, interactivity http.Handler)) error {
+	mode, err := ParseReplyMode(p.ReplyInThread)
+	if err != nil {
+		return err
+	}
+	api := slack.New(p.BotToken, slack.OptionAPIURL(p.APIURL))
+	var auth *slack.AuthTestResponse
+	err = untilConnected(ctx, gw, func() (err error) {
+		auth, err = api.AuthTestContext(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	rcv, err := NewReceiver(ReceiverConfig{
+		Bot: Identity{UserID: auth.UserID, BotID: auth.BotID}, Mode: mode,
+		Sink: gw.Sink, Feedback: gw.Feedback, Logger: gw.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	if p.Mode == "events" {
+		serve(rcv.EventsHandler(p.SigningSecret, nil), rcv.InteractivityHandler(p.SigningSecret, nil))
+		gw.Health.Report(Channel, adapters.Health{State: adapters.StateUp})
+		gw.Logger.Info("Slack connected", "mode", "events", "events_path", p.EventsPath, "interactivity_path", p.InteractivityPath, "team", auth.TeamID, "bot", auth.UserID)
+		return nil
+	}
+	gw.Logger.Info("Slack connecting over Socket Mode", "team", auth.TeamID, "bot", auth.UserID)
+	return rcv.RunSocket(ctx, SocketConfig{AppToken: p.AppToken, BotToken: p.BotToken, APIURL: p.APIURL, StaleAfter: p.StaleAfter, Health: gw.Health})
+}
+
+// untilConnected runs attempt until it succeeds, ctx is done, or Slack
+// refuses the token (an ok:false answer, returned). Each other failure is
+// logged with the time of the next attempt and shown on /healthz.
+func untilConnected(ctx context.Context, gw adapters.GatewaySide, attempt func() error) error {
+	err := connect.Until(ctx, attempt, func(err error) (bool, time.Duration) {
+		var refused slack.SlackErrorResponse
+		var limited *slack.RateLimitedError
+		if errors.As(err, &limited) {
+			return false, limited.RetryAfter
+		}
+		return errors.As(err, &refused), 0
+	}, func(n int, next time.Time, err error) {
+		gw.Logger.Error("Slack unreachable; the other platforms keep working, trying again (check the network and REPLYFLOW_SLACK_API_URL)",
+			"attempt", n, "next_attempt_at", next.Format(time.RFC3339), "error", err)
+		gw.Health.Report(Channel, adapters.Health{State: adapters.StateConnecting, Error: err.Error(), Attempts: n, NextAttemptAt: &next})
+	})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("ask Slack who the bot is (auth.test): Slack refused (check REPLYFLOW_SLACK_BOT_TOKEN and REPLYFLOW_SLACK_API_URL): %w", err)
+	}
+	return err
+}

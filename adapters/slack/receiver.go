@@ -1,0 +1,106 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+
+	"github.com/replyflow/replyflow/adapters"
+)
+
+// ReceiverConfig configures the inbound side, shared by the Events API
+// handlers and the Socket Mode receiver.
+type ReceiverConfig struct {
+	// Bot is who the bot is, from auth.test: its own messages are skipped
+	// and its mentions addressed to it.
+	Bot  Identity
+	Mode ReplyMode
+	Sink adapters.Sink
+	// Feedback records reactions on messages; nil ignores them.
+	Feedback adapters.FeedbackSink
+	Logger   *slog.Logger
+	// Now is the clock messages are stamped with; time.Now when nil.
+	Now func() time.Time
+}
+
+// Receiver hands Slack events to the Sink.
+type Receiver struct {
+	cfg    ReceiverConfig
+	logger *slog.Logger
+}
+
+// NewReceiver checks the config and returns the receiver.
+func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
+	if cfg.Sink == nil {
+		return nil, errors.New("slack receiver: no sink")
+	}
+	if cfg.Bot.UserID == "" {
+		return nil, errors.New("slack receiver: the bot's user ID is unknown (ask auth.test first)")
+	}
+	if cfg.Mode == "" {
+		cfg.Mode = ReplyThreaded
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Receiver{cfg: cfg, logger: cfg.Logger.With("channel", Channel, "bot", cfg.Bot.UserID)}, nil
+}
+
+// errNotAccepted wraps a Sink failure: the event must be delivered again,
+// so it is neither acked nor answered 200.
+var errNotAccepted = errors.New("not accepted")
+
+// HandleEvent hands one Events API event to the sink. It returns an error
+// only when the sink did not accept it; an event that can never be used
+// is logged and dropped.
+func (r *Receiver) HandleEvent(ctx context.Context, ev slackevents.EventsAPIEvent) error {
+	return r.deliver(ctx, Normalize(r.cfg.Bot, r.cfg.Mode, ev, r.cfg.Now()), eventID(ev))
+}
+
+// HandleInteraction hands one button press to the sink, as HandleEvent.
+func (r *Receiver) HandleInteraction(ctx context.Context, cb slack.InteractionCallback) error {
+	return r.deliver(ctx, NormalizeInteraction(r.cfg.Mode, cb, r.cfg.Now()), "interaction "+cb.TriggerID)
+}
+
+// AcceptTimeout bounds one hand-off to the sink. Slack gives up on an
+// answer after 3 s and delivers again, so a longer wait only holds up the
+// events behind it on a socket.
+const AcceptTimeout = 10 * time.Second
+
+func (r *Receiver) deliver(ctx context.Context, ev Event, what string) error {
+	ctx, cancel := context.WithTimeout(ctx, AcceptTimeout)
+	defer cancel()
+	switch {
+	case ev.Inbound != nil:
+		in := *ev.Inbound
+		if err := r.cfg.Sink.Accept(ctx, in); err != nil {
+			return fmt.Errorf("%w: %s (team %s, channel %s, message %s): %v", errNotAccepted, what, in.Account, in.ChatID, in.MessageID, err)
+		}
+	case ev.Feedback != nil:
+		f := *ev.Feedback
+		if r.cfg.Feedback == nil {
+			return nil
+		}
+		if err := r.cfg.Feedback.Feedback(ctx, f); err != nil {
+			return fmt.Errorf("%w: reaction %s (team %s, channel %s, message %s): %v", errNotAccepted, what, f.Account, f.ChatID, f.MessageID, err)
+		}
+	default:
+		r.logger.Debug("Slack event skipped", "event", what, "reason", ev.Skip)
+	}
+	return nil
+}
+
+func eventID(ev slackevents.EventsAPIEvent) string {
+	if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok && cb.EventID != "" {
+		return "event " + cb.EventID
+	}
+	return "event of type " + ev.Type
+}

@@ -1,0 +1,181 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/replyflow/replyflow/adapters"
+)
+
+// SocketConfig configures the Socket Mode receiver.
+type SocketConfig struct {
+	AppToken string // xapp-..., for apps.connections.open
+	BotToken string // xoxb-...
+	APIURL   string // slack-go's default when empty; the fake's in tests
+	// StaleAfter is how long a connection may go without a ping from
+	// Slack before it is closed and a new one opened. Slack pings every
+	// few seconds, events or not; 2 minutes when zero.
+	StaleAfter time.Duration
+	// Health takes the connection's state; nil for none.
+	Health adapters.HealthReporter
+}
+
+// DefaultStaleAfter is SocketConfig.StaleAfter when unset.
+const DefaultStaleAfter = 2 * time.Minute
+
+// RunSocket receives events over Socket Mode until ctx is done. Each
+// events_api and interactive envelope is acked only after the sink
+// accepted it; one it did not stays unacked, and Slack sends it again.
+// Other envelopes (hello, disconnect, slash commands) are acked or
+// handled by slack-go and skipped.
+//
+// Health: slack-go's watchdog (OptionPingInterval = StaleAfter) tracks the
+// last ping per connection; when none came for StaleAfter it closes that
+// connection and only then opens a new one. Each new connection after the
+// first is logged, and the state (connecting, up, failed on a rejected
+// token) goes to the health reporter. It returns nil when ctx is done, or
+// an error no retry fixes (a wrong token).
+func (r *Receiver) RunSocket(ctx context.Context, cfg SocketConfig) error {
+	if cfg.StaleAfter <= 0 {
+		cfg.StaleAfter = DefaultStaleAfter
+	}
+	opts := []slack.Option{slack.OptionAppLevelToken(cfg.AppToken)}
+	if cfg.APIURL != "" {
+		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
+	}
+	client := socketmode.New(slack.New(cfg.BotToken, opts...), socketmode.OptionPingInterval(cfg.StaleAfter))
+	report := func(h adapters.Health) {
+		if cfg.Health != nil {
+			cfg.Health.Report(Channel, h)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	failed := make(chan error, 1)
+	go func() {
+		failed <- r.runClient(ctx, client, report)
+		cancel()
+	}()
+	err := r.consume(ctx, client, report)
+	cancel()
+	if runErr := <-failed; runErr != nil {
+		err = runErr
+	}
+	return err
+}
+
+// runClient runs slack-go's client. It connects again by itself, with a
+// backoff of up to 5 minutes, after any failure but a rejected token,
+// which it returns.
+func (r *Receiver) runClient(ctx context.Context, client *socketmode.Client, report func(adapters.Health)) error {
+	err := client.RunContext(ctx)
+	if ctx.Err() != nil {
+		return nil
+	}
+	report(adapters.Health{State: adapters.StateFailed, Error: errString(err)})
+	return fmt.Errorf("slack Socket Mode stopped: Slack refused the tokens (%v); check REPLYFLOW_SLACK_APP_TOKEN (xapp-, with connections:write) and REPLYFLOW_SLACK_BOT_TOKEN", err)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "stopped without an error"
+	}
+	return err.Error()
+}
+
+// consume reads the client's events until ctx is done. Envelopes are
+// handled one at a time, in order: the sink's Accept is the only wait.
+func (r *Receiver) consume(ctx context.Context, client *socketmode.Client, report func(adapters.Health)) error {
+	for {
+		var evt socketmode.Event
+		select {
+		case <-ctx.Done():
+			return nil
+		case evt = <-client.Events:
+		}
+		switch evt.Type {
+		case socketmode.EventTypeConnecting:
+			report(adapters.Health{State: adapters.StateConnecting})
+		case socketmode.EventTypeConnected:
+			if c, ok := evt.Data.(*socketmode.ConnectedEvent); ok && c.ConnectionCount > 0 {
+				r.logger.Info("Slack Socket Mode connection replaced: the old one was closed (silent past the limit, or Slack asked)", "connection", c.ConnectionCount)
+			}
+		case socketmode.EventTypeHello:
+			report(adapters.Health{State: adapters.StateUp})
+		case socketmode.EventTypeConnectionError:
+			h := adapters.Health{State: adapters.StateConnecting}
+			if e, ok := evt.Data.(*slack.ConnectionErrorEvent); ok {
+				next := time.Now().Add(e.Backoff)
+				h.Error, h.Attempts, h.NextAttemptAt = errString(e.ErrorObj), e.Attempt, &next
+			}
+			report(h)
+			r.logger.Warn("Slack Socket Mode connect failed; trying again", "attempt", h.Attempts, "error", h.Error)
+		case socketmode.EventTypeInvalidAuth:
+			report(adapters.Health{State: adapters.StateFailed, Error: "invalid_auth"})
+		case socketmode.EventTypeEventsAPI:
+			ev, ok := evt.Data.(slackevents.EventsAPIEvent)
+			r.handleEnvelope(ctx, client, evt, ok, func() error { return r.HandleEvent(ctx, ev) })
+		case socketmode.EventTypeInteractive:
+			cb, ok := evt.Data.(slack.InteractionCallback)
+			r.handleEnvelope(ctx, client, evt, ok, func() error { return r.HandleInteraction(ctx, cb) })
+		case socketmode.EventTypeErrorBadMessage:
+			r.ackUnreadable(client, evt)
+		default:
+			if evt.Request != nil && evt.Request.EnvelopeID != "" {
+				r.ack(client, evt.Request)
+			}
+		}
+	}
+}
+
+// handleEnvelope acks an envelope once handle returned nil, and leaves it
+// unacked otherwise, so that Slack delivers it again.
+func (r *Receiver) handleEnvelope(ctx context.Context, client *socketmode.Client, evt socketmode.Event, parsed bool, handle func() error) {
+	if evt.Request == nil {
+		return
+	}
+	if !parsed {
+		r.logger.Warn("Slack envelope not understood; acked so that Slack does not retry it, and dropped", "envelope", evt.Request.EnvelopeID, "type", evt.Type)
+		r.ack(client, evt.Request)
+		return
+	}
+	if err := handle(); err != nil {
+		if ctx.Err() == nil {
+			r.logger.Warn("Slack envelope not accepted; left unacked so that Slack delivers it again",
+				"envelope", evt.Request.EnvelopeID, "retry", evt.Request.RetryAttempt, "error", err)
+		}
+		return
+	}
+	r.ack(client, evt.Request)
+}
+
+func (r *Receiver) ack(client *socketmode.Client, req *socketmode.Request) {
+	if err := client.Ack(*req); err != nil {
+		r.logger.Warn("Slack envelope accepted but not acked; Slack will deliver it again and the session drops the copy",
+			"envelope", req.EnvelopeID, "error", err)
+	}
+}
+
+// ackUnreadable acks an envelope slack-go could not parse, as the HTTP
+// handler answers 200 to such an event: it would fail the same way on
+// every redelivery.
+func (r *Receiver) ackUnreadable(client *socketmode.Client, evt socketmode.Event) {
+	bad, ok := evt.Data.(*socketmode.ErrorBadMessage)
+	if !ok {
+		return
+	}
+	var req socketmode.Request
+	if err := json.Unmarshal(bad.Message, &req); err != nil || req.EnvelopeID == "" {
+		r.logger.Warn("Slack sent a Socket Mode message that is not an envelope; skipped", "error", bad.Cause)
+		return
+	}
+	r.logger.Warn("Slack envelope not understood; acked so that Slack does not retry it, and dropped",
+		"envelope", req.EnvelopeID, "type", req.Type, "error", bad.Cause)
+	r.ack(client, &req)
+}
