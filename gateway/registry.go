@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/adapters/slack"
 	"github.com/replyflow/replyflow/adapters/telegram"
 	"github.com/replyflow/replyflow/adapters/webchat"
 )
@@ -18,6 +19,7 @@ func Platforms() []adapters.Platform {
 	return []adapters.Platform{
 		&webchat.Platform{},
 		&telegram.Platform{},
+		&slack.Platform{},
 	}
 }
 

@@ -15,9 +15,8 @@ import (
 	"github.com/replyflow/replyflow/adapters/internal/connect"
 )
 
-// Platform holds the REPLYFLOW_SLACK_* settings and the gateway side of
-// Slack. Its worker side (Outbound) comes with the client; until then
-// *Platform is not an adapters.Platform and is not registered.
+// Platform holds the REPLYFLOW_SLACK_* settings, the gateway side of Slack
+// (Serve) and its worker side (Outbound, the Client).
 type Platform struct {
 	// BotToken (xoxb-...) turns Slack on; keep it secret.
 	BotToken string `envconfig:"SLACK_BOT_TOKEN"`
@@ -32,6 +31,21 @@ type Platform struct {
 	ReplyInThread     string        `envconfig:"SLACK_REPLY_IN_THREAD" default:"threaded"`
 	APIURL            string        `envconfig:"SLACK_API_URL" default:"https://slack.com/api/"`
 	StaleAfter        time.Duration `envconfig:"SLACK_SOCKET_STALE_AFTER" default:"2m"`
+	// PostInterval is the least time between two posts in one channel
+	// (0: none).
+	PostInterval time.Duration `envconfig:"SLACK_POST_INTERVAL" default:"1s"`
+}
+
+var _ adapters.Platform = (*Platform)(nil)
+
+// Outbound is the worker side: the Client, which posts, edits, reacts and
+// shows the assistant status with the bot token.
+func (p *Platform) Outbound(w adapters.WorkerSide) (adapters.Outbound, error) {
+	interval := p.PostInterval
+	if interval == 0 {
+		interval = -1 // the Client's "none"
+	}
+	return NewClient(ClientConfig{Token: p.BotToken, APIURL: p.APIURL, PostInterval: interval, Logger: w.Logger})
 }
 
 func (p *Platform) Channel() string     { return Channel }
