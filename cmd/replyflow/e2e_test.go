@@ -147,6 +147,10 @@ func (s *stack) startGateway(ln net.Listener) {
 
 // restartGateway listens again on the gateway's address.
 func (s *stack) restartGateway() {
+	// A kept-alive connection to the stopped gateway may not have seen
+	// its close yet; a POST on it fails ("server closed idle connection")
+	// and is not retried, so the next request must dial the new one.
+	http.DefaultClient.CloseIdleConnections()
 	ln, err := net.Listen("tcp", strings.TrimPrefix(s.baseURL, "http://"))
 	require.NoError(s.t, err)
 	s.startGateway(ln)

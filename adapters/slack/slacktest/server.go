@@ -20,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/replyflow/replyflow/adapters/internal/changes"
 )
 
 // Options configure a fake; zero fields take the defaults New names.
@@ -77,7 +79,7 @@ type Server struct {
 	start int64 // the Unix second message timestamps count from
 
 	mu       sync.Mutex
-	changed  chan struct{} // closed and replaced on every change
+	feed     changes.Feed // wakes WaitFor on every change
 	channels map[string]*channelState
 	nextTS   int
 	calls    []Call
@@ -137,7 +139,6 @@ func New(opts Options) *Server {
 	s := &Server{
 		Options:  opts,
 		start:    time.Now().Unix(),
-		changed:  make(chan struct{}),
 		channels: map[string]*channelState{},
 		faults:   map[string][]Fault{},
 		stop:     make(chan struct{}),
@@ -191,26 +192,11 @@ func (s *Server) Calls(methods ...string) []Call {
 // WaitFor returns once cond holds, checking it after every change the
 // fake sees, or ctx's error when ctx ends first.
 func (s *Server) WaitFor(ctx context.Context, cond func() bool) error {
-	for {
-		s.mu.Lock()
-		changed := s.changed
-		s.mu.Unlock()
-		if cond() {
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return fmt.Errorf("slacktest: condition not met: %w", ctx.Err())
-		}
-	}
+	return s.feed.WaitFor(ctx, "slacktest", cond)
 }
 
-// touch wakes WaitFor; s.mu must be held.
-func (s *Server) touch() {
-	close(s.changed)
-	s.changed = make(chan struct{})
-}
+// touch wakes WaitFor (and long polls).
+func (s *Server) touch() { s.feed.Touch() }
 
 // answer is a Web API reply: ok, or error and the method's fields.
 type answer map[string]any

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/replyflow/replyflow/adapters/internal/changes"
 )
 
 // Server is a fake Bot API on 127.0.0.1. Point the adapter's APIURL at
@@ -28,7 +30,7 @@ type Server struct {
 	now  func() time.Time
 
 	mu         sync.Mutex
-	changed    chan struct{} // closed and replaced on every change
+	feed       changes.Feed // wakes WaitFor (and long polls) on every change
 	chats      map[int64]*chatState
 	updates    []wireUpdate // not yet confirmed, in update_id order
 	nextUpdate int64
@@ -107,7 +109,6 @@ func NewOn(token string, ln net.Listener) *Server {
 		Token:     token,
 		Bot:       User{ID: id, Username: "replyflow_test_bot", FirstName: "replyflow", IsBot: true},
 		now:       time.Now,
-		changed:   make(chan struct{}),
 		chats:     map[int64]*chatState{},
 		allowed:   defaultAllowed(),
 		faults:    map[string][]Fault{},
@@ -156,26 +157,11 @@ func (s *Server) Calls(methods ...string) []Call {
 // WaitFor returns once cond holds, checking it after every change the
 // fake sees, or ctx's error when ctx ends first.
 func (s *Server) WaitFor(ctx context.Context, cond func() bool) error {
-	for {
-		s.mu.Lock()
-		changed := s.changed
-		s.mu.Unlock()
-		if cond() {
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return fmt.Errorf("telegramtest: condition not met: %w", ctx.Err())
-		}
-	}
+	return s.feed.WaitFor(ctx, "telegramtest", cond)
 }
 
-// touch wakes WaitFor and long polls; s.mu must be held.
-func (s *Server) touch() {
-	close(s.changed)
-	s.changed = make(chan struct{})
-}
+// touch wakes WaitFor (and long polls).
+func (s *Server) touch() { s.feed.Touch() }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	token, method, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/bot"), "/")

@@ -231,7 +231,7 @@ func (s *Server) getUpdates(ctx context.Context, p map[string]string) (int, wire
 		}
 		s.waiting++
 		s.touch()
-		changed := s.changed
+		changed := s.feed.Changed()
 		s.mu.Unlock()
 		doneWaiting := func() {
 			s.mu.Lock()
