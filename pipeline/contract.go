@@ -205,6 +205,11 @@ type Delivery struct {
 	Index          int        `json:"index"`
 	Total          int        `json:"total"`
 	Buttons        []Button   `json:"buttons,omitempty"`
+	// PrivateTo, when set, is the one user (a platform sender ID) meant
+	// to see this reply: a refusal of their button press. Where the
+	// platform can show a message to one person (Slack's ephemeral
+	// messages) only they see it; elsewhere it is an ordinary reply.
+	PrivateTo string `json:"private_to,omitempty"`
 }
 
 // Button is an inline button under a bot message; pressing it comes back

@@ -66,7 +66,8 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 }
 
 // pressButton applies a button press; a refusal is told to the presser
-// under the proposal message, and a double click is one decision.
+// under the proposal message (to them alone where the platform can), and
+// a double click is one decision.
 func (s *session) pressButton(in pipeline.Inbound) {
 	decision, id, ok := pipeline.ParseAction(in.Action)
 	if !ok {
@@ -74,9 +75,14 @@ func (s *session) pressButton(in pipeline.Inbound) {
 		return
 	}
 	_, err := s.proposals.decide(pipeline.Decision{ID: id, Decision: decision, By: in.Channel + ":" + in.SenderID})
-	if err != nil {
-		s.replies.notice(nonEmpty(in.ReplyTo, in.MessageID), in.ThreadID, "⚠️ "+err.Error())
+	if err == nil {
+		return
 	}
+	if s.v.slack {
+		s.replies.privateNotice(nonEmpty(in.ReplyTo, in.MessageID), in.ThreadID, in.SenderID, "⚠️ "+err.Error())
+		return
+	}
+	s.replies.notice(nonEmpty(in.ReplyTo, in.MessageID), in.ThreadID, "⚠️ "+err.Error())
 }
 
 // abort stops the running turn (its model step is cancelled, no further

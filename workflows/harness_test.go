@@ -210,6 +210,17 @@ func (p *fakePlatform) replies() []string {
 	return out
 }
 
+// sentDeliveries are the deliveries that succeeded, in order.
+func (p *fakePlatform) sentDeliveries() []pipeline.Delivery {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]pipeline.Delivery, len(p.sent))
+	for i, s := range p.sent {
+		out[i] = s.Delivery
+	}
+	return out
+}
+
 // turnTexts are the texts of every model step, in order.
 func (p *fakePlatform) turnTexts() []string {
 	p.mu.Lock()

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -89,13 +90,15 @@ func TestRefusedDeciderIsToldAndNothingChanges(t *testing.T) {
 	run(t, env, nil)
 
 	assert.Equal(t, ProposalPending, after.Proposals[0].Status, "mallory's press changed nothing")
-	var refusal string
-	for _, r := range p.replies() {
-		if r != "final answer" && r[:2] != "🔐" {
-			refusal = r
+	var refusal pipeline.Delivery
+	for _, d := range p.sentDeliveries() {
+		if d.Text != "final answer" && !strings.HasPrefix(d.Text, "🔐") {
+			refusal = d
 		}
 	}
-	assert.Contains(t, refusal, "webchat:mallory is not allowed to decide proposal p1")
+	assert.Contains(t, refusal.Text, "webchat:mallory is not allowed to decide proposal p1")
+	assert.Equal(t, "mallory", refusal.PrivateTo, "told to the presser alone")
+	assert.Equal(t, "bot-1", refusal.ReplyTo, "under the proposal message")
 	assert.Len(t, p.tools, 1, "the operator's approval went through")
 }
 

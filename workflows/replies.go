@@ -39,6 +39,8 @@ type DirectReply struct {
 	// Key tells apart several notices about one message; a command's
 	// answer has none.
 	Key string `json:"key,omitempty"`
+	// To is the Delivery's PrivateTo: a notice for one user.
+	To string `json:"to,omitempty"`
 }
 
 // busy is true while a reply, claim, save or feedback record is under way.
@@ -56,6 +58,13 @@ func (s *replies) answer(messageID, threadID, text string) {
 func (s *replies) notice(messageID, threadID, text string) {
 	s.st.Notices++
 	s.send(DirectReply{MessageID: messageID, ThreadID: threadID, Text: text, Key: fmt.Sprintf("notice-%d", s.st.Notices)})
+}
+
+// privateNotice is a notice meant for one user only (see
+// pipeline.Delivery.PrivateTo).
+func (s *replies) privateNotice(messageID, threadID, to, text string) {
+	s.st.Notices++
+	s.send(DirectReply{MessageID: messageID, ThreadID: threadID, Text: text, Key: fmt.Sprintf("notice-%d", s.st.Notices), To: to})
 }
 
 // claim spends a claim code in a coroutine (a local activity against the
@@ -119,6 +128,7 @@ func (s *replies) send(r DirectReply) {
 			ReplyTo:        r.MessageID,
 			Text:           r.Text,
 			Total:          1,
+			PrivateTo:      r.To,
 		})
 		for i := range s.st.Replies {
 			if s.st.Replies[i] == r {

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/pipeline/mrkdwn"
 )
 
 func TestFastTurnRepliesAndClearsWithoutFlicker(t *testing.T) {
@@ -154,6 +156,42 @@ func TestLongReplyIsDeliveredAsOrderedChunksWithDistinctKeys(t *testing.T) {
 		}
 	}
 	assert.Len(t, keys, len(p.sent))
+}
+
+// Slack counts a reply once rendered as mrkdwn, where every & is five
+// characters: a Slack reply is cut so each chunk fits once rendered, and a
+// reply elsewhere by its own text.
+func TestSlackReplyIsChunkedByItsRenderedLength(t *testing.T) {
+	reply := strings.Repeat("Q&A ", 30) // 120 characters, 240 once rendered: two halves of 120
+	for _, tc := range []struct {
+		channel string
+		chunks  int
+	}{{"slack", 2}, {"webchat", 1}} {
+		t.Run(tc.channel, func(t *testing.T) {
+			env, p := newEnv(t, func(p *fakePlatform) {
+				p.settings.ChunkLimit = 120
+				p.agent = func(pipeline.TurnRequest) (pipeline.TurnResult, error) {
+					return pipeline.TurnResult{Reply: reply, Model: "demo/echo"}, nil
+				}
+			})
+			in := inbound("m1", "tell me")
+			in.Channel = tc.channel
+			signalAt(env, time.Second, in)
+			env.ExecuteWorkflow(WorkflowName, SessionParams{Session: pipeline.SessionKey{Channel: tc.channel, Chat: "demo"}})
+			require.NoError(t, env.GetWorkflowError())
+
+			sent := p.sentDeliveries()
+			require.Len(t, sent, tc.chunks)
+			var whole []string
+			for _, d := range sent {
+				if tc.channel == "slack" {
+					assert.LessOrEqual(t, mrkdwn.Length(mrkdwn.Render(d.Text)), 120, "chunk %d once rendered", d.Index)
+				}
+				whole = append(whole, strings.TrimSpace(d.Text))
+			}
+			assert.Equal(t, strings.TrimSpace(reply), strings.Join(whole, " "), "nothing lost")
+		})
+	}
 }
 
 func TestSilentAndHeartbeatRepliesAreShaped(t *testing.T) {

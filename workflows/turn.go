@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/pipeline/mrkdwn"
 )
 
 const defaultDeliveryDeadline = 10 * time.Minute
@@ -302,9 +303,13 @@ func (s *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecor
 	s.reactions.react(refs, pipeline.ReactionDone)
 }
 
-// chunk splits a reply for delivery: with the fence-safe chunker, or with
-// the one a run that started before it replays with.
+// chunk splits a reply for delivery: with the fence-safe chunker (on
+// Slack, measured after rendering as mrkdwn), or with the one a run that
+// started before it replays with.
 func (s *turns) chunk(text string) []string {
+	if s.v.slack && s.key.Channel == mrkdwn.Channel {
+		return mrkdwn.Chunk(text, s.settings.ChunkLimit)
+	}
 	if s.v.hardened {
 		return pipeline.Chunk(text, s.settings.ChunkLimit)
 	}

@@ -16,15 +16,22 @@ const (
 	// soon as an aborted turn's model step has stopped; the fence-safe
 	// chunker.
 	changeHardening = "hardening-2026-11"
+	// changeSlack (issue 15): a Slack reply is cut into chunks that fit
+	// Slack's limit once rendered as mrkdwn; a button press refused
+	// (someone not allowed, a decided proposal) is told to the presser
+	// alone where the platform can (Delivery.PrivateTo).
+	changeSlack = "slack-2026-11"
 )
 
 // versions are the changes this run took.
 type versions struct {
 	hardened bool
+	slack    bool
 }
 
 // readVersions records (or, on replay, reads back) the change versions of
 // this run.
 func (s *runEnv) readVersions() {
 	s.v.hardened = workflow.GetVersion(s.ctx, changeHardening, workflow.DefaultVersion, 1) >= 1
+	s.v.slack = workflow.GetVersion(s.ctx, changeSlack, workflow.DefaultVersion, 1) >= 1
 }

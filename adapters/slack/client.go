@@ -14,6 +14,7 @@ import (
 
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/pipeline/mrkdwn"
 )
 
 // ChunkEventType is the metadata event_type on every chunk the bot
@@ -143,6 +144,9 @@ func (c *Client) Send(ctx context.Context, d pipeline.Delivery) (string, error) 
 	if err := c.pace.wait(ctx, channel, op); err != nil {
 		return "", err
 	}
+	if d.PrivateTo != "" {
+		return c.sendEphemeral(ctx, channel, d)
+	}
 	if ts, found, err := c.findChunk(ctx, channel, d.ThreadID, d.IdempotencyKey); err != nil {
 		return "", err
 	} else if found {
@@ -150,7 +154,7 @@ func (c *Client) Send(ctx context.Context, d pipeline.Delivery) (string, error) 
 		c.sent.put(d.IdempotencyKey, ts)
 		return ts, nil
 	}
-	text := RenderMrkdwn(d.Text)
+	text := mrkdwn.Render(d.Text)
 	opts := []slack.MsgOption{slack.MsgOptionText(text, false), slack.MsgOptionDisableLinkUnfurl()}
 	if len(d.Buttons) > 0 {
 		opts = append(opts, slack.MsgOptionBlocks(withButtons(text, d.Buttons)...))
@@ -169,6 +173,24 @@ func (c *Client) Send(ctx context.Context, d pipeline.Delivery) (string, error) 
 	if d.Index+1 >= d.Total {
 		c.clearTyping(ctx, d.Session, channel, d.ThreadID)
 	}
+	return ts, nil
+}
+
+// sendEphemeral shows a reply to d.PrivateTo alone (chat.postEphemeral),
+// in the Delivery's thread. Slack keeps no ephemeral message in history,
+// so a retry after a lost answer cannot be found and may show it twice,
+// to that one user, until they reload; it carries no buttons.
+func (c *Client) sendEphemeral(ctx context.Context, channel string, d pipeline.Delivery) (string, error) {
+	const op = "chat.postEphemeral"
+	opts := []slack.MsgOption{slack.MsgOptionText(mrkdwn.Render(d.Text), false)}
+	if d.ThreadID != "" {
+		opts = append(opts, slack.MsgOptionTS(d.ThreadID))
+	}
+	ts, err := c.api.PostEphemeralContext(ctx, channel, d.PrivateTo, opts...)
+	if err != nil {
+		return "", c.failed(channel, op, err)
+	}
+	c.sent.put(d.IdempotencyKey, ts)
 	return ts, nil
 }
 
@@ -192,7 +214,7 @@ func (c *Client) Edit(ctx context.Context, e pipeline.Edit) error {
 	if e.PlatformMessageID == "" {
 		return &adapters.Error{Kind: adapters.Permanent, Op: op, Err: fmt.Errorf("no message ts to edit in %s", e.Session.WorkflowID())}
 	}
-	text := RenderMrkdwn(e.Text)
+	text := mrkdwn.Render(e.Text)
 	opts := []slack.MsgOption{slack.MsgOptionText(text, false), slack.MsgOptionBlocks(withButtons(text, e.Buttons)...)}
 	if len(e.Buttons) == 0 {
 		opts[1] = slack.MsgOptionBlocks()

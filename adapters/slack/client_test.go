@@ -71,6 +71,25 @@ func TestSendTopLevelInADirectMessage(t *testing.T) {
 	}
 }
 
+func TestSendPrivateReplyIsEphemeralToThatUser(t *testing.T) {
+	fake := outboundFake(t)
+	c := outboundClient(t, fake)
+	parent, _ := fake.AddMessage(slacktest.Post{Channel: "C1", User: "U1", Text: "approve?"})
+	ts, err := c.Send(context.Background(), pipeline.Delivery{Session: outboundSession("C1"), IdempotencyKey: "notice-1", ThreadID: parent.TS,
+		Text: "⚠️ only an owner may decide & approve", Total: 1, PrivateTo: "U0MALLORY"})
+	if err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	if sent := fake.Sent("C1"); len(sent) != 0 {
+		t.Errorf("posted %+v to the channel, want nothing everyone sees", sent)
+	}
+	eph := fake.Ephemerals("C1")
+	if len(eph) != 1 || eph[0].User != "U0MALLORY" || eph[0].ThreadTS != parent.TS || eph[0].TS != ts ||
+		eph[0].Text != "⚠️ only an owner may decide &amp; approve" {
+		t.Errorf("ephemerals = %+v (ts %s), want one rendered notice to U0MALLORY in the thread", eph, ts)
+	}
+}
+
 func TestSendButtonsAsBlocks(t *testing.T) {
 	fake := outboundFake(t)
 	c := outboundClient(t, fake)

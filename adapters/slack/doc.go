@@ -3,13 +3,15 @@
 // github.com/slack-go/slack; it must not import Temporal or the workflows,
 // and is reached through the adapters contract only.
 //
-// What it holds so far: VerifyRequest checks an Events API request's
-// signature; Parse and Normalize turn an Events API envelope (from HTTP,
-// or Socket Mode, which carries the same envelope) into a
-// pipeline.Inbound, a pipeline.Feedback or a reason to skip; Place puts a
-// message in its lane and its reply in its thread; RenderMrkdwn and Chunk
-// turn a reply's Markdown into Slack mrkdwn chunks that fit Slack's limit;
-// Client is the outbound side (adapters.Outbound, see below). Receiver hands events to the gateway's Sink, over Socket Mode
+// What it holds: VerifyRequest checks an Events API request's signature;
+// Parse and Normalize turn an Events API envelope (from HTTP, or Socket
+// Mode, which carries the same envelope) into a pipeline.Inbound, a
+// pipeline.Feedback or a reason to skip; Place puts a message in its lane
+// and its reply in its thread; Client is the outbound side
+// (adapters.Outbound, see below), which renders each chunk with
+// pipeline/mrkdwn (the workflow already cut the reply with mrkdwn.Chunk,
+// so each chunk fits Slack's limit once rendered). Receiver hands events
+// to the gateway's Sink, over Socket Mode
 // (RunSocket) or the Events API and interactivity URLs (EventsHandler,
 // InteractivityHandler); Platform holds the REPLYFLOW_SLACK_* settings
 // and starts one of them (Serve). The fake server is slacktest.

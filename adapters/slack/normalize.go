@@ -10,10 +10,12 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/pipeline/mrkdwn"
 )
 
-// Channel is the channel name of Slack sessions.
-const Channel = "slack"
+// Channel is the channel name of Slack sessions; the workflow renders
+// and chunks for it by that name.
+const Channel = mrkdwn.Channel
 
 // Identity is who the bot is, as auth.test reports it: its user ID (what
 // <@mentions> name) and its bot ID (what its messages carry as bot_id).

@@ -7,7 +7,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/replyflow/replyflow/adapters/internal/mdscan"
+	"github.com/replyflow/replyflow/pipeline/mdscan"
 )
 
 // RenderHTML turns the Markdown an agent writes into Telegram's HTML

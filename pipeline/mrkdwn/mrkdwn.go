@@ -1,13 +1,24 @@
-package slack
+// Package mrkdwn renders the Markdown an agent writes as Slack mrkdwn and
+// cuts replies into chunks that fit Slack's message limit once rendered.
+// It is pure (no Slack SDK, no I/O): the session workflow chunks a Slack
+// reply with Chunk, deterministically, and the Slack adapter renders each
+// chunk with Render when it posts it. A change to either changes what a
+// recorded session does: it goes behind a workflow version, as
+// pipeline.Chunk's did.
+package mrkdwn
 
 import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/replyflow/replyflow/adapters/internal/mdscan"
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/pipeline/mdscan"
 )
+
+// Channel is the session channel of Slack, whose replies are mrkdwn
+// (adapters/slack's Channel is this one).
+const Channel = "slack"
 
 // MessageLimit is the length of rendered text one chat.postMessage
 // carries. Slack recommends 4,000 characters (it truncates at 40,000) and
@@ -16,7 +27,7 @@ import (
 // (&amp;) whole, so the measure errs on the short side.
 const MessageLimit = 4000
 
-// RenderMrkdwn turns the Markdown an agent writes into Slack mrkdwn:
+// Render turns the Markdown an agent writes into Slack mrkdwn:
 // **bold** and __bold__ become *bold*, *italic* and _italic_ _italic_,
 // ~~strike~~ ~strike~, [text](url) <url|text> (http, https and mailto
 // only), headings bold lines, and fenced blocks ``` blocks without their
@@ -28,7 +39,7 @@ const MessageLimit = 4000
 //
 // Rendering may lengthen text (an escaped & is five characters), so a
 // chunk cut in Markdown may not fit once rendered: Chunk accounts for it.
-func RenderMrkdwn(markdown string) string {
+func Render(markdown string) string {
 	lines := strings.Split(strings.ToValidUTF8(markdown, "\uFFFD"), "\n")
 	var out strings.Builder
 	for i := 0; i < len(lines); {
@@ -55,7 +66,7 @@ func Length(mrkdwn string) int {
 }
 
 // Chunk splits a reply into Markdown chunks of which each renders to at
-// most limit characters (Length of RenderMrkdwn). It cuts with
+// most limit characters (Length of Render). It cuts with
 // pipeline.Chunk, renders each chunk, and cuts a chunk that grew past the
 // limit again at a limit smaller by the growth, until every chunk fits;
 // only a chunk of a single character can stay over a limit below the
@@ -72,7 +83,7 @@ func Chunk(markdown string, limit int) []string {
 // smaller Markdown limit than cut, the one it was cut at. cut shrinks on
 // every call, so the recursion ends.
 func fit(chunk string, limit, cut int) []string {
-	n := Length(RenderMrkdwn(chunk))
+	n := Length(Render(chunk))
 	if n <= limit || cut <= 1 {
 		return []string{chunk}
 	}

@@ -1,7 +1,8 @@
 // Package mdscan finds the Markdown constructs agents write (fences,
-// headings, emphasis delimiters, code spans, links) for the adapters that
-// render replies into their platform's markup. It only finds; what a
-// construct becomes, and how text is escaped, is each renderer's.
+// headings, emphasis delimiters, code spans, links) for the renderers of
+// replies into a platform's markup (adapters/telegram, pipeline/mrkdwn).
+// It only finds; what a construct becomes, and how text is escaped, is
+// each renderer's.
 package mdscan
 
 import (

@@ -1,4 +1,4 @@
-package slack
+package mrkdwn
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/replyflow/replyflow/adapters/internal/mdscan"
+	"github.com/replyflow/replyflow/pipeline/mdscan"
 )
 
 func TestRenderMrkdwn(t *testing.T) {
@@ -45,7 +45,7 @@ func TestRenderMrkdwn(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := RenderMrkdwn(c.in)
+			got := Render(c.in)
 			assert.Equal(t, c.want, got)
 			assert.NoError(t, checkMrkdwn(got))
 		})
@@ -71,7 +71,7 @@ func TestChunkMeasuredAfterRendering(t *testing.T) {
 			require.Greater(t, len(chunks), 1)
 			grew := false
 			for i, chunk := range chunks {
-				n := Length(RenderMrkdwn(chunk))
+				n := Length(Render(chunk))
 				assert.LessOrEqual(t, n, c.limit, "chunk %d renders to %d", i, n)
 				grew = grew || n > Length(chunk)
 			}
@@ -125,7 +125,7 @@ func checkMrkdwn(s string) error {
 	return nil
 }
 
-func FuzzRenderMrkdwn(f *testing.F) {
+func FuzzRender(f *testing.F) {
 	for _, seed := range []string{
 		"**b** *i* _i_ ~~s~~ `c` [l](https://x.y?a&b) <@U1> <!here> & < >",
 		"# h **b**\n- a\n> q\n```go\n<x>\n```\n```\nopen",
@@ -135,12 +135,12 @@ func FuzzRenderMrkdwn(f *testing.F) {
 		f.Add(seed, 40)
 	}
 	f.Fuzz(func(t *testing.T, markdown string, limit int) {
-		if err := checkMrkdwn(RenderMrkdwn(markdown)); err != nil {
+		if err := checkMrkdwn(Render(markdown)); err != nil {
 			t.Fatal(err)
 		}
 		limit = 16 + int(uint(limit)%200)
 		for i, chunk := range Chunk(markdown, limit) {
-			if n := Length(RenderMrkdwn(chunk)); n > limit {
+			if n := Length(Render(chunk)); n > limit {
 				t.Fatalf("chunk %d renders to %d, limit %d: %q", i, n, limit, chunk)
 			}
 		}

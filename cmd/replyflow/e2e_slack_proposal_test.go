@@ -1,0 +1,116 @@
+package main
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/replyflow/replyflow/adapters/slack"
+	"github.com/replyflow/replyflow/adapters/slack/slacktest"
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// buttonValues are the values of the buttons in a message's blocks.
+func buttonValues(t *testing.T, blocks json.RawMessage) []string {
+	t.Helper()
+	var parsed []struct {
+		Elements []struct {
+			Value string `json:"value"`
+		} `json:"elements"`
+	}
+	require.NoError(t, json.Unmarshal(blocks, &parsed))
+	var values []string
+	for _, b := range parsed {
+		for _, e := range b.Elements {
+			values = append(values, e.Value)
+		}
+	}
+	return values
+}
+
+// A proposal on Slack is Block Kit with Approve and Reject buttons. A press
+// by someone not allowed is refused to them alone (an ephemeral message)
+// and changes nothing; the owner's press runs the tool once, and the
+// proposal is updated to say who decided, without its buttons.
+func TestSlackProposalApprovedByButtonAndRefusedToANonOwner(t *testing.T) {
+	t.Parallel()
+	tool, calls := payServer(t)
+	cfg := proposalConfig(t, tool.URL)
+	cfg.Owners = []string{"slack:U0BOSS"}
+	s, fake := startSlackStack(t, cfg)
+	s.startWorker(payingModel{})
+	channel := "C" + strings.ToUpper(strconv.FormatInt(time.Now().UnixNano(), 36))
+	fake.AddChannel(slacktest.Channel{ID: channel, Members: 4})
+
+	post, events := fake.AddMessage(slacktest.Post{Channel: channel, User: "U0ALICE", Text: "<@" + fake.BotUserID + "> pay bob 5"})
+	for _, ev := range events {
+		fake.SendEvent(ev)
+	}
+	var proposal slacktest.Message
+	waitForSlack(t, fake, "the proposal with buttons", func() bool {
+		for _, m := range fake.Thread(channel, post.TS) {
+			if m.User == fake.BotUserID && len(m.Blocks) > 0 {
+				proposal = m
+				return true
+			}
+		}
+		return false
+	})
+	assert.Contains(t, proposal.Text, "Approval needed")
+	values := buttonValues(t, proposal.Blocks)
+	require.Len(t, values, 2)
+	require.True(t, strings.HasPrefix(values[0], "approve:"), "the first button approves: %v", values)
+	waitForSlack(t, fake, "⏳ on the request while it waits", func() bool {
+		r := fake.Reactions(channel, post.TS)
+		return len(r) > 0 && r[len(r)-1] == "hourglass_flowing_sand"
+	})
+
+	pressBy := func(user string) string {
+		return fake.SendInteractive(fake.BlockActions(slacktest.BlockAction{
+			Channel: channel, User: user, MessageTS: proposal.TS, ThreadTS: post.TS,
+			ActionID: values[0], BlockID: "replyflow_actions", Value: values[0],
+		}))
+	}
+	refused := pressBy("U0MALLORY")
+	waitForSlack(t, fake, "the refusal, to Mallory alone", func() bool { return len(fake.Ephemerals(channel)) > 0 })
+	eph := fake.Ephemerals(channel)
+	require.Len(t, eph, 1)
+	assert.Equal(t, "U0MALLORY", eph[0].User)
+	assert.Equal(t, post.TS, eph[0].ThreadTS, "in the proposal's thread")
+	assert.Contains(t, eph[0].Text, "slack:U0MALLORY is not allowed to decide")
+	assert.True(t, fake.Acked(refused), "the refused press was acknowledged")
+	assert.Zero(t, calls.Load(), "a refused press runs nothing")
+	for _, m := range fake.Thread(channel, post.TS) {
+		assert.NotContains(t, m.Text, "not allowed", "the refusal is not shown to the channel")
+	}
+
+	approved := pressBy("U0BOSS")
+	waitForSlack(t, fake, "the tool's result", func() bool {
+		thread := fake.Thread(channel, post.TS)
+		return strings.HasPrefix(thread[len(thread)-1].Text, "done:")
+	})
+	assert.True(t, fake.Acked(approved))
+	assert.Equal(t, int32(1), calls.Load(), "an approved tool runs exactly once")
+	waitForSlack(t, fake, "the proposal updated", func() bool {
+		m, _ := fake.Message(channel, proposal.TS)
+		return m.Edits > 0
+	})
+	edited, _ := fake.Message(channel, proposal.TS)
+	assert.Contains(t, edited.Text, "Approved by slack:U0BOSS")
+	assert.Empty(t, buttonValues(t, nonNullBlocks(edited.Blocks)), "a decided proposal loses its buttons")
+	waitForSlack(t, fake, "the request's reaction cleared", func() bool { return len(fake.Reactions(channel, post.TS)) == 0 })
+	recordHistoryOf(t, s.client, pipeline.SessionKey{Channel: slack.Channel, Account: fake.TeamID, Chat: channel}, "slack_proposal")
+}
+
+// nonNullBlocks is blocks, or an empty list where a message has none.
+func nonNullBlocks(blocks json.RawMessage) json.RawMessage {
+	if len(blocks) == 0 {
+		return json.RawMessage("[]")
+	}
+	return blocks
+}
