@@ -54,6 +54,9 @@ type Inbound struct {
 	// (the session's own ledger only knows recent ones).
 	ReplyToBot bool      `json:"reply_to_bot,omitempty"`
 	ReceivedAt time.Time `json:"received_at"`
+	// Membership is the chat's member count, where the adapter knows it
+	// (Slack asks conversations.info); the engagement rules weigh it.
+	Membership *MembershipCount `json:"membership,omitempty"`
 }
 
 // Media is a reference to an attachment kept by the platform; the bytes
@@ -116,6 +119,9 @@ func (in Inbound) Validate() error {
 	}
 	if len(in.Action) > MaxIDBytes {
 		return fmt.Errorf("action is longer than %d bytes", MaxIDBytes)
+	}
+	if in.Membership != nil && in.Membership.Humans < 0 {
+		return fmt.Errorf("membership counts %d humans", in.Membership.Humans)
 	}
 	if strings.TrimSpace(in.Text) == "" && len(in.Media) == 0 && in.Action == "" {
 		return errors.New("text is empty")

@@ -54,6 +54,9 @@ type EngagementState struct {
 	GateFlushAt time.Time          `json:"gate_flush_at,omitzero"`
 	GateFirstAt time.Time          `json:"gate_first_at,omitzero"`
 	GateSeq     int                `json:"gate_seq,omitempty"`
+	// Membership is the newest member count an adapter sent with a
+	// message (one, replaced; runs from before changeSlack keep none).
+	Membership *pipeline.MembershipCount `json:"membership,omitempty"`
 }
 
 // Participant is someone seen speaking in the chat recently.
@@ -85,8 +88,12 @@ func (s *engagement) activation() string {
 }
 
 // seeParticipant records the sender as seen now, and forgets those not
-// seen for a week.
+// seen for a week; and keeps the newest member count the message carries.
 func (s *engagement) seeParticipant(in pipeline.Inbound, now time.Time) {
+	if m := in.Membership; s.v.slack && m != nil && (s.st.Membership == nil || m.FetchedAt.After(s.st.Membership.FetchedAt)) {
+		count := *m
+		s.st.Membership = &count
+	}
 	id := in.Channel + ":" + in.SenderID
 	kept := s.st.Participants[:0]
 	for _, p := range s.st.Participants {
@@ -126,7 +133,7 @@ func (s *engagement) engage(in pipeline.Inbound, now time.Time) pipeline.EngageR
 		BotInThread:        slices.Contains(s.st.BotThreads, in.ThreadID),
 		TextTargetsPeerBot: s.namesPeerBot(in.Text, sender),
 		AuthorIsBot:        in.SenderIsBot,
-		EffectiveHumans:    pipeline.EffectiveHumans(s.humans(), nil, now),
+		EffectiveHumans:    pipeline.EffectiveHumans(s.humans(), s.st.Membership, now),
 		Text:               in.Text,
 		Aliases:            s.settings.Aliases,
 		HasStickyCredit:    s.st.Sticky.Has(sender, now),
@@ -186,7 +193,7 @@ func (s *engagement) engagedText(text string, now time.Time, group bool) string 
 	s.st.Observed = nil
 	humans := 0 // the group nudge is for group chats only
 	if group {
-		humans = pipeline.EffectiveHumans(s.humans(), nil, now)
+		humans = pipeline.EffectiveHumans(s.humans(), s.st.Membership, now)
 	}
 	if notice := pipeline.TurnNotice(s.st.LoopGuard, humans); notice != "" {
 		text += "\n\n" + notice

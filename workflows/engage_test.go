@@ -47,6 +47,28 @@ func TestGroupEngagementObservesThenEngagesAndStaysSticky(t *testing.T) {
 	assert.Equal(t, "smart", snap.Activation)
 }
 
+// A channel where one person speaks is still a group when the platform
+// counts its members: the lone speaker's unaddressed message is observed,
+// not answered, and a mention is answered with the group nudge.
+func TestMemberCountMakesALoneSpeakerInAChannelAGroup(t *testing.T) {
+	env, p := newEnv(t)
+	counted := func(in pipeline.Inbound, humans int) pipeline.Inbound {
+		in.Membership = &pipeline.MembershipCount{Humans: humans, FetchedAt: testStart}
+		return in
+	}
+	signalAt(env, time.Second, counted(groupMessage("g0", "carol", "hello"), 5))
+	signalAt(env, 5*time.Second, counted(mentioning(groupMessage("g1", "carol", "@bot hi")), 5))
+	snap := queryStateAt(t, env, 10*time.Second)
+	run(t, env, nil)
+
+	texts := p.turnTexts()
+	require.Len(t, texts, 1, "g0 is observed: five people are here, carol did not address the bot")
+	assert.Contains(t, texts[0], "- carol: hello")
+	assert.Contains(t, texts[0], pipeline.GroupNudge)
+	require.NotNil(t, snap.Membership)
+	assert.Equal(t, 5, snap.Membership.Humans)
+}
+
 func TestDisengageToolDropsStickyEvenForTheSameTurnsReply(t *testing.T) {
 	env, p := newEnv(t, func(p *fakePlatform) {
 		p.agent = func(req pipeline.TurnRequest) (pipeline.TurnResult, error) {

@@ -135,6 +135,7 @@ type Snapshot struct {
 	Proposals     []Proposal                `json:"proposals,omitempty"`
 	Activation    string                    `json:"activation"`
 	Participants  []Participant             `json:"participants,omitempty"`
+	Membership    *pipeline.MembershipCount `json:"membership,omitempty"`
 	Sticky        pipeline.StickyLedger     `json:"sticky,omitempty"`
 	ObservedCount int                       `json:"observed_waiting"`
 	LoopGuard     pipeline.LoopGuard        `json:"loop_guard"`
@@ -183,7 +184,7 @@ func (s *visibility) snapshot() (Snapshot, error) {
 		Session: s.key, Status: s.currentStatus(), Settings: s.settings, Queue: s.queueSettings(),
 		ModelOverride: s.st.ModelOverride, Cooldowns: s.st.Cooldowns, Proposals: s.st.Proposals,
 		Activation: s.activation(), Participants: s.st.Participants, Sticky: s.st.Sticky, ObservedCount: len(s.st.Observed),
-		LoopGuard: s.st.LoopGuard, LastDenied: s.st.LastDenied,
+		LoopGuard: s.st.LoopGuard, LastDenied: s.st.LastDenied, Membership: s.st.Membership,
 		Buffers: []BufferView{}, Queued: []BatchView{}, Overflow: s.st.Overflow,
 		Reactions: s.st.Reactions, Pending: s.st.ReactionChanges, LastTurn: s.st.LastTurn,
 		Deliveries: s.st.Deliveries, Counters: s.st.Counters, TurnSeq: s.st.TurnSeq,

@@ -228,21 +228,6 @@ func (c *Client) Edit(ctx context.Context, e pipeline.Edit) error {
 	return nil
 }
 
-// MemberCount is the channel's number of members (conversations.info),
-// for the engagement rules; the adapters contract has no such method yet.
-func (c *Client) MemberCount(ctx context.Context, session pipeline.SessionKey) (int, error) {
-	const op = "conversations.info"
-	channel, err := channelOf(session, op)
-	if err != nil {
-		return 0, err
-	}
-	info, err := c.api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: channel, IncludeNumMembers: true})
-	if err != nil {
-		return 0, classify(op, err)
-	}
-	return info.NumMembers, nil
-}
-
 // boundedMap is a small FIFO-evicted string map: at most limit entries,
 // the oldest dropped first; nothing waits on it.
 type boundedMap struct {

@@ -334,14 +334,6 @@ func TestEditReplacesTextAndDropsButtons(t *testing.T) {
 	}
 }
 
-func TestMemberCount(t *testing.T) {
-	fake := outboundFake(t)
-	n, err := outboundClient(t, fake).MemberCount(context.Background(), outboundSession("C1"))
-	if err != nil || n != 7 {
-		t.Errorf("MemberCount = %d, %v; want 7", n, err)
-	}
-}
-
 // A proposal longer than a section's 3,000 characters is cut into
 // sections at line ends, and nothing is lost.
 func TestLongProposalIsCutIntoSections(t *testing.T) {

@@ -128,6 +128,10 @@
 // "received", the first state). Typing shows an assistant status ("is
 // thinking…", assistant.threads.setStatus) in threads only, best effort
 // (a workspace without the feature refuses it: logged at debug), and
-// Send clears it after a reply's last chunk. MemberCount reads
-// conversations.info's num_members for the engagement rules.
+// Send clears it after a reply's last chunk.
+//
+// Member counts: the receiver attaches each channel message's member
+// count (conversations.info's num_members, less the bot; cached a minute
+// per channel) for the engagement rules, so a channel where one person
+// speaks is still treated as a group.
 package slack

@@ -150,6 +150,7 @@ func (p *Platform) run(ctx context.Context, gw adapters.GatewaySide, serve func(
 	rcv, err := NewReceiver(ReceiverConfig{
 		Bot: Identity{UserID: auth.UserID, BotID: auth.BotID}, Mode: mode,
 		Sink: gw.Sink, Feedback: gw.Feedback, Logger: gw.Logger,
+		CountMembers: ConversationMembers(api),
 	})
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/pipeline"
 )
 
 // ReceiverConfig configures the inbound side, shared by the Events API
@@ -26,12 +27,17 @@ type ReceiverConfig struct {
 	Logger   *slog.Logger
 	// Now is the clock messages are stamped with; time.Now when nil.
 	Now func() time.Time
+	// CountMembers, when set, is asked (at most once a minute per
+	// channel) for a channel's members, which go with its messages to
+	// the engagement rules; ConversationMembers is Slack's.
+	CountMembers func(ctx context.Context, channel string) (int, error)
 }
 
 // Receiver hands Slack events to the Sink.
 type Receiver struct {
-	cfg    ReceiverConfig
-	logger *slog.Logger
+	cfg     ReceiverConfig
+	logger  *slog.Logger
+	members *memberCounter // nil without CountMembers
 }
 
 // NewReceiver checks the config and returns the receiver.
@@ -51,7 +57,11 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Receiver{cfg: cfg, logger: cfg.Logger.With("channel", Channel, "bot", cfg.Bot.UserID)}, nil
+	r := &Receiver{cfg: cfg, logger: cfg.Logger.With("channel", Channel, "bot", cfg.Bot.UserID)}
+	if cfg.CountMembers != nil {
+		r.members = newMemberCounter(cfg.CountMembers, cfg.Now)
+	}
+	return r, nil
 }
 
 // errNotAccepted wraps a Sink failure: the event must be delivered again,
@@ -81,6 +91,7 @@ func (r *Receiver) deliver(ctx context.Context, ev Event, what string) error {
 	switch {
 	case ev.Inbound != nil:
 		in := *ev.Inbound
+		r.countMembers(ctx, &in)
 		if err := r.cfg.Sink.Accept(ctx, in); err != nil {
 			return fmt.Errorf("%w: %s (team %s, channel %s, message %s): %v", errNotAccepted, what, in.Account, in.ChatID, in.MessageID, err)
 		}
@@ -96,6 +107,21 @@ func (r *Receiver) deliver(ctx context.Context, ev Event, what string) error {
 		r.logger.Debug("Slack event skipped", "event", what, "reason", ev.Skip)
 	}
 	return nil
+}
+
+// countMembers attaches the channel's member count to a channel
+// message; a DM's two are known, and a count Slack would not give is left
+// out (the session then counts who speaks).
+func (r *Receiver) countMembers(ctx context.Context, in *pipeline.Inbound) {
+	if r.members == nil || in.ChatType != pipeline.ChatGroup {
+		return
+	}
+	count, err := r.members.count(ctx, in.ChatID)
+	if err != nil {
+		r.logger.Warn("Slack channel's member count unknown; its messages go on without it for a minute (the bot needs channels:read, groups:read)",
+			"team", in.Account, "slack_channel", in.ChatID, "error", err)
+	}
+	in.Membership = count
 }
 
 func eventID(ev slackevents.EventsAPIEvent) string {
