@@ -34,6 +34,9 @@ type Platform struct {
 	// PostInterval is the least time between two posts in one channel
 	// (0: none).
 	PostInterval time.Duration `envconfig:"SLACK_POST_INTERVAL" default:"1s"`
+	// Reactions overrides the lifecycle's shortcodes per state
+	// (done:tada); the rest keep Shortcodes'.
+	Reactions map[string]string `envconfig:"SLACK_REACTIONS"`
 }
 
 var _ adapters.Platform = (*Platform)(nil)
@@ -45,7 +48,8 @@ func (p *Platform) Outbound(w adapters.WorkerSide) (adapters.Outbound, error) {
 	if interval == 0 {
 		interval = -1 // the Client's "none"
 	}
-	return NewClient(ClientConfig{Token: p.BotToken, APIURL: p.APIURL, PostInterval: interval, Logger: w.Logger})
+	shortcodes, _ := adapters.ReactionOverrides("REPLYFLOW_SLACK_REACTIONS", p.Reactions, validShortcode) // Validate reported the bad ones
+	return NewClient(ClientConfig{Token: p.BotToken, APIURL: p.APIURL, PostInterval: interval, Shortcodes: shortcodes, Logger: w.Logger})
 }
 
 func (p *Platform) Channel() string     { return Channel }
@@ -96,7 +100,8 @@ func (p *Platform) Validate() []error {
 	if _, err := ParseReplyMode(p.ReplyInThread); err != nil {
 		errs = append(errs, err)
 	}
-	return errs
+	_, bad := adapters.ReactionOverrides("REPLYFLOW_SLACK_REACTIONS", p.Reactions, validShortcode)
+	return append(errs, bad...)
 }
 
 // Serve connects the gateway to Slack in the background, so that Slack
@@ -185,4 +190,18 @@ func untilConnected(ctx context.Context, gw adapters.GatewaySide, attempt func()
 		return fmt.Errorf("ask Slack who the bot is (auth.test): Slack refused (check REPLYFLOW_SLACK_BOT_TOKEN and REPLYFLOW_SLACK_API_URL): %w", err)
 	}
 	return err
+}
+
+// validShortcode accepts an emoji name as reactions.add takes it: lower
+// case letters, digits and - _ + ', without the colons.
+func validShortcode(name string) error {
+	if name == "" || len(name) > 100 {
+		return fmt.Errorf("%q is not an emoji name (like eyes or white_check_mark)", name)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune("-_+'", r)) {
+			return fmt.Errorf("%q is not an emoji name (like eyes or white_check_mark, without colons)", name)
+		}
+	}
+	return nil
 }

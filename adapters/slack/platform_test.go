@@ -14,6 +14,7 @@ import (
 
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/slack/slacktest"
+	"github.com/replyflow/replyflow/pipeline"
 )
 
 func TestPlatformValidate(t *testing.T) {
@@ -38,6 +39,28 @@ func TestPlatformValidate(t *testing.T) {
 	assert.Len(t, bad.Validate(), 2)
 	bad.Mode = "rtm"
 	assert.ErrorContains(t, bad.Validate()[0], "REPLYFLOW_SLACK_MODE")
+
+	reactions := good
+	reactions.Reactions = map[string]string{"done": "tada", "error": ":x:", "finished": "ok"}
+	errs = reactions.Validate()
+	require.Len(t, errs, 2)
+	assert.ErrorContains(t, errs[0], `REPLYFLOW_SLACK_REACTIONS: error`, "done:tada is good; errors in key order")
+	assert.ErrorContains(t, errs[0], "without colons")
+	assert.ErrorContains(t, errs[1], `unknown reaction state "finished"`)
+}
+
+func TestPlatformReactionsOverrideTheShortcodes(t *testing.T) {
+	fake := startFake(t)
+	p := fakePlatform(fake, "socket")
+	p.Reactions = map[string]string{"done": "tada"}
+	out, err := p.Outbound(adapters.WorkerSide{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	post, _ := fake.AddMessage(slacktest.Post{Channel: "C1", User: "U1", Text: "hi"})
+	session := pipeline.SessionKey{Channel: Channel, Account: fake.TeamID, Chat: "C1"}
+	for _, state := range []pipeline.ReactionState{pipeline.ReactionReceived, pipeline.ReactionDone} {
+		require.NoError(t, out.SetReaction(testContext(t), pipeline.ReactionChange{Session: session, MessageID: post.TS, ThreadID: post.TS, State: state}))
+	}
+	assert.Equal(t, []string{"tada"}, fake.Reactions("C1", post.TS), "done is tada; received kept its eyes, now replaced")
 }
 
 // serve starts the platform's gateway side against the fake.

@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"regexp"
-	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/internal/connect"
-	"github.com/replyflow/replyflow/pipeline"
 )
 
 // Platform registers Telegram with the replyflow commands (see package
@@ -65,21 +62,14 @@ func (p *Platform) Validate() []error {
 	if p.Pace < 0 || p.GroupPerMinute < 0 {
 		errs = append(errs, errors.New("REPLYFLOW_TELEGRAM_PACE and REPLYFLOW_TELEGRAM_GROUP_PER_MINUTE must not be negative"))
 	}
-	for _, state := range slices.Sorted(maps.Keys(p.Emoji)) {
-		if _, ok := pipeline.DefaultEmoji[pipeline.ReactionState(state)]; !ok {
-			errs = append(errs, fmt.Errorf("REPLYFLOW_TELEGRAM_EMOJI: unknown reaction state %q; use received, thinking, waiting_user, done or error", state))
-		}
-	}
-	return errs
+	_, bad := adapters.ReactionOverrides("REPLYFLOW_TELEGRAM_EMOJI", p.Emoji, nil)
+	return append(errs, bad...)
 }
 
 // Outbound is the worker's Telegram client; reply anchors resolve through
 // w.IDs.
 func (p *Platform) Outbound(w adapters.WorkerSide) (adapters.Outbound, error) {
-	emoji := map[pipeline.ReactionState]string{}
-	for state, e := range p.Emoji {
-		emoji[pipeline.ReactionState(state)] = e
-	}
+	emoji, _ := adapters.ReactionOverrides("REPLYFLOW_TELEGRAM_EMOJI", p.Emoji, nil) // Validate reported the bad ones
 	return NewClient(ClientConfig{
 		Token:   p.Token,
 		APIURL:  p.APIURL,
