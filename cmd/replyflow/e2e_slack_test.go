@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,28 +13,6 @@ import (
 	"github.com/replyflow/replyflow/adapters/slack/slacktest"
 	"github.com/replyflow/replyflow/pipeline"
 )
-
-// startSlackStack runs a gateway on Socket Mode against a new fake Slack,
-// whose worker posts to it, with pacing off.
-func startSlackStack(t *testing.T, cfg Config) (*stack, *slacktest.Server) {
-	fake := slacktest.New(slacktest.Options{})
-	t.Cleanup(fake.Close)
-	cfg = cfg.withOwnPlatforms()
-	sl := platformOf[*slack.Platform](cfg)
-	sl.BotToken, sl.AppToken, sl.APIURL = fake.BotToken, fake.AppToken, fake.APIURL()
-	sl.Mode, sl.PostInterval = "socket", 0
-	require.NoError(t, cfg.validate())
-	s := startStack(t, cfg)
-	waitForSlack(t, fake, "the Socket Mode connection", func() bool { return fake.Connections() > 0 })
-	return s, fake
-}
-
-func waitForSlack(t *testing.T, fake *slacktest.Server, what string, cond func() bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	require.NoError(t, fake.WaitFor(ctx, cond), "waiting for %s", what)
-}
 
 // The first Slack path end to end: a mention in a channel, delivered as
 // Slack does (the message and app_mention twins of one post), is answered
