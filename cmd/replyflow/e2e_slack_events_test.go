@@ -74,7 +74,7 @@ func TestSlackEventsURLOnTheGatewayAnswers200OnlyOnceTemporalHoldsTheMessage(t *
 	s.waitCleared(channel, post.TS)
 	replies := s.botReplies(channel, post.TS)
 	require.Len(t, replies, 1)
-	assert.Equal(t, "You said: are you there?", replies[0].Text)
+	assert.Equal(t, "You said: are you there?", firstLine(replies[0].Text))
 	snap := s.stateOf(s.key(channel))
 	assert.Equal(t, 1, snap.Counters.Inbound)
 	assert.Equal(t, 1, snap.Counters.Duplicates, "only the twin was a second copy")

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/pipeline/mrkdwn"
 	"github.com/replyflow/replyflow/workflows"
 )
 
@@ -47,7 +49,8 @@ func TestSlackMentionGoesThroughTheReactionLifecycleInBothModes(t *testing.T) {
 			replies := s.botReplies(channel, post.TS)
 			require.Len(t, replies, 1)
 			assert.Equal(t, post.TS, replies[0].ThreadTS, "answered in the post's thread")
-			assert.Equal(t, "You said: hello there", replies[0].Text, "the mention stripped, the text whole")
+			assert.Equal(t, "You said: hello there", firstLine(replies[0].Text), "the mention stripped, the text whole")
+			assert.Contains(t, replies[0].Text, mrkdwn.Render(pipeline.GroupNudge), "Alice speaks alone, but the channel's five members make it a group")
 			statuses := s.fake.Statuses(channel, post.TS)
 			assert.Empty(t, statuses[len(statuses)-1].Status, "the typing status is cleared after the reply")
 			snap := s.stateOf(s.key(channel))
@@ -84,7 +87,7 @@ func TestSlackRedeliveredEventIsAnsweredOnceInBothModes(t *testing.T) {
 			assert.Equal(t, 1, snap.TurnSeq)
 			replies := s.botReplies(channel, post.TS)
 			require.Len(t, replies, 1, "one answer")
-			assert.Equal(t, "You said: only once please", replies[0].Text)
+			assert.Equal(t, "You said: only once please", firstLine(replies[0].Text))
 			assert.Len(t, s.fake.Sent(channel), 1, "and nothing else posted")
 		})
 	}
