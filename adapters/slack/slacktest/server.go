@@ -97,8 +97,8 @@ type Server struct {
 type Call struct {
 	Method string
 	Params map[string]string
-	// Status is the HTTP status answered; Error Slack's error code when
-	// the answer was ok:false.
+	// Status is the HTTP status answered (0: none, the connection was
+	// closed); Error Slack's error code when the answer was ok:false.
 	Status int
 	Error  string
 	At     time.Time
@@ -111,6 +111,12 @@ type Fault struct {
 	Status     int
 	Error      string
 	RetryAfter int // seconds, for 429's Retry-After
+	// Applied does the method before answering: Slack did the call and
+	// its answer was lost on the way (see AnswerLost, HungUp).
+	Applied bool
+	// Hangup closes the connection without an answer instead; the call
+	// is recorded with Status 0.
+	Hangup bool
 	// When, if set, picks the calls the fault is for (by their fields);
 	// other calls of the method are served, and the fault waits for its
 	// call.
@@ -216,6 +222,10 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		token = bearer
 	}
 	status, resp := s.call(method, token, params)
+	if status == 0 {
+		hangUp(w)
+		return
+	}
 	if status == http.StatusTooManyRequests {
 		w.Header().Set("Retry-After", strconv.Itoa(s.retryAfter(resp)))
 	}
@@ -240,9 +250,15 @@ func (s *Server) call(method, token string, params map[string]string) (int, answ
 		resp = slackErr("invalid_auth")
 	default:
 		if fault, ok := s.takeFault(method, params); ok {
+			if fault.Applied {
+				s.dispatch(method, params)
+			}
 			status, resp = cmp.Or(fault.Status, http.StatusOK), slackErr(fault.Error)
 			if fault.RetryAfter > 0 {
 				resp["retry_after"] = fault.RetryAfter
+			}
+			if fault.Hangup {
+				status, resp = 0, answer{}
 			}
 		} else {
 			resp = s.dispatch(method, params)
