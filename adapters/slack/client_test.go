@@ -157,6 +157,32 @@ func TestRetriedSendDoesNotPostAgain(t *testing.T) {
 	}
 }
 
+// A post whose answer was lost fails retryably though Slack made it; the
+// retry, by the same client (whose memory of sent keys holds only posts
+// it heard of) or another, finds it and posts nothing.
+func TestSendAfterALostAnswerDoesNotPostAgain(t *testing.T) {
+	for name, fault := range map[string]slacktest.Fault{"503": slacktest.AnswerLost(), "hang-up": slacktest.HungUp()} {
+		fake := outboundFake(t)
+		parent, _ := fake.AddMessage(slacktest.Post{Channel: "C1", User: "U1", Text: "hello"})
+		d := pipeline.Delivery{Session: outboundSession("C1"), IdempotencyKey: "turn1/0", ThreadID: parent.TS, Text: "once", Total: 1}
+		c := outboundClient(t, fake)
+		fake.FailNext("chat.postMessage", 1, fault)
+		_, err := c.Send(context.Background(), d)
+		if kind, _ := adapters.Classify(err); kind != adapters.Transient {
+			t.Fatalf("%s after the post: Send = %v, want a transient error", name, err)
+		}
+		for _, retry := range []*slack.Client{c, outboundClient(t, fake)} {
+			ts, err := retry.Send(context.Background(), d)
+			if sent := fake.Sent("C1"); err != nil || len(sent) != 1 || sent[0].TS != ts {
+				t.Errorf("%s after the post: retried Send = %s, %v with %d posts, want the one post's ts", name, ts, err, len(sent))
+			}
+		}
+		if calls := fake.Calls("chat.postMessage"); len(calls) != 1 {
+			t.Errorf("%s after the post: chat.postMessage called %d times, want once", name, len(calls))
+		}
+	}
+}
+
 func TestRateLimitStormIsClassifiedWithRetryAfter(t *testing.T) {
 	fake := outboundFake(t)
 	c := outboundClient(t, fake)
