@@ -57,7 +57,12 @@ func withSlack(t *testing.T, cfg Config, mode string) (Config, *slacktest.Server
 	// that wants a redelivery asks for it (slackStack.redeliver), so the
 	// counts of acks and duplicates a test asserts do not depend on how
 	// fast a loaded machine acks.
-	fake := slacktest.New(slacktest.Options{AckTimeout: time.Minute})
+	return withSlackFake(t, cfg, mode, slacktest.Options{AckTimeout: time.Minute})
+}
+
+// withSlackFake is withSlack with a fake made with opts.
+func withSlackFake(t *testing.T, cfg Config, mode string, opts slacktest.Options) (Config, *slacktest.Server) {
+	fake := slacktest.New(opts)
 	t.Cleanup(fake.Close)
 	cfg = cfg.withOwnPlatforms()
 	sl := platformOf[*slack.Platform](cfg)
