@@ -102,6 +102,7 @@ func TestSlack429StormEndsWithEveryChunkDeliveredOnce(t *testing.T) {
 	assert.Len(t, posts, len(want)+refusals, "no post beyond one per chunk and the refused ones")
 	assert.Equal(t, http.StatusTooManyRequests, s.fake.Calls("conversations.replies")[0].Status)
 	assert.Equal(t, 1, s.stateOf(s.key(channel)).TurnSeq)
+	recordHistoryOf(t, s.client, s.key(channel), "slack_429_storm")
 }
 
 // A Deliver whose post went through but whose answer was lost (a 503
@@ -135,4 +136,5 @@ func TestSlackDeliverRetriedAfterALostAnswerPostsNothingNew(t *testing.T) {
 		posted = append(posted, m.TS)
 	}
 	assert.Equal(t, posted, recorded, "the session recorded the posts whose answers were lost")
+	recordHistoryOf(t, s.client, s.key(channel), "slack_lost_answer")
 }

@@ -57,6 +57,7 @@ func TestSlackMentionGoesThroughTheReactionLifecycleInBothModes(t *testing.T) {
 			assert.Equal(t, workflows.StatusIdle, snap.Status)
 			assert.Equal(t, 1, snap.TurnSeq)
 			assert.Empty(t, snap.Reactions, "no reaction is left behind")
+			recordHistoryOf(t, s.client, s.key(channel), "slack_mention_"+mode)
 		})
 	}
 }
@@ -133,6 +134,7 @@ func TestSlackTwoUsersInOneThreadInsideTheDebounceWindowGetTwoTurnsInBothModes(t
 			assert.Equal(t, 2, snap.TurnSeq)
 			assert.Equal(t, 2, snap.Counters.Inbound)
 			assert.Equal(t, 2, snap.Counters.Duplicates, "each post's app_mention twin")
+			recordHistoryOf(t, s.client, s.key(channel), "slack_two_users_"+mode)
 		})
 	}
 }
