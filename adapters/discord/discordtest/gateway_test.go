@@ -148,6 +148,21 @@ func TestGatewayWithoutTheMessageContentIntent(t *testing.T) {
 	}
 }
 
+func TestGatewayDispatchesOnlyWhatTheIntentsAskFor(t *testing.T) {
+	fake, dg := start(t, discordtest.Options{})
+	ev := connect(t, dg, discordgo.IntentsDirectMessages|discordgo.IntentMessageContent)
+	fake.Post(discordtest.Post{Channel: general, Author: ada, Content: "in the guild"})
+	fake.Post(discordtest.Post{Channel: dmID, Author: ada, Content: "in private"})
+	if m := next(t, ev.messages, "MESSAGE_CREATE"); m.Content != "in private" {
+		t.Errorf("got %q, want only the DM without GUILD_MESSAGES", m.Content)
+	}
+	select {
+	case g := <-ev.guilds:
+		t.Errorf("GUILD_CREATE %s without the GUILDS intent", g.ID)
+	default:
+	}
+}
+
 func TestGatewayRefusesABadTokenAndADisallowedIntent(t *testing.T) {
 	fake, _ := start(t, discordtest.Options{DenyMessageContent: true})
 	dg := session(t, fake, fake.Token)
