@@ -206,16 +206,17 @@ func (s *Server) identify(c *gwConn, d json.RawMessage) {
 	}
 	_ = json.Unmarshal(d, &id)
 	rec := Identify{Token: id.Token, Intents: id.Intents, MessageContent: id.Intents&messageContentBit != 0, Compress: id.Compress}
+	refuse := func(code int, text string) {
+		rec.CloseCode = code
+		c.send(frame{closeCode: code, closeText: text})
+	}
 	switch {
 	case c.session != nil:
-		rec.CloseCode = 4005
-		c.send(frame{closeCode: 4005, closeText: "Already authenticated."})
+		refuse(4005, "Already authenticated.")
 	case !s.tokenOK(id.Token):
-		rec.CloseCode = 4004
-		c.send(frame{closeCode: 4004, closeText: "Authentication failed."})
+		refuse(4004, "Authentication failed.")
 	case rec.MessageContent && s.DenyMessageContent:
-		rec.CloseCode = 4014
-		c.send(frame{closeCode: 4014, closeText: "Disallowed intent(s)."})
+		refuse(4014, "Disallowed intent(s).")
 	default:
 		sess := &gwSession{id: "session-" + s.snowflake(s.Now()), intents: id.Intents}
 		s.gw.sessions = append(s.gw.sessions, sess)

@@ -211,17 +211,24 @@ func settled(t *testing.T, dg *discordgo.Session) {
 	}
 }
 
+// postWhileDown cuts the gateway, posts ada's message in general while
+// no connection can be made, and lets the client back in.
+func postWhileDown(t *testing.T, fake *discordtest.Server, content string) discordtest.Message {
+	t.Helper()
+	fake.RefuseConnections(true)
+	defer fake.RefuseConnections(false)
+	fake.DropConnections()
+	waitFor(t, fake, "the drop", func() bool { return fake.Connections() == 0 })
+	return fake.Post(discordtest.Post{Channel: general, Author: ada, Content: content})
+}
+
 func TestGatewayResumeReplaysWhatWasMissed(t *testing.T) {
 	fake, dg := start(t, calm)
 	ev := connect(t, dg, allIntents)
 	first := next(t, ev.ready, "READY")
 	next(t, ev.guilds, "GUILD_CREATE") // discordgo's seq is 2 from here
 	settled(t, dg)
-	fake.RefuseConnections(true)
-	fake.DropConnections()
-	waitFor(t, fake, "the drop", func() bool { return fake.Connections() == 0 })
-	missed := fake.Post(discordtest.Post{Channel: general, Author: ada, Content: "while you were out"})
-	fake.RefuseConnections(false)
+	missed := postWhileDown(t, fake, "while you were out")
 	next(t, ev.resumed, "RESUMED")
 	if got := next(t, ev.messages, "MESSAGE_CREATE"); got.ID != missed.ID {
 		t.Errorf("after the resume got %s, want the missed %s", got.ID, missed.ID)
@@ -243,11 +250,7 @@ func TestGatewayInvalidSessionIdentifiesAfresh(t *testing.T) {
 	next(t, ev.guilds, "GUILD_CREATE") // discordgo's seq is 2 from here
 	settled(t, dg)
 	fake.InvalidateSessions()
-	fake.RefuseConnections(true)
-	fake.DropConnections()
-	waitFor(t, fake, "the drop", func() bool { return fake.Connections() == 0 })
-	missed := fake.Post(discordtest.Post{Channel: general, Author: ada, Content: "lost to the gateway"})
-	fake.RefuseConnections(false)
+	missed := postWhileDown(t, fake, "lost to the gateway")
 	if again := next(t, ev.ready, "a second READY"); again.SessionID == first.SessionID {
 		t.Errorf("second READY kept session %s, want a new one", again.SessionID)
 	}

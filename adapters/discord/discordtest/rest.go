@@ -312,14 +312,24 @@ func validEmoji(e string) bool {
 	return false
 }
 
-func (s *Server) react(r *request) (int, any) {
+// reactionTarget is the message and emoji of a reaction route, or
+// Discord's error.
+func (s *Server) reactionTarget(r *request) (*message, string, int, any) {
 	m, status, resp := s.lookup(r)
 	if m == nil {
-		return status, resp
+		return nil, "", status, resp
 	}
-	emoji := r.Vars["emoji"]
-	if !validEmoji(emoji) {
-		return apiError(http.StatusBadRequest, 10014, "Unknown Emoji")
+	if emoji := r.Vars["emoji"]; validEmoji(emoji) {
+		return m, emoji, 0, nil
+	}
+	status, resp = apiError(http.StatusBadRequest, 10014, "Unknown Emoji")
+	return nil, "", status, resp
+}
+
+func (s *Server) react(r *request) (int, any) {
+	m, emoji, status, resp := s.reactionTarget(r)
+	if m == nil {
+		return status, resp
 	}
 	if !slices.Contains(m.Reactions, emoji) { // a second PUT is a no-op, as on Discord
 		s.addReaction(m, s.BotID, emoji)
@@ -328,13 +338,9 @@ func (s *Server) react(r *request) (int, any) {
 }
 
 func (s *Server) unreact(r *request) (int, any) {
-	m, status, resp := s.lookup(r)
+	m, emoji, status, resp := s.reactionTarget(r)
 	if m == nil {
 		return status, resp
-	}
-	emoji := r.Vars["emoji"]
-	if !validEmoji(emoji) {
-		return apiError(http.StatusBadRequest, 10014, "Unknown Emoji")
 	}
 	if i := slices.Index(m.Reactions, emoji); i >= 0 { // removing what is not there is a no-op too
 		m.Reactions = slices.Delete(m.Reactions, i, i+1)
