@@ -59,7 +59,10 @@ func AnswerLost() Fault {
 	return f
 }
 
-// ConnectionLost serves the call, then hangs up without an answer.
+// ConnectionLost serves the call, then hangs up without an answer. The
+// client sees EOF on a POST, PATCH, PUT or DELETE; a GET on a reused
+// connection is sent again by Go's transport itself, so the client sees
+// no error (use AnswerLost for GETs).
 func ConnectionLost() Fault { return Fault{Done: true, HangUp: true} }
 
 // InChannel picks calls on the channel.
