@@ -22,11 +22,12 @@ type Fault struct {
 	// X-RateLimit-Global (which makes discordgo hold every route).
 	RetryAfter time.Duration
 	Global     bool
-	// Done serves the call before failing it: the answer is lost, the
+	// Applied serves the call before failing it: the answer is lost, the
 	// effect is not (a message is created, a reaction set).
-	Done bool
-	// HangUp closes the connection instead of answering.
-	HangUp bool
+	Applied bool
+	// Hangup closes the connection instead of answering; the call is
+	// recorded with Status 0.
+	Hangup bool
 	// When, if set, picks the calls the fault is for; other calls of the
 	// route are served, and the fault waits for its call.
 	When func(Call) bool
@@ -55,15 +56,15 @@ func APIError(status, code int, message string) Fault {
 // that its message was created.
 func AnswerLost() Fault {
 	f := ServerError()
-	f.Done = true
+	f.Applied = true
 	return f
 }
 
-// ConnectionLost serves the call, then hangs up without an answer. The
+// HungUp serves the call, then hangs up without an answer. The
 // client sees EOF on a POST, PATCH, PUT or DELETE; a GET on a reused
 // connection is sent again by Go's transport itself, so the client sees
 // no error (use AnswerLost for GETs).
-func ConnectionLost() Fault { return Fault{Done: true, HangUp: true} }
+func HungUp() Fault { return Fault{Applied: true, Hangup: true} }
 
 // InChannel picks calls on the channel.
 func InChannel(id string) func(Call) bool {

@@ -105,7 +105,7 @@ func TestAnswerLostThenRetriedWithTheNonceSendsOnce(t *testing.T) {
 	if _, err := sendRaw(dg, general, body); !hasCode(err, 500, 0) {
 		t.Fatalf("lost answer: err = %v, want a 500", err)
 	}
-	fake.FailNext(discordtest.RouteSend, 1, discordtest.ConnectionLost())
+	fake.FailNext(discordtest.RouteSend, 1, discordtest.HungUp())
 	var urlErr *url.Error
 	if _, err := sendRaw(dg, general, body); !errors.As(err, &urlErr) {
 		t.Fatalf("hang-up: err = %v, want a transport error", err)
@@ -118,7 +118,7 @@ func TestAnswerLostThenRetriedWithTheNonceSendsOnce(t *testing.T) {
 		t.Errorf("sent = %+v, want the one message the first try created, returned to the retry", sent)
 	}
 	// Without the nonce the same story duplicates: the fault did its call.
-	fake.FailNext(discordtest.RouteSend, 1, discordtest.Fault{Done: true, Status: 503, When: discordtest.InChannel(thread)})
+	fake.FailNext(discordtest.RouteSend, 1, discordtest.Fault{Applied: true, Status: 503, When: discordtest.InChannel(thread)})
 	_, _ = dg.ChannelMessageSend(general, "served, not the fault's")
 	_, _ = dg.ChannelMessageSend(thread, "x")
 	_, _ = dg.ChannelMessageSend(thread, "x")

@@ -78,10 +78,10 @@ func (s *Server) serve(req *request, h func(*request) (int, any)) (status int, r
 		status, resp = h(req)
 		return status, resp, false
 	}
-	if fault.Done {
+	if fault.Applied {
 		h(req)
 	}
-	if fault.HangUp {
+	if fault.Hangup {
 		return 0, nil, true
 	}
 	status, resp = fault.answer()
