@@ -210,6 +210,10 @@ type Delivery struct {
 	// platform can show a message to one person (Slack's ephemeral
 	// messages) only they see it; elsewhere it is an ordinary reply.
 	PrivateTo string `json:"private_to,omitempty"`
+	// PrivateVia is the press's Inbound.ReplyToken, for a platform that
+	// can answer one person only through it (Discord's ephemeral
+	// follow-up to an interaction).
+	PrivateVia string `json:"private_via,omitempty"`
 }
 
 // Button is an inline button under a bot message; pressing it comes back

@@ -45,6 +45,11 @@ type Inbound struct {
 	// Action is a button press ("approve:p3-1"); ReplyTo is then the
 	// message that carried the button, and Text is empty.
 	Action string `json:"action,omitempty"`
+	// ReplyToken is the platform's short-lived handle for answering a
+	// press to the presser alone: Discord's interaction token (valid 15
+	// minutes, good for that interaction only). It rides in history like
+	// the rest of the message; never log it.
+	ReplyToken string `json:"reply_token,omitempty"`
 	// What the adapter classified, for engagement: the sender is a bot,
 	// the message mentions this bot, or mentions others (and not us).
 	SenderIsBot    bool `json:"sender_is_bot,omitempty"`
@@ -68,12 +73,15 @@ type Media struct {
 	Name     string `json:"name,omitempty"`
 }
 
+// MaxReplyTokenBytes bounds Inbound.ReplyToken (Discord's are about 200).
+const MaxReplyTokenBytes = 1024
+
 // Size is about the bytes the message takes in workflow state: its
 // strings, and a little for the field names and the rest.
 func (in Inbound) Size() int {
 	const fields = 200
 	n := fields + len(in.Channel) + len(in.Account) + len(in.ChatID) + len(in.MessageID) + len(in.SenderID) +
-		len(in.SenderName) + len(in.Text) + len(in.ThreadID) + len(in.ReplyTo) + len(in.Action)
+		len(in.SenderName) + len(in.Text) + len(in.ThreadID) + len(in.ReplyTo) + len(in.Action) + len(in.ReplyToken)
 	for _, m := range in.Media {
 		n += 60 + len(m.Kind) + len(m.Ref) + len(m.MimeType) + len(m.Name)
 	}
@@ -119,6 +127,9 @@ func (in Inbound) Validate() error {
 	}
 	if len(in.Action) > MaxIDBytes {
 		return fmt.Errorf("action is longer than %d bytes", MaxIDBytes)
+	}
+	if len(in.ReplyToken) > MaxReplyTokenBytes {
+		return fmt.Errorf("reply_token is longer than %d bytes", MaxReplyTokenBytes)
 	}
 	if in.Membership != nil && in.Membership.Humans < 0 {
 		return fmt.Errorf("membership counts %d humans", in.Membership.Humans)

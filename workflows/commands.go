@@ -79,7 +79,7 @@ func (s *session) pressButton(in pipeline.Inbound) {
 		return
 	}
 	if s.v.slack {
-		s.replies.privateNotice(nonEmpty(in.ReplyTo, in.MessageID), in.ThreadID, in.SenderID, "⚠️ "+err.Error())
+		s.replies.privateNotice(nonEmpty(in.ReplyTo, in.MessageID), in.ThreadID, in.SenderID, in.ReplyToken, "⚠️ "+err.Error())
 		return
 	}
 	s.replies.notice(nonEmpty(in.ReplyTo, in.MessageID), in.ThreadID, "⚠️ "+err.Error())

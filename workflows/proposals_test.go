@@ -20,7 +20,7 @@ func decideAt(env *testsuite.TestWorkflowEnvironment, at time.Duration, d pipeli
 
 func press(id, action, sender string) pipeline.Inbound {
 	in := inbound(id, "")
-	in.Action, in.SenderID, in.ReplyTo = action, sender, "bot-1"
+	in.Action, in.SenderID, in.ReplyTo, in.ReplyToken = action, sender, "bot-1", "token-"+id
 	return in
 }
 
@@ -98,6 +98,7 @@ func TestRefusedDeciderIsToldAndNothingChanges(t *testing.T) {
 	}
 	assert.Contains(t, refusal.Text, "webchat:mallory is not allowed to decide proposal p1")
 	assert.Equal(t, "mallory", refusal.PrivateTo, "told to the presser alone")
+	assert.Equal(t, "token-b1", refusal.PrivateVia, "through the press's own reply token")
 	assert.Equal(t, "bot-1", refusal.ReplyTo, "under the proposal message")
 	assert.Len(t, p.tools, 1, "the operator's approval went through")
 }

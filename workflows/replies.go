@@ -39,8 +39,10 @@ type DirectReply struct {
 	// Key tells apart several notices about one message; a command's
 	// answer has none.
 	Key string `json:"key,omitempty"`
-	// To is the Delivery's PrivateTo: a notice for one user.
-	To string `json:"to,omitempty"`
+	// To and Via are the Delivery's PrivateTo and PrivateVia: a notice
+	// for one user.
+	To  string `json:"to,omitempty"`
+	Via string `json:"via,omitempty"`
 }
 
 // busy is true while a reply, claim, save or feedback record is under way.
@@ -62,9 +64,9 @@ func (s *replies) notice(messageID, threadID, text string) {
 
 // privateNotice is a notice meant for one user only (see
 // pipeline.Delivery.PrivateTo).
-func (s *replies) privateNotice(messageID, threadID, to, text string) {
+func (s *replies) privateNotice(messageID, threadID, to, via, text string) {
 	s.st.Notices++
-	s.send(DirectReply{MessageID: messageID, ThreadID: threadID, Text: text, Key: fmt.Sprintf("notice-%d", s.st.Notices), To: to})
+	s.send(DirectReply{MessageID: messageID, ThreadID: threadID, Text: text, Key: fmt.Sprintf("notice-%d", s.st.Notices), To: to, Via: via})
 }
 
 // claim spends a claim code in a coroutine (a local activity against the
@@ -129,6 +131,7 @@ func (s *replies) send(r DirectReply) {
 			Text:           r.Text,
 			Total:          1,
 			PrivateTo:      r.To,
+			PrivateVia:     r.Via,
 		})
 		for i := range s.st.Replies {
 			if s.st.Replies[i] == r {
