@@ -227,8 +227,11 @@ type Button struct {
 type Edit struct {
 	Session           SessionKey `json:"session"`
 	PlatformMessageID string     `json:"platform_message_id"`
-	Text              string     `json:"text"`
-	Buttons           []Button   `json:"buttons,omitempty"`
+	// ThreadID is the lane the message was sent in (a Discord thread is
+	// a channel of its own, where the edit must go).
+	ThreadID string   `json:"thread_id,omitempty"`
+	Text     string   `json:"text"`
+	Buttons  []Button `json:"buttons,omitempty"`
 }
 
 // Delivered is the platform's ID for a delivered chunk.

@@ -297,6 +297,9 @@ func (s *proposals) close(ctx workflow.Context, id string) pipeline.ToolResult {
 			Summary:                "show the outcome of proposal " + p.ID,
 		})
 		edit := pipeline.Edit{Session: s.key, PlatformMessageID: p.MessageID, Text: text, Buttons: buttons}
+		if s.v.slack {
+			edit.ThreadID = p.ThreadID
+		}
 		if err := workflow.ExecuteActivity(ectx, pipeline.ActivityEdit, edit).Get(ectx, nil); err != nil && !errors.Is(err, workflow.ErrCanceled) {
 			s.log.Warn("Proposal message not updated", "proposal", p.ID, "error", err)
 		}

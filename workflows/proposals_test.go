@@ -52,6 +52,23 @@ func TestApprovedProposalRunsTheToolAndTheTurnGoesOn(t *testing.T) {
 	assert.Len(t, p.replies(), 2, "a double click is one decision, and tells nobody anything")
 }
 
+// On Discord a thread is a channel of its own: the edit of a decided
+// proposal says the thread it was sent in.
+func TestProposalInAThreadIsEditedInItsThread(t *testing.T) {
+	env, p := newEnv(t, toolScript([]pipeline.ToolCall{pay}))
+	asked := inbound("m1", "pay bob 100")
+	asked.ThreadID = "thread-7"
+	signalAt(env, time.Second, asked)
+	pressed := press("b1", "approve:p1", "boss")
+	pressed.ThreadID = "thread-7"
+	signalAt(env, time.Hour, pressed)
+	run(t, env, nil)
+
+	require.Len(t, p.edits, 1)
+	assert.Equal(t, "thread-7", p.edits[0].ThreadID)
+	assert.Equal(t, "thread-7", p.sent[0].ThreadID, "the proposal itself went in the thread")
+}
+
 func TestRequesterRejectsByCommandWhenAllowed(t *testing.T) {
 	env, p := newEnv(t, toolScript([]pipeline.ToolCall{pay}), func(p *fakePlatform) { p.settings.RequesterMayDecide = true })
 	signalAt(env, time.Second, inbound("m1", "pay bob 100"))

@@ -19,7 +19,9 @@ const (
 	// changeSlack (issue 15): a Slack reply is cut into chunks that fit
 	// Slack's limit once rendered as mrkdwn; a button press refused
 	// (someone not allowed, a decided proposal) is told to the presser
-	// alone where the platform can (Delivery.PrivateTo).
+	// alone where the platform can (Delivery.PrivateTo, PrivateVia); the
+	// edit of a decided proposal names its thread; a member count sent
+	// with a message weighs in the engagement rules.
 	changeSlack = "slack-2026-11"
 )
 
