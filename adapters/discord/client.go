@@ -1,0 +1,387 @@
+// Notes on the outbound side, for the package doc:
+//
+// Client is the worker's side of Discord (adapters.Outbound). It sends
+// through discordgo's REST helpers with the payloads written here:
+// discordgo's MessageSend has no nonce field, so a chunk is posted as a
+// messageBody carrying nonce (Nonce of the Delivery's IdempotencyKey)
+// and enforce_nonce: true. Discord then answers a send repeated within a
+// few minutes in the same channel with the message it already created,
+// so a Deliver retried after its answer was lost (a 500 after the post,
+// a connection cut, a worker killed) creates no second message. The
+// window is Discord's ("the past few minutes"): a retry later than that
+// posts again, which the activities' store lookup (sentBefore) makes
+// rare.
+//
+// Every message pings no one (allowed_mentions with an empty parse list
+// and replied_user false: no @everyone, @here, role or user, whatever
+// the model wrote), and a reply quotes its message softly
+// (fail_if_not_exists: false), so a deleted message does not fail the
+// send. Content is Render's: Discord renders Markdown itself, only
+// headings past ### become bold lines; rendering never lengthens a chunk,
+// so the workflow's pipeline.Chunk at 2,000 holds (fit cuts anything
+// longer with "…" and logs it, rather than have Discord refuse it).
+//
+// Retries belong to Temporal: discordgo's own are off
+// (ShouldRetryOnRateLimit false, MaxRestRetries 0, so a 502 is not sent
+// again either). A 429 becomes adapters.RateLimited with Discord's
+// retry_after. discordgo also waits by itself before a call whose
+// rate-limit bucket is spent, with a time.Sleep no context can cancel
+// (Ratelimiter.LockBucketObject), up to a whole 429's retry_after. The
+// client never lets it: it takes the bucket itself (one call per bucket
+// at a time, waiting for its turn with the context) and reads the wait
+// discordgo would sleep; a wait up to maxInlineWait is slept here,
+// cancellably, a longer one (a 429's, a global limit) answers
+// RateLimited at once without a call, so the activity's retry waits it
+// out; then the call goes through RequestWithLockedBucket, which neither
+// sleeps nor retries.
+//
+// Keys: the session's Chat is the guild text channel or the DM channel
+// (a thread's parent for messages in a thread) and Account the bot's
+// user ID; a Delivery's, ReactionChange's or Edit's ThreadID is the
+// thread's channel ID when the message is in a thread. So every call
+// goes to ThreadID when set, else to Chat.
+//
+// A Delivery with PrivateVia (the interaction token of a button press)
+// is shown to the presser alone: an ephemeral follow-up (flags 64)
+// through the interaction's webhook, valid 15 minutes, which needs the
+// application's ID (ClientConfig.ApplicationID, else asked once). A
+// follow-up has no nonce: one retried after a lost answer may show
+// twice, to that one user. Until the gateway has answered the press the
+// webhook does not exist yet: the follow-up is tried again for a few
+// seconds; past its 15 minutes (or with the wrong application) the text
+// is posted in the channel as a reply instead. PrivateTo without a token
+// is an ordinary message.
+
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// Channel is Discord's name in session keys, settings and logs.
+const Channel = "discord"
+
+// TypingInterval is how often the worker refreshes the typing indicator
+// on Discord (activities.TypingByChannel): Discord shows it for about 10
+// seconds, or until the bot posts.
+const TypingInterval = 8 * time.Second
+
+// maxInlineWait is the longest a call waits here for its rate-limit
+// bucket (a spent bucket resets within a few seconds); a longer wait is
+// answered RateLimited without a call.
+const maxInlineWait = 5 * time.Second
+
+// ClientConfig configures the outbound side.
+type ClientConfig struct {
+	Token string // the bot token, with or without "Bot "
+	// APIURL is the REST API's base, shaped as discordgo.EndpointAPI
+	// (discordtest's APIURL()); "" is Discord's.
+	APIURL     string
+	HTTPClient *http.Client
+	// ApplicationID is the application's ID, for interaction
+	// follow-ups; "" asks Discord once (GET /applications/@me, or the
+	// bot's user ID, which new applications share, where that route is
+	// not served).
+	ApplicationID string
+	// Emoji overrides entries of pipeline.DefaultEmoji: a Unicode emoji,
+	// or name:id of a custom one.
+	Emoji  map[pipeline.ReactionState]string
+	Logger *slog.Logger
+}
+
+// Client is the Discord adapters.Outbound.
+type Client struct {
+	dg         *discordgo.Session
+	emoji      map[pipeline.ReactionState]string
+	logger     *slog.Logger
+	gate       *bucketGate
+	reactions  *boundedMap // channel/message → the emoji the bot set there
+	ephemerals *boundedMap // idempotency key → ephemeral message ID
+	// followupRetries are the waits before each new try of a follow-up
+	// whose webhook Discord does not know yet.
+	followupRetries []time.Duration
+
+	appMu sync.Mutex
+	appID string
+}
+
+var _ adapters.Outbound = (*Client)(nil)
+
+// NewClient builds the outbound adapter; it makes no call to Discord.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	token := strings.TrimSpace(strings.TrimPrefix(cfg.Token, "Bot "))
+	if token == "" {
+		return nil, errors.New("the Discord bot token is empty (set REPLYFLOW_DISCORD_TOKEN to the token on the application's Bot page)")
+	}
+	httpClient, err := rebased(cfg.HTTPClient, cfg.APIURL)
+	if err != nil {
+		return nil, err
+	}
+	dg, err := discordgo.New("Bot " + token)
+	if err != nil {
+		return nil, err
+	}
+	dg.Client = httpClient
+	dg.ShouldRetryOnRateLimit = false
+	dg.MaxRestRetries = 0
+	c := &Client{
+		dg: dg, emoji: map[pipeline.ReactionState]string{}, logger: cfg.Logger, gate: newBucketGate(),
+		reactions: newBoundedMap(10_000), ephemerals: newBoundedMap(1024), appID: cfg.ApplicationID,
+		followupRetries: []time.Duration{250 * time.Millisecond, 750 * time.Millisecond, 2 * time.Second},
+	}
+	if c.logger == nil {
+		c.logger = slog.Default()
+	}
+	for state, e := range pipeline.DefaultEmoji {
+		c.emoji[state] = e
+	}
+	for state, e := range cfg.Emoji {
+		c.emoji[state] = e
+	}
+	return c, nil
+}
+
+// rebased is an HTTP client (a copy of base, or a new one with a 30 s
+// timeout) that sends discordgo's requests to apiURL: discordgo's
+// endpoints are package globals, computed at init, which this leaves
+// alone so that clients aimed at different servers can live side by
+// side.
+func rebased(base *http.Client, apiURL string) (*http.Client, error) {
+	out := &http.Client{Timeout: 30 * time.Second}
+	if base != nil {
+		copied := *base
+		out = &copied
+	}
+	if apiURL == "" || apiURL == discordgo.EndpointAPI {
+		return out, nil
+	}
+	to, err := url.Parse(apiURL)
+	if err != nil || to.Scheme == "" || to.Host == "" {
+		return nil, fmt.Errorf("the Discord API URL %q is not an absolute URL like https://discord.com/api/v9/", apiURL)
+	}
+	from, _ := url.Parse(discordgo.EndpointAPI)
+	next := out.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	out.Transport = rebase{from: from, to: to, next: next}
+	return out, nil
+}
+
+// rebase moves requests under from (Discord's API) to under to.
+type rebase struct {
+	from, to *url.URL
+	next     http.RoundTripper
+}
+
+func (r rebase) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Host != r.from.Host || !strings.HasPrefix(req.URL.Path, r.from.Path) {
+		return r.next.RoundTrip(req)
+	}
+	out := req.Clone(req.Context())
+	out.Host = ""
+	out.URL.Scheme, out.URL.Host = r.to.Scheme, r.to.Host
+	base := strings.TrimSuffix(r.to.Path, "/") + "/"
+	out.URL.Path = base + strings.TrimPrefix(req.URL.Path, r.from.Path)
+	if req.URL.RawPath != "" {
+		out.URL.RawPath = base + strings.TrimPrefix(req.URL.RawPath, r.from.Path)
+	}
+	return r.next.RoundTrip(out)
+}
+
+// target is the channel a call goes to: the thread, else the session's
+// channel.
+func target(session pipeline.SessionKey, threadID, op string) (string, error) {
+	if threadID != "" {
+		return threadID, nil
+	}
+	if session.Chat == "" {
+		return "", &adapters.Error{Kind: adapters.Permanent, Op: op, Err: fmt.Errorf("session %s has no Discord channel ID", session.WorkflowID())}
+	}
+	return session.Chat, nil
+}
+
+// Send posts one chunk in the Delivery's thread or channel and returns
+// the message's ID; see the notes at the top of this file.
+func (c *Client) Send(ctx context.Context, d pipeline.Delivery) (string, error) {
+	channel, err := target(d.Session, d.ThreadID, opSend)
+	if err != nil {
+		return "", err
+	}
+	rows, err := components(opSend, d.Buttons)
+	if err != nil {
+		return "", err
+	}
+	content := c.content(d.Session, d.Text)
+	if d.PrivateVia != "" {
+		if id, err := c.sendPrivate(ctx, d, content, rows); !errors.Is(err, errNoWebhook) {
+			return id, err
+		}
+		c.logger.Info("The interaction's token expired, so the private answer is posted in the channel", "session", d.Session.WorkflowID(), "to", d.PrivateTo)
+	}
+	body := messageBody{Content: content, AllowedMentions: noMentions(), MessageReference: softReply(d.ReplyTo), Components: rows}
+	if len(d.Buttons) == 0 {
+		body.Components = nil
+	}
+	if body.Nonce = Nonce(d.IdempotencyKey); body.Nonce != "" {
+		body.EnforceNonce = true
+	}
+	endpoint := discordgo.EndpointChannelMessages(channel)
+	var m discordgo.Message
+	if err := c.call(ctx, request{op: opSend, method: http.MethodPost, url: endpoint, bucket: endpoint, body: body, wait: true}, &m); err != nil {
+		return "", err
+	}
+	return m.ID, nil
+}
+
+// content is a chunk as sent: rendered, and cut if Discord would refuse
+// it.
+func (c *Client) content(session pipeline.SessionKey, text string) string {
+	content, cut := fit(Render(text))
+	if cut {
+		c.logger.Warn("A reply is longer than Discord's 2000 characters; it was cut (chunk it with pipeline.Chunk at 2000)",
+			"session", session.WorkflowID(), "length", unitLen(text))
+	}
+	return content
+}
+
+// Edit replaces a bot message's text and buttons; without buttons the
+// components are cleared, so a decided proposal loses its buttons.
+func (c *Client) Edit(ctx context.Context, e pipeline.Edit) error {
+	channel, err := target(e.Session, e.ThreadID, opEdit)
+	if err != nil {
+		return err
+	}
+	if e.PlatformMessageID == "" {
+		return &adapters.Error{Kind: adapters.Permanent, Op: opEdit, Err: fmt.Errorf("no message ID to edit in %s", e.Session.WorkflowID())}
+	}
+	rows, err := components(opEdit, e.Buttons)
+	if err != nil {
+		return err
+	}
+	body := messageBody{Content: c.content(e.Session, e.Text), AllowedMentions: noMentions(), Components: rows}
+	return c.call(ctx, request{op: opEdit, method: http.MethodPatch, url: discordgo.EndpointChannelMessage(channel, e.PlatformMessageID),
+		bucket: discordgo.EndpointChannelMessage(channel, ""), body: body, wait: true}, nil)
+}
+
+// Typing shows "… is typing" in the thread or channel for about 10
+// seconds, or until the bot posts; the activities refresh it every
+// TypingInterval. It never waits for a spent bucket: a refresh that
+// cannot go now is answered RateLimited and skipped.
+func (c *Client) Typing(ctx context.Context, session pipeline.SessionKey, threadID string) error {
+	channel, err := target(session, threadID, opTyping)
+	if err != nil {
+		return err
+	}
+	endpoint := discordgo.EndpointChannelTyping(channel)
+	return c.call(ctx, request{op: opTyping, method: http.MethodPost, url: endpoint, bucket: endpoint}, nil)
+}
+
+// request is one REST call.
+type request struct {
+	op, method, url, bucket string
+	body                    any    // sent as JSON; nil for none
+	secret                  string // a token in url, kept out of errors
+	wait                    bool   // wait up to maxInlineWait for the bucket
+}
+
+// call makes r through discordgo with the bucket taken here (see the
+// notes at the top of this file) and decodes the answer into out, if
+// any. Errors come back classified.
+func (c *Client) call(ctx context.Context, r request, out any) error {
+	var payload []byte
+	if r.body != nil {
+		var err error
+		if payload, err = discordgo.Marshal(r.body); err != nil {
+			return &adapters.Error{Kind: adapters.Permanent, Op: r.op, Err: err}
+		}
+	}
+	bucket, release, err := c.take(ctx, r)
+	if err != nil {
+		return err
+	}
+	defer release()
+	resp, err := c.dg.RequestWithLockedBucket(r.method, r.url, "application/json", payload, bucket, 0, discordgo.WithContext(ctx))
+	if err != nil {
+		return classify(r.op, r.bucket, err, r.secret)
+	}
+	if out != nil && len(resp) > 0 {
+		if err := discordgo.Unmarshal(resp, out); err != nil {
+			return &adapters.Error{Kind: adapters.Transient, Op: r.op, Err: fmt.Errorf("Discord's answer is not the JSON expected: %w", err)}
+		}
+	}
+	return nil
+}
+
+// take locks r's discordgo bucket once it has no wait left: it waits its
+// turn among this client's calls with ctx, sleeps a short wait
+// cancellably, and answers RateLimited for a longer one (or any, unless
+// r.wait). release gives the turn back; RequestWithLockedBucket unlocks
+// the bucket itself.
+func (c *Client) take(ctx context.Context, r request) (*discordgo.Bucket, func(), error) {
+	release, err := c.gate.enter(ctx, r.bucket)
+	if err != nil {
+		return nil, nil, &adapters.Error{Kind: adapters.Transient, Op: r.op, Err: err}
+	}
+	limiter := c.dg.Ratelimiter
+	bucket := limiter.GetBucket(r.bucket)
+	for {
+		// Uncontended: every call on this session passes the gate first.
+		bucket.Lock()
+		wait := limiter.GetWaitTime(bucket, 1)
+		if wait <= 0 {
+			bucket.Remaining--
+			return bucket, release, nil
+		}
+		bucket.Unlock()
+		if !r.wait || wait > maxInlineWait {
+			release()
+			return nil, nil, &adapters.Error{Kind: adapters.RateLimited, RetryAfter: wait, Op: r.op,
+				Err: fmt.Errorf("Discord's rate limit on %s (or a global one) holds calls for %s", bucketName(r.bucket), wait.Round(time.Millisecond))}
+		}
+		if err := sleep(ctx, wait); err != nil {
+			release()
+			return nil, nil, &adapters.Error{Kind: adapters.Transient, Op: r.op, Err: err}
+		}
+	}
+}
+
+// bucketGate lets one call at a time use a bucket, waiting with a
+// context. It keeps one channel per bucket it has seen, as discordgo
+// keeps one Bucket.
+type bucketGate struct {
+	mu    sync.Mutex
+	turns map[string]chan struct{}
+}
+
+func newBucketGate() *bucketGate { return &bucketGate{turns: map[string]chan struct{}{}} }
+
+func (g *bucketGate) enter(ctx context.Context, bucket string) (func(), error) {
+	g.mu.Lock()
+	turn, ok := g.turns[bucket]
+	if !ok {
+		turn = make(chan struct{}, 1)
+		g.turns[bucket] = turn
+	}
+	g.mu.Unlock()
+	select {
+	case turn <- struct{}{}:
+		var once sync.Once
+		return func() { once.Do(func() { <-turn }) }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
