@@ -68,6 +68,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/adapters/internal/bounded"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -108,8 +109,8 @@ type Client struct {
 	emoji      map[pipeline.ReactionState]string
 	logger     *slog.Logger
 	gate       *bucketGate
-	reactions  *boundedMap // channel/message → the emoji the bot set there
-	ephemerals *boundedMap // idempotency key → ephemeral message ID
+	reactions  *bounded.Map // channel/message → the emoji the bot set there
+	ephemerals *bounded.Map // idempotency key → ephemeral message ID
 	// followupRetries are the waits before each new try of a follow-up
 	// whose webhook Discord does not know yet.
 	followupRetries []time.Duration
@@ -139,7 +140,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	dg.MaxRestRetries = 0
 	c := &Client{
 		dg: dg, emoji: map[pipeline.ReactionState]string{}, logger: cfg.Logger, gate: newBucketGate(),
-		reactions: newBoundedMap(10_000), ephemerals: newBoundedMap(1024), appID: cfg.ApplicationID,
+		reactions: bounded.New(10_000), ephemerals: bounded.New(1024), appID: cfg.ApplicationID,
 		followupRetries: []time.Duration{250 * time.Millisecond, 750 * time.Millisecond, 2 * time.Second},
 	}
 	if c.logger == nil {

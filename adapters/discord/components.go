@@ -116,7 +116,7 @@ var errNoWebhook = errors.New("no webhook for the interaction")
 // after each of followupRetries. If Discord still does not know it, it
 // answers errNoWebhook and Send posts in the channel instead.
 func (c *Client) sendPrivate(ctx context.Context, d pipeline.Delivery, content string, rows *[]discordgo.MessageComponent) (string, error) {
-	if id, ok := c.ephemerals.get(d.IdempotencyKey); ok {
+	if id, ok := c.ephemerals.Get(d.IdempotencyKey); ok {
 		return id, nil
 	}
 	app, err := c.applicationID(ctx)
@@ -145,19 +145,21 @@ func (c *Client) sendPrivate(ctx context.Context, d pipeline.Delivery, content s
 	if err != nil {
 		return "", err
 	}
-	c.ephemerals.put(d.IdempotencyKey, m.ID)
+	c.ephemerals.Put(d.IdempotencyKey, m.ID)
 	return m.ID, nil
 }
 
 // applicationID is the application's ID: the configured one, else
 // Discord's answer to GET /applications/@me, else (where that route is
 // not served: a 404 without a code) the bot's user ID, which
-// applications made since 2020 share. It is asked once.
+// applications made since 2020 share. It is asked until Discord answers
+// (two follow-ups at once may both ask).
 func (c *Client) applicationID(ctx context.Context) (string, error) {
 	c.appMu.Lock()
-	defer c.appMu.Unlock()
-	if c.appID != "" {
-		return c.appID, nil
+	known := c.appID
+	c.appMu.Unlock()
+	if known != "" {
+		return known, nil
 	}
 	var me struct {
 		ID string `json:"id"`
@@ -175,7 +177,9 @@ func (c *Client) applicationID(ctx context.Context) (string, error) {
 	if me.ID == "" {
 		return "", &adapters.Error{Kind: adapters.Transient, Op: opApplication, Err: errors.New("Discord named no application ID")}
 	}
+	c.appMu.Lock()
 	c.appID = me.ID
+	c.appMu.Unlock()
 	return me.ID, nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode"
 
 	"github.com/bwmarrin/discordgo"
@@ -59,19 +58,19 @@ func (c *Client) SetReaction(ctx context.Context, r pipeline.ReactionChange) err
 	}
 	switch code := codeOf(err); {
 	case code == codeUnknownMessage || code == codeUnknownChannel:
-		c.reactions.remove(key)
+		c.reactions.Remove(key)
 		return nil
 	case err != nil:
 		return err
 	}
-	c.reactions.put(key, want)
+	c.reactions.Put(key, want)
 	return nil
 }
 
 // staleReactions are the bot's lifecycle emoji on the message other than
 // want.
 func (c *Client) staleReactions(ctx context.Context, channel, messageID, key string, state pipeline.ReactionState, want string) ([]string, error) {
-	if old, known := c.reactions.get(key); known {
+	if old, known := c.reactions.Get(key); known {
 		if old == "" || old == want {
 			return nil, nil
 		}
@@ -138,47 +137,4 @@ func ValidEmoji(e string) error {
 		return fmt.Errorf("%q is not an emoji (use the character itself, like ✅, or name:id of a custom one)", e)
 	}
 	return nil
-}
-
-// boundedMap is a small FIFO-evicted string map: at most limit entries,
-// the oldest dropped first; nothing waits on it.
-type boundedMap struct {
-	mu    sync.Mutex
-	limit int
-	m     map[string]string
-	order []string
-}
-
-func newBoundedMap(limit int) *boundedMap { return &boundedMap{limit: limit, m: map[string]string{}} }
-
-func (b *boundedMap) get(key string) (string, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	v, ok := b.m[key]
-	return v, ok && key != ""
-}
-
-func (b *boundedMap) put(key, v string) {
-	if key == "" {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if _, ok := b.m[key]; !ok {
-		if len(b.order) >= b.limit {
-			delete(b.m, b.order[0])
-			b.order = b.order[1:]
-		}
-		b.order = append(b.order, key)
-	}
-	b.m[key] = v
-}
-
-func (b *boundedMap) remove(key string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if _, ok := b.m[key]; ok {
-		delete(b.m, key)
-		b.order = slices.DeleteFunc(b.order, func(k string) bool { return k == key })
-	}
 }
