@@ -70,6 +70,10 @@ var hints = map[int]string{
 	90001:                  "the user blocked the bot's reactions",
 }
 
+// badGatewayPrefix opens discordgo's error for a 502, which is no
+// RESTError.
+const badGatewayPrefix = "Exceeded Max retries "
+
 // classify maps a failed call to the adapters taxonomy, with what to do
 // in its message. bucket is the call's rate-limit bucket (named on a
 // 429); secret, when set, is a token in the call's URL, removed from the
@@ -86,7 +90,7 @@ var hints = map[int]string{
 func classify(op, bucket string, err error, secret string) error {
 	var limited *discordgo.RateLimitError
 	var rest *discordgo.RESTError
-	kind, wait, text := adapters.Transient, time.Duration(0), err.Error()
+	kind, wait, text := adapters.Transient, time.Duration(0), strings.TrimSpace(err.Error())
 	switch {
 	case errors.As(err, &limited):
 		kind, wait = adapters.RateLimited, time.Second
@@ -104,13 +108,16 @@ func classify(op, bucket string, err error, secret string) error {
 		if hint != "" {
 			text += " (" + hint + ")"
 		}
+	case strings.HasPrefix(text, badGatewayPrefix):
+		// discordgo's answer to a 502 it did not retry (MaxRestRetries 0).
+		text = "Discord answered " + strings.TrimPrefix(text, badGatewayPrefix)
 	default:
 		text = "Discord unreachable or the answer was cut off: " + text
 	}
 	if secret != "" {
 		text = strings.ReplaceAll(text, secret, "<token>")
 	}
-	return &adapters.Error{Kind: kind, RetryAfter: wait, Op: op, Err: &classified{text: text, err: err}}
+	return &adapters.Error{Kind: kind, RetryAfter: wait, Op: op, Err: &explained{text: text, err: err}}
 }
 
 // restKind is the kind of a REST error and what to do about it.
@@ -158,12 +165,12 @@ func bucketName(bucket string) string {
 	return strings.TrimPrefix(bucket, discordgo.EndpointAPI)
 }
 
-// classified is a failure's text (with no token in it) over the error
+// explained is a failure's text (with no token in it) over the error
 // it explains.
-type classified struct {
+type explained struct {
 	text string
 	err  error
 }
 
-func (c *classified) Error() string { return c.text }
-func (c *classified) Unwrap() error { return c.err }
+func (c *explained) Error() string { return c.text }
+func (c *explained) Unwrap() error { return c.err }
