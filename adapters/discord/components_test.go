@@ -15,17 +15,17 @@ import (
 )
 
 func TestButtonsBecomeActionRows(t *testing.T) {
-	fake := newFake(t, discordtest.Options{})
-	c := newClient(t, fake, ClientConfig{})
+	fake := outFake(t, discordtest.Options{})
+	c := outClient(t, fake, ClientConfig{})
 	var buttons []pipeline.Button
 	for i := range 7 {
 		buttons = append(buttons, pipeline.Button{Text: fmt.Sprintf("Option %d", i), Action: fmt.Sprintf("pick:%d", i)})
 	}
-	id, err := c.Send(context.Background(), pipeline.Delivery{Session: session(dmID), IdempotencyKey: "k", Text: "Pick one", Buttons: buttons, Total: 1})
+	id, err := c.Send(context.Background(), pipeline.Delivery{Session: outSession(outDM), IdempotencyKey: "k", Text: "Pick one", Buttons: buttons, Total: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, _ := fake.Message(dmID, id)
+	m, _ := fake.Message(outDM, id)
 	var rows []struct {
 		Components []struct {
 			CustomID string `json:"custom_id"`
@@ -46,8 +46,8 @@ func TestButtonsBecomeActionRows(t *testing.T) {
 		"an empty action":             {{Text: "Yes"}},
 		"26 buttons":                  make([]pipeline.Button, 26),
 	} {
-		_, err := c.Send(context.Background(), pipeline.Delivery{Session: session(dmID), IdempotencyKey: name, Text: "x", Buttons: bad, Total: 1})
-		if kind, _ := kindOf(err); kind != adapters.Permanent {
+		_, err := c.Send(context.Background(), pipeline.Delivery{Session: outSession(outDM), IdempotencyKey: name, Text: "x", Buttons: bad, Total: 1})
+		if kind, _ := outKind(err); kind != adapters.Permanent {
 			t.Errorf("%s: %v, want Permanent", name, err)
 		}
 	}
@@ -56,22 +56,22 @@ func TestButtonsBecomeActionRows(t *testing.T) {
 	}
 	// 100 characters is allowed.
 	ok := []pipeline.Button{{Text: strings.Repeat("L", 90), Action: "approve:" + strings.Repeat("p", 92)}}
-	if _, err := c.Send(context.Background(), pipeline.Delivery{Session: session(dmID), IdempotencyKey: "100", Text: "x", Buttons: ok, Total: 1}); err != nil {
+	if _, err := c.Send(context.Background(), pipeline.Delivery{Session: outSession(outDM), IdempotencyKey: "100", Text: "x", Buttons: ok, Total: 1}); err != nil {
 		t.Errorf("an action of 100 characters and a long label: %v", err)
 	}
 }
 
-// press posts a proposal and has ada press Approve on it; answer makes
+// outPress posts a proposal and has ada press Approve on it; answer makes
 // the gateway's deferred update, after which the interaction's webhook
 // exists.
-func press(t *testing.T, fake *discordtest.Server, c *Client) (proposal string, it discordtest.Interaction, answer func()) {
+func outPress(t *testing.T, fake *discordtest.Server, c *Client) (proposal string, it discordtest.Interaction, answer func()) {
 	t.Helper()
 	buttons := []pipeline.Button{{Text: "Approve", Action: "approve:p1"}, {Text: "Reject", Action: "reject:p1"}}
-	proposal, err := c.Send(context.Background(), pipeline.Delivery{Session: session(general), IdempotencyKey: "proposal", Text: "Run it?", Buttons: buttons, Total: 1})
+	proposal, err := c.Send(context.Background(), pipeline.Delivery{Session: outSession(outGeneral), IdempotencyKey: "proposal", Text: "Run it?", Buttons: buttons, Total: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	it = fake.Press(discordtest.Press{Channel: general, Message: proposal, User: ada, CustomID: "approve:p1"})
+	it = fake.Press(discordtest.Press{Channel: outGeneral, Message: proposal, User: outAda, CustomID: "approve:p1"})
 	return proposal, it, func() {
 		dg, err := discordgo.New("Bot " + fake.Token)
 		if err != nil {
@@ -85,26 +85,26 @@ func press(t *testing.T, fake *discordtest.Server, c *Client) (proposal string, 
 	}
 }
 
-func refusal(proposal, token string) pipeline.Delivery {
-	return pipeline.Delivery{Session: session(general), IdempotencyKey: "notice-1", ReplyTo: proposal,
-		Text: "⚠️ only an owner may decide", Total: 1, PrivateTo: ada, PrivateVia: token}
+func outRefusal(proposal, token string) pipeline.Delivery {
+	return pipeline.Delivery{Session: outSession(outGeneral), IdempotencyKey: "notice-1", ReplyTo: proposal,
+		Text: "⚠️ only an owner may decide", Total: 1, PrivateTo: outAda, PrivateVia: token}
 }
 
 // A refusal with the press's token is shown to the presser alone.
 func TestPrivateReplyIsAnEphemeralFollowUp(t *testing.T) {
-	fake := newFake(t, discordtest.Options{ApplicationID: "700000000000000007"})
-	c := newClient(t, fake, ClientConfig{ApplicationID: "700000000000000007"})
-	proposal, it, answer := press(t, fake, c)
+	fake := outFake(t, discordtest.Options{ApplicationID: "700000000000000007"})
+	c := outClient(t, fake, ClientConfig{ApplicationID: "700000000000000007"})
+	proposal, it, answer := outPress(t, fake, c)
 	answer()
-	id, err := c.Send(context.Background(), refusal(proposal, it.Token))
+	id, err := c.Send(context.Background(), outRefusal(proposal, it.Token))
 	if err != nil {
 		t.Fatalf("Send: %v", err)
 	}
-	eph := fake.Ephemerals(general)
-	if len(eph) != 1 || eph[0].ID != id || eph[0].User != ada || eph[0].Content != "⚠️ only an owner may decide" {
+	eph := fake.Ephemerals(outGeneral)
+	if len(eph) != 1 || eph[0].ID != id || eph[0].User != outAda || eph[0].Content != "⚠️ only an owner may decide" {
 		t.Errorf("ephemerals = %+v (id %s), want the refusal to ada", eph, id)
 	}
-	if sent := fake.Sent(general); len(sent) != 1 {
+	if sent := fake.Sent(outGeneral); len(sent) != 1 {
 		t.Errorf("channel holds %d bot messages, want only the proposal", len(sent))
 	}
 	calls := fake.Calls(discordtest.RouteFollowup)
@@ -112,14 +112,14 @@ func TestPrivateReplyIsAnEphemeralFollowUp(t *testing.T) {
 		t.Errorf("follow-ups %+v, want one ephemeral, waited for, pinging no one", calls)
 	}
 	// A Deliver retried after it succeeded shows nothing twice.
-	if again, err := c.Send(context.Background(), refusal(proposal, it.Token)); err != nil || again != id || len(fake.Ephemerals(general)) != 1 {
-		t.Errorf("retried Send = %s, %v with %d ephemerals, want %s again", again, err, len(fake.Ephemerals(general)), id)
+	if again, err := c.Send(context.Background(), outRefusal(proposal, it.Token)); err != nil || again != id || len(fake.Ephemerals(outGeneral)) != 1 {
+		t.Errorf("retried Send = %s, %v with %d ephemerals, want %s again", again, err, len(fake.Ephemerals(outGeneral)), id)
 	}
 	// Without a token, PrivateTo alone is an ordinary reply.
-	d := refusal(proposal, "")
+	d := outRefusal(proposal, "")
 	d.IdempotencyKey = "notice-2"
-	if _, err := c.Send(context.Background(), d); err != nil || len(fake.Sent(general)) != 2 {
-		t.Errorf("PrivateTo without a token: %v, %d messages; want an ordinary reply", err, len(fake.Sent(general)))
+	if _, err := c.Send(context.Background(), d); err != nil || len(fake.Sent(outGeneral)) != 2 {
+		t.Errorf("PrivateTo without a token: %v, %d messages; want an ordinary reply", err, len(fake.Sent(outGeneral)))
 	}
 }
 
@@ -127,12 +127,12 @@ func TestPrivateReplyIsAnEphemeralFollowUp(t *testing.T) {
 // when the webhook does not exist yet: it is tried again. The
 // application's ID is asked once.
 func TestPrivateReplyBeforeThePressWasAnswered(t *testing.T) {
-	fake := newFake(t, discordtest.Options{})
-	c := newClient(t, fake, ClientConfig{})
-	proposal, it, answer := press(t, fake, c)
+	fake := outFake(t, discordtest.Options{})
+	c := outClient(t, fake, ClientConfig{})
+	proposal, it, answer := outPress(t, fake, c)
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.Send(context.Background(), refusal(proposal, it.Token))
+		_, err := c.Send(context.Background(), outRefusal(proposal, it.Token))
 		done <- err
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -145,7 +145,7 @@ func TestPrivateReplyBeforeThePressWasAnswered(t *testing.T) {
 		t.Fatalf("Send: %v", err)
 	}
 	calls := fake.Calls(discordtest.RouteFollowup)
-	if len(calls) != 2 || calls[0].Code != 10015 || calls[1].Status != 200 || len(fake.Ephemerals(general)) != 1 {
+	if len(calls) != 2 || calls[0].Code != 10015 || calls[1].Status != 200 || len(fake.Ephemerals(outGeneral)) != 1 {
 		t.Errorf("follow-ups %+v, want one refused and one shown", calls)
 	}
 	if me := fake.Calls(discordtest.RouteMe); len(me) != 1 {
@@ -156,15 +156,15 @@ func TestPrivateReplyBeforeThePressWasAnswered(t *testing.T) {
 // Past the token's 15 minutes Discord knows no webhook: the text is
 // posted in the channel, as a reply, rather than lost.
 func TestPrivateReplyWithAnExpiredTokenIsPostedInTheChannel(t *testing.T) {
-	fake := newFake(t, discordtest.Options{})
-	c := newClient(t, fake, ClientConfig{ApplicationID: fake.ApplicationID})
+	fake := outFake(t, discordtest.Options{})
+	c := outClient(t, fake, ClientConfig{ApplicationID: fake.ApplicationID})
 	c.followupRetries = []time.Duration{time.Millisecond}
-	proposal, _, _ := press(t, fake, c)
-	id, err := c.Send(context.Background(), refusal(proposal, "expired-token"))
+	proposal, _, _ := outPress(t, fake, c)
+	id, err := c.Send(context.Background(), outRefusal(proposal, "expired-token"))
 	if err != nil {
 		t.Fatalf("Send: %v", err)
 	}
-	if m, ok := fake.Message(general, id); !ok || m.Reply != proposal || m.Content != "⚠️ only an owner may decide" {
+	if m, ok := fake.Message(outGeneral, id); !ok || m.Reply != proposal || m.Content != "⚠️ only an owner may decide" {
 		t.Errorf("message %+v, want the refusal as a reply in the channel", m)
 	}
 	if calls := fake.Calls(discordtest.RouteFollowup); len(calls) != 2 {

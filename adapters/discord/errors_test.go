@@ -14,12 +14,12 @@ import (
 	"github.com/replyflow/replyflow/pipeline"
 )
 
-func delivery(chat, key string) pipeline.Delivery {
-	return pipeline.Delivery{Session: session(chat), IdempotencyKey: key, Text: "hello", Total: 1}
+func outDelivery(chat, key string) pipeline.Delivery {
+	return pipeline.Delivery{Session: outSession(chat), IdempotencyKey: key, Text: "hello", Total: 1}
 }
 
 func TestErrorsAreClassified(t *testing.T) {
-	fake := newFake(t, discordtest.Options{})
+	fake := outFake(t, discordtest.Options{})
 	for _, tc := range []struct {
 		name  string
 		fault discordtest.Fault
@@ -42,7 +42,7 @@ func TestErrorsAreClassified(t *testing.T) {
 	} {
 		before := len(fake.Calls(discordtest.RouteSend))
 		fake.FailNext(discordtest.RouteSend, 1, tc.fault)
-		_, err := newClient(t, fake, ClientConfig{}).Send(context.Background(), delivery(general, tc.name))
+		_, err := outClient(t, fake, ClientConfig{}).Send(context.Background(), outDelivery(outGeneral, tc.name))
 		var classified *adapters.Error
 		if !errors.As(err, &classified) || classified.Kind != tc.want || classified.Op != opSend || !strings.Contains(err.Error(), tc.says) ||
 			strings.Contains(err.Error(), "\n") {
@@ -54,9 +54,9 @@ func TestErrorsAreClassified(t *testing.T) {
 			t.Errorf("%s: %d calls, want 1", tc.name, calls)
 		}
 	}
-	if _, wait := kindOf(func() error {
+	if _, wait := outKind(func() error {
 		fake.FailNext(discordtest.RouteSend, 1, discordtest.RateLimited(2*time.Second))
-		_, err := newClient(t, fake, ClientConfig{}).Send(context.Background(), delivery(general, "k"))
+		_, err := outClient(t, fake, ClientConfig{}).Send(context.Background(), outDelivery(outGeneral, "k"))
 		return err
 	}()); wait != 2*time.Second {
 		t.Errorf("429's wait = %s, want its retry_after, 2s", wait)
@@ -65,34 +65,34 @@ func TestErrorsAreClassified(t *testing.T) {
 	// A wrong token, an unknown channel, a missing permission for another
 	// operation, a network that is down.
 	wrong, _ := NewClient(ClientConfig{Token: "wrong", APIURL: fake.APIURL()})
-	if _, err := wrong.Send(context.Background(), delivery(general, "k")); !isKind(err, adapters.Permanent, "REPLYFLOW_DISCORD_TOKEN") {
+	if _, err := wrong.Send(context.Background(), outDelivery(outGeneral, "k")); !outIsKind(err, adapters.Permanent, "REPLYFLOW_DISCORD_TOKEN") {
 		t.Errorf("a wrong token: %v, want Permanent naming REPLYFLOW_DISCORD_TOKEN", err)
 	}
-	if _, err := newClient(t, fake, ClientConfig{}).Send(context.Background(), delivery("404", "k")); !isKind(err, adapters.Permanent, "Unknown Channel") {
+	if _, err := outClient(t, fake, ClientConfig{}).Send(context.Background(), outDelivery("404", "k")); !outIsKind(err, adapters.Permanent, "Unknown Channel") {
 		t.Errorf("an unknown channel: %v, want Permanent", err)
 	}
 	fake.FailNext(discordtest.RouteReact, 1, discordtest.APIError(http.StatusForbidden, 50013, "Missing Permissions"))
-	asked := fake.Post(discordtest.Post{Channel: general, Author: ada, Content: "hi"})
-	err := newClient(t, fake, ClientConfig{}).SetReaction(context.Background(), pipeline.ReactionChange{Session: session(general), MessageID: asked.ID, State: pipeline.ReactionReceived})
-	if !isKind(err, adapters.Permanent, "Add Reactions") {
+	asked := fake.Post(discordtest.Post{Channel: outGeneral, Author: outAda, Content: "hi"})
+	err := outClient(t, fake, ClientConfig{}).SetReaction(context.Background(), pipeline.ReactionChange{Session: outSession(outGeneral), MessageID: asked.ID, State: pipeline.ReactionReceived})
+	if !outIsKind(err, adapters.Permanent, "Add Reactions") {
 		t.Errorf("reaction without the permission: %v, want Permanent naming Add Reactions", err)
 	}
 	down := httptest.NewServer(http.NotFoundHandler())
 	down.Close()
 	c, _ := NewClient(ClientConfig{Token: "t", APIURL: down.URL + "/api/v9/", ApplicationID: "1"})
-	if _, err := c.Send(context.Background(), delivery(general, "k")); !isKind(err, adapters.Transient, "unreachable") {
+	if _, err := c.Send(context.Background(), outDelivery(outGeneral, "k")); !outIsKind(err, adapters.Transient, "unreachable") {
 		t.Errorf("Discord unreachable: %v, want Transient", err)
 	}
 	// The token of an interaction is in its webhook's URL: never in an error.
-	d := delivery(general, "k")
-	d.PrivateTo, d.PrivateVia = ada, "secret-interaction-token"
+	d := outDelivery(outGeneral, "k")
+	d.PrivateTo, d.PrivateVia = outAda, "secret-interaction-token"
 	if _, err := c.Send(context.Background(), d); err == nil || strings.Contains(err.Error(), d.PrivateVia) {
 		t.Errorf("follow-up with Discord unreachable: %v, want an error without the token", err)
 	}
 }
 
-func isKind(err error, kind adapters.ErrorKind, says string) bool {
-	got, _ := kindOf(err)
+func outIsKind(err error, kind adapters.ErrorKind, says string) bool {
+	got, _ := outKind(err)
 	return err != nil && got == kind && strings.Contains(err.Error(), says)
 }
 
@@ -100,39 +100,39 @@ func isKind(err error, kind adapters.ErrorKind, says string) bool {
 // bucket stays held for that long, answered here without a call, while
 // other buckets go on.
 func TestRateLimitHoldsTheBucket(t *testing.T) {
-	fake := newFake(t, discordtest.Options{})
-	c := newClient(t, fake, ClientConfig{})
+	fake := outFake(t, discordtest.Options{})
+	c := outClient(t, fake, ClientConfig{})
 	ctx := context.Background()
 	fake.FailNext(discordtest.RouteSend, 1, discordtest.RateLimited(30*time.Second))
-	_, err := c.Send(ctx, delivery(general, "k1"))
-	if kind, wait := kindOf(err); kind != adapters.RateLimited || wait != 30*time.Second || !strings.Contains(err.Error(), "channels/"+general+"/messages") {
+	_, err := c.Send(ctx, outDelivery(outGeneral, "k1"))
+	if kind, wait := outKind(err); kind != adapters.RateLimited || wait != 30*time.Second || !strings.Contains(err.Error(), "channels/"+outGeneral+"/messages") {
 		t.Fatalf("Send under 429: %v, want RateLimited after 30s naming the channel's bucket", err)
 	}
 	for range 3 {
-		_, err = c.Send(ctx, delivery(general, "k1"))
-		if kind, wait := kindOf(err); kind != adapters.RateLimited || wait <= 25*time.Second || wait > 30*time.Second {
+		_, err = c.Send(ctx, outDelivery(outGeneral, "k1"))
+		if kind, wait := outKind(err); kind != adapters.RateLimited || wait <= 25*time.Second || wait > 30*time.Second {
 			t.Fatalf("Send while the bucket is held: %v, want RateLimited within 30s", err)
 		}
 	}
 	if calls := fake.Calls(discordtest.RouteSend); len(calls) != 1 {
 		t.Errorf("%d sends reached Discord, want 1", len(calls))
 	}
-	if _, err := c.Send(ctx, delivery(dmID, "k2")); err != nil {
+	if _, err := c.Send(ctx, outDelivery(outDM, "k2")); err != nil {
 		t.Errorf("Send in another channel: %v, want it sent", err)
 	}
 }
 
 // A global 429 holds every bucket.
 func TestGlobalRateLimitHoldsEverything(t *testing.T) {
-	fake := newFake(t, discordtest.Options{})
-	c := newClient(t, fake, ClientConfig{})
+	fake := outFake(t, discordtest.Options{})
+	c := outClient(t, fake, ClientConfig{})
 	ctx := context.Background()
 	fake.FailNext(discordtest.RouteTyping, 1, discordtest.Fault{Status: http.StatusTooManyRequests, RetryAfter: 20 * time.Second, Global: true})
-	if err := c.Typing(ctx, session(general), ""); !isKind(err, adapters.RateLimited, "429") {
+	if err := c.Typing(ctx, outSession(outGeneral), ""); !outIsKind(err, adapters.RateLimited, "429") {
 		t.Fatalf("Typing under a global 429: %v, want RateLimited", err)
 	}
-	_, err := c.Send(ctx, delivery(dmID, "k"))
-	if kind, wait := kindOf(err); kind != adapters.RateLimited || wait <= 15*time.Second {
+	_, err := c.Send(ctx, outDelivery(outDM, "k"))
+	if kind, wait := outKind(err); kind != adapters.RateLimited || wait <= 15*time.Second {
 		t.Errorf("Send elsewhere during a global limit: %v, want RateLimited for about 20s", err)
 	}
 	if calls := fake.Calls(discordtest.RouteSend); len(calls) != 0 {
@@ -144,14 +144,14 @@ func TestGlobalRateLimitHoldsEverything(t *testing.T) {
 // longer one the context cuts short, with no call; discordgo never
 // sleeps where no context reaches.
 func TestBucketWaitIsCancellable(t *testing.T) {
-	fake := newFake(t, discordtest.Options{})
-	c := newClient(t, fake, ClientConfig{})
+	fake := outFake(t, discordtest.Options{})
+	c := outClient(t, fake, ClientConfig{})
 	ctx := context.Background()
 	fake.FailNext(discordtest.RouteSend, 1, discordtest.RateLimited(400*time.Millisecond))
-	if _, err := c.Send(ctx, delivery(general, "k")); !isKind(err, adapters.RateLimited, "429") {
+	if _, err := c.Send(ctx, outDelivery(outGeneral, "k")); !outIsKind(err, adapters.RateLimited, "429") {
 		t.Fatalf("Send under 429: %v", err)
 	}
-	if _, err := c.Send(ctx, delivery(general, "k")); err != nil {
+	if _, err := c.Send(ctx, outDelivery(outGeneral, "k")); err != nil {
 		t.Fatalf("Send after a short wait: %v", err)
 	}
 	calls := fake.Calls(discordtest.RouteSend)
@@ -160,14 +160,14 @@ func TestBucketWaitIsCancellable(t *testing.T) {
 	}
 
 	fake.FailNext(discordtest.RouteSend, 1, discordtest.RateLimited(4*time.Second))
-	if _, err := c.Send(ctx, delivery(general, "k2")); !isKind(err, adapters.RateLimited, "429") {
+	if _, err := c.Send(ctx, outDelivery(outGeneral, "k2")); !outIsKind(err, adapters.RateLimited, "429") {
 		t.Fatalf("Send under 429: %v", err)
 	}
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := c.Send(short, delivery(general, "k2"))
-	if kind, _ := kindOf(err); kind != adapters.Transient || !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
+	_, err := c.Send(short, outDelivery(outGeneral, "k2"))
+	if kind, _ := outKind(err); kind != adapters.Transient || !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
 		t.Errorf("Send whose context ends while it waits: %v after %s, want the context's error at once", err, time.Since(start))
 	}
 	if len(fake.Calls(discordtest.RouteSend)) != 3 {
@@ -175,8 +175,8 @@ func TestBucketWaitIsCancellable(t *testing.T) {
 	}
 	// Typing never waits: a refresh that cannot go now is skipped.
 	fake.FailNext(discordtest.RouteTyping, 1, discordtest.RateLimited(time.Second))
-	_ = c.Typing(ctx, session(general), "")
-	if err := c.Typing(ctx, session(general), ""); !isKind(err, adapters.RateLimited, "holds calls") {
+	_ = c.Typing(ctx, outSession(outGeneral), "")
+	if err := c.Typing(ctx, outSession(outGeneral), ""); !outIsKind(err, adapters.RateLimited, "holds calls") {
 		t.Errorf("Typing with its bucket held: %v, want RateLimited without waiting", err)
 	}
 }

@@ -11,10 +11,10 @@ import (
 )
 
 func TestReactionLifecycle(t *testing.T) {
-	fake := newFake(t, discordtest.Options{})
-	c := newClient(t, fake, ClientConfig{})
+	fake := outFake(t, discordtest.Options{})
+	c := outClient(t, fake, ClientConfig{})
 	ctx := context.Background()
-	msg := fake.Post(discordtest.Post{Channel: thread, Author: ada, Content: "hello"})
+	msg := fake.Post(discordtest.Post{Channel: outThread, Author: outAda, Content: "hello"})
 	for _, step := range []struct {
 		state pipeline.ReactionState
 		want  string
@@ -28,11 +28,11 @@ func TestReactionLifecycle(t *testing.T) {
 		{pipeline.ReactionNone, ""},
 		{pipeline.ReactionError, "❌"},
 	} {
-		err := c.SetReaction(ctx, pipeline.ReactionChange{Session: session(general), MessageID: msg.ID, ThreadID: thread, State: step.state})
+		err := c.SetReaction(ctx, pipeline.ReactionChange{Session: outSession(outGeneral), MessageID: msg.ID, ThreadID: outThread, State: step.state})
 		if err != nil {
 			t.Fatalf("SetReaction(%q): %v", step.state, err)
 		}
-		got := fake.Reactions(thread, msg.ID)
+		got := fake.Reactions(outThread, msg.ID)
 		if (step.want == "" && len(got) != 0) || (step.want != "" && !slices.Equal(got, []string{step.want})) {
 			t.Fatalf("after %q the bot's reactions are %q, want [%s]", step.state, got, step.want)
 		}
@@ -44,7 +44,7 @@ func TestReactionLifecycle(t *testing.T) {
 	// The emoji went escaped in the path and arrived as configured.
 	lifecycleEmoji := slices.Collect(maps.Values(pipeline.DefaultEmoji))
 	for _, call := range fake.Calls(discordtest.RouteReact, discordtest.RouteUnreact) {
-		if call.Vars["channel"] != thread || !slices.Contains(lifecycleEmoji, call.Vars["emoji"]) {
+		if call.Vars["channel"] != outThread || !slices.Contains(lifecycleEmoji, call.Vars["emoji"]) {
 			t.Errorf("reaction call %s %v, want a lifecycle emoji in the thread", call.Path, call.Vars)
 		}
 	}
@@ -53,34 +53,34 @@ func TestReactionLifecycle(t *testing.T) {
 // A worker that did not set the reaction (restarted, or another one)
 // reads the message once and replaces the bot's lifecycle reactions.
 func TestReactionReplacedByAnotherWorker(t *testing.T) {
-	fake := newFake(t, discordtest.Options{})
+	fake := outFake(t, discordtest.Options{})
 	ctx := context.Background()
-	msg := fake.Post(discordtest.Post{Channel: general, Author: ada, Content: "hello"})
+	msg := fake.Post(discordtest.Post{Channel: outGeneral, Author: outAda, Content: "hello"})
 	change := func(state pipeline.ReactionState) pipeline.ReactionChange {
-		return pipeline.ReactionChange{Session: session(general), MessageID: msg.ID, State: state}
+		return pipeline.ReactionChange{Session: outSession(outGeneral), MessageID: msg.ID, State: state}
 	}
-	if err := newClient(t, fake, ClientConfig{}).SetReaction(ctx, change(pipeline.ReactionThinking)); err != nil {
+	if err := outClient(t, fake, ClientConfig{}).SetReaction(ctx, change(pipeline.ReactionThinking)); err != nil {
 		t.Fatal(err)
 	}
-	fake.React(general, msg.ID, ada, "✅") // ada's ✅ is not the bot's
-	if err := newClient(t, fake, ClientConfig{}).SetReaction(ctx, change(pipeline.ReactionDone)); err != nil {
+	fake.React(outGeneral, msg.ID, outAda, "✅") // ada's ✅ is not the bot's
+	if err := outClient(t, fake, ClientConfig{}).SetReaction(ctx, change(pipeline.ReactionDone)); err != nil {
 		t.Fatal(err)
 	}
-	if got := fake.Reactions(general, msg.ID); !slices.Equal(got, []string{"✅"}) {
+	if got := fake.Reactions(outGeneral, msg.ID); !slices.Equal(got, []string{"✅"}) {
 		t.Errorf("bot's reactions = %q, want [✅]", got)
 	}
-	if err := newClient(t, fake, ClientConfig{}).SetReaction(ctx, change(pipeline.ReactionNone)); err != nil {
+	if err := outClient(t, fake, ClientConfig{}).SetReaction(ctx, change(pipeline.ReactionNone)); err != nil {
 		t.Fatal(err)
 	}
-	if got := fake.Reactions(general, msg.ID); len(got) != 0 {
+	if got := fake.Reactions(outGeneral, msg.ID); len(got) != 0 {
 		t.Errorf("bot's reactions after the clear = %q, want none", got)
 	}
 	if reads := fake.Calls(discordtest.RouteGetMessage); len(reads) != 3 {
 		t.Errorf("%d message reads, want one per worker that did not know", len(reads))
 	}
 	// The first state has nothing before it: no read.
-	other := fake.Post(discordtest.Post{Channel: general, Author: ada, Content: "again"})
-	if err := newClient(t, fake, ClientConfig{}).SetReaction(ctx, pipeline.ReactionChange{Session: session(general), MessageID: other.ID, State: pipeline.ReactionReceived}); err != nil {
+	other := fake.Post(discordtest.Post{Channel: outGeneral, Author: outAda, Content: "again"})
+	if err := outClient(t, fake, ClientConfig{}).SetReaction(ctx, pipeline.ReactionChange{Session: outSession(outGeneral), MessageID: other.ID, State: pipeline.ReactionReceived}); err != nil {
 		t.Fatal(err)
 	}
 	if reads := fake.Calls(discordtest.RouteGetMessage); len(reads) != 3 {
@@ -91,21 +91,21 @@ func TestReactionReplacedByAnotherWorker(t *testing.T) {
 // A message deleted since counts as done, whether this worker knew its
 // reaction or not.
 func TestReactionOnADeletedMessageIsDone(t *testing.T) {
-	fake := newFake(t, discordtest.Options{})
+	fake := outFake(t, discordtest.Options{})
 	ctx := context.Background()
-	msg := fake.Post(discordtest.Post{Channel: general, Author: ada, Content: "hello"})
-	c := newClient(t, fake, ClientConfig{})
-	change := pipeline.ReactionChange{Session: session(general), MessageID: msg.ID, State: pipeline.ReactionReceived}
+	msg := fake.Post(discordtest.Post{Channel: outGeneral, Author: outAda, Content: "hello"})
+	c := outClient(t, fake, ClientConfig{})
+	change := pipeline.ReactionChange{Session: outSession(outGeneral), MessageID: msg.ID, State: pipeline.ReactionReceived}
 	if err := c.SetReaction(ctx, change); err != nil {
 		t.Fatal(err)
 	}
-	fake.Delete(general, msg.ID)
+	fake.Delete(outGeneral, msg.ID)
 	for _, state := range []pipeline.ReactionState{pipeline.ReactionDone, pipeline.ReactionNone} {
 		change.State = state
 		if err := c.SetReaction(ctx, change); err != nil {
 			t.Errorf("SetReaction(%q) on a deleted message: %v, want done", state, err)
 		}
-		if err := newClient(t, fake, ClientConfig{}).SetReaction(ctx, change); err != nil {
+		if err := outClient(t, fake, ClientConfig{}).SetReaction(ctx, change); err != nil {
 			t.Errorf("SetReaction(%q) on a deleted message by another worker: %v, want done", state, err)
 		}
 	}
@@ -113,7 +113,7 @@ func TestReactionOnADeletedMessageIsDone(t *testing.T) {
 		t.Errorf("last call %+v, want Discord's 10008", calls[len(calls)-1])
 	}
 	// A button press names no user message: nothing to show.
-	if err := c.SetReaction(ctx, pipeline.ReactionChange{Session: session(general), State: pipeline.ReactionDone}); err != nil {
+	if err := c.SetReaction(ctx, pipeline.ReactionChange{Session: outSession(outGeneral), State: pipeline.ReactionDone}); err != nil {
 		t.Errorf("SetReaction without a message: %v", err)
 	}
 }
@@ -121,19 +121,19 @@ func TestReactionOnADeletedMessageIsDone(t *testing.T) {
 // Overrides: a custom emoji as name:id, and a Unicode one whose "#" must
 // be escaped in the path.
 func TestReactionOverrides(t *testing.T) {
-	fake := newFake(t, discordtest.Options{})
+	fake := outFake(t, discordtest.Options{})
 	ctx := context.Background()
-	msg := fake.Post(discordtest.Post{Channel: dmID, Author: ada, Content: "hello"})
-	c := newClient(t, fake, ClientConfig{Emoji: map[pipeline.ReactionState]string{
+	msg := fake.Post(discordtest.Post{Channel: outDM, Author: outAda, Content: "hello"})
+	c := outClient(t, fake, ClientConfig{Emoji: map[pipeline.ReactionState]string{
 		pipeline.ReactionReceived: "#️⃣", pipeline.ReactionDone: "party:112233445566778899"}})
 	for _, step := range []struct {
 		state pipeline.ReactionState
 		want  string
 	}{{pipeline.ReactionReceived, "#️⃣"}, {pipeline.ReactionThinking, "✍️"}, {pipeline.ReactionDone, "party:112233445566778899"}} {
-		if err := c.SetReaction(ctx, pipeline.ReactionChange{Session: session(dmID), MessageID: msg.ID, State: step.state}); err != nil {
+		if err := c.SetReaction(ctx, pipeline.ReactionChange{Session: outSession(outDM), MessageID: msg.ID, State: step.state}); err != nil {
 			t.Fatalf("SetReaction(%q): %v", step.state, err)
 		}
-		if got := fake.Reactions(dmID, msg.ID); !slices.Equal(got, []string{step.want}) {
+		if got := fake.Reactions(outDM, msg.ID); !slices.Equal(got, []string{step.want}) {
 			t.Errorf("after %q: %q, want [%s]", step.state, got, step.want)
 		}
 	}
