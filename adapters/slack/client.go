@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
 
 	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/adapters/internal/bounded"
 	"github.com/replyflow/replyflow/pipeline"
 	"github.com/replyflow/replyflow/pipeline/mrkdwn"
 )
@@ -63,9 +63,9 @@ type Client struct {
 	cfg        ClientConfig
 	shortcodes map[pipeline.ReactionState]string
 	pace       *pacer
-	sent       *boundedMap // idempotency key → ts, posted by this worker
-	reactions  *boundedMap // channel/ts → shortcode the bot set there
-	typing     *boundedMap // channel/thread_ts → "" where a status is shown
+	sent       *bounded.Map // idempotency key → ts, posted by this worker
+	reactions  *bounded.Map // channel/ts → shortcode the bot set there
+	typing     *bounded.Map // channel/thread_ts → "" where a status is shown
 	logger     *slog.Logger
 
 	mu        sync.Mutex
@@ -100,9 +100,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		cfg:        cfg,
 		shortcodes: map[pipeline.ReactionState]string{},
 		pace:       newPacer(cfg.PostInterval),
-		sent:       newBoundedMap(4096),
-		reactions:  newBoundedMap(10_000),
-		typing:     newBoundedMap(10_000),
+		sent:       bounded.New(4096),
+		reactions:  bounded.New(10_000),
+		typing:     bounded.New(10_000),
 		logger:     cfg.Logger,
 		botUserID:  cfg.BotUserID,
 	}
@@ -132,7 +132,7 @@ func channelOf(key pipeline.SessionKey, op string) (string, error) {
 // a lost answer returns the first post instead of posting again.
 func (c *Client) Send(ctx context.Context, d pipeline.Delivery) (string, error) {
 	const op = "chat.postMessage"
-	if ts, ok := c.sent.get(d.IdempotencyKey); ok {
+	if ts, ok := c.sent.Get(d.IdempotencyKey); ok {
 		return ts, nil
 	}
 	channel, err := channelOf(d.Session, op)
@@ -151,7 +151,7 @@ func (c *Client) Send(ctx context.Context, d pipeline.Delivery) (string, error) 
 		return "", err
 	} else if found {
 		c.logger.Info("Chunk already posted; not posting it again", "session", d.Session.WorkflowID(), "chunk", d.Index+1, "ts", ts)
-		c.sent.put(d.IdempotencyKey, ts)
+		c.sent.Put(d.IdempotencyKey, ts)
 		return ts, nil
 	}
 	text := mrkdwn.Render(d.Text)
@@ -169,7 +169,7 @@ func (c *Client) Send(ctx context.Context, d pipeline.Delivery) (string, error) 
 	if err != nil {
 		return "", c.failed(channel, op, err)
 	}
-	c.sent.put(d.IdempotencyKey, ts)
+	c.sent.Put(d.IdempotencyKey, ts)
 	if d.Index+1 >= d.Total {
 		c.clearTyping(ctx, d.Session, channel, d.ThreadID)
 	}
@@ -190,7 +190,7 @@ func (c *Client) sendEphemeral(ctx context.Context, channel string, d pipeline.D
 	if err != nil {
 		return "", c.failed(channel, op, err)
 	}
-	c.sent.put(d.IdempotencyKey, ts)
+	c.sent.Put(d.IdempotencyKey, ts)
 	return ts, nil
 }
 
@@ -226,50 +226,6 @@ func (c *Client) Edit(ctx context.Context, e pipeline.Edit) error {
 		return c.failed(channel, op, err)
 	}
 	return nil
-}
-
-// boundedMap is a small FIFO-evicted string map: at most limit entries,
-// the oldest dropped first; nothing waits on it.
-type boundedMap struct {
-	mu    sync.Mutex
-	limit int
-	m     map[string]string
-	order []string
-}
-
-func newBoundedMap(limit int) *boundedMap { return &boundedMap{limit: limit, m: map[string]string{}} }
-
-func (b *boundedMap) get(key string) (string, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	v, ok := b.m[key]
-	return v, ok && key != ""
-}
-
-func (b *boundedMap) put(key, v string) {
-	if key == "" {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if _, ok := b.m[key]; !ok {
-		if len(b.order) >= b.limit {
-			delete(b.m, b.order[0])
-			b.order = b.order[1:]
-		}
-		b.order = append(b.order, key)
-	}
-	b.m[key] = v
-}
-
-func (b *boundedMap) remove(key string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if _, ok := b.m[key]; !ok {
-		return
-	}
-	delete(b.m, key)
-	b.order = slices.DeleteFunc(b.order, func(k string) bool { return k == key })
 }
 
 func messageKey(channel, ts string) string { return channel + "/" + ts }

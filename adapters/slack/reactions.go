@@ -40,7 +40,7 @@ func (c *Client) SetReaction(ctx context.Context, r pipeline.ReactionChange) err
 			return classify("reactions.remove", err)
 		}
 	}
-	c.reactions.remove(key)
+	c.reactions.Remove(key)
 	if want == "" {
 		return nil
 	}
@@ -52,13 +52,13 @@ func (c *Client) SetReaction(ctx context.Context, r pipeline.ReactionChange) err
 	default:
 		return classify("reactions.add", err)
 	}
-	c.reactions.put(key, want)
+	c.reactions.Put(key, want)
 	return nil
 }
 
 // previousShortcodes are the shortcodes to remove before want is set.
 func (c *Client) previousShortcodes(key string, state pipeline.ReactionState, want string) []string {
-	if old, ok := c.reactions.get(key); ok {
+	if old, ok := c.reactions.Get(key); ok {
 		if old == want {
 			return nil
 		}
@@ -90,7 +90,7 @@ func (c *Client) Typing(ctx context.Context, session pipeline.SessionKey, thread
 	}
 	err = c.api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{ChannelID: channel, ThreadTS: threadID, Status: TypingStatus})
 	if err == nil {
-		c.typing.put(messageKey(channel, threadID), "")
+		c.typing.Put(messageKey(channel, threadID), "")
 		return nil
 	}
 	if code := slackCode(err); code != "" {
@@ -107,10 +107,10 @@ func (c *Client) Typing(ctx context.Context, session pipeline.SessionKey, thread
 // failure only leaves a status that Slack drops by itself.
 func (c *Client) clearTyping(ctx context.Context, session pipeline.SessionKey, channel, threadID string) {
 	key := messageKey(channel, threadID)
-	if _, shown := c.typing.get(key); !shown || threadID == "" {
+	if _, shown := c.typing.Get(key); !shown || threadID == "" {
 		return
 	}
-	c.typing.remove(key)
+	c.typing.Remove(key)
 	err := c.api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{ChannelID: channel, ThreadTS: threadID, Status: ""})
 	if err != nil {
 		c.logger.Debug("Could not clear the typing status", "session", session.WorkflowID(), "error", err)
