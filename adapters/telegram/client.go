@@ -15,6 +15,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/adapters/internal/bounded"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -56,7 +57,7 @@ type Client struct {
 	cfg    ClientConfig
 	emoji  map[pipeline.ReactionState]string
 	pace   *pacer
-	sent   *sentLog
+	sent   *bounded.Map // idempotency key → message ID, sent by this worker
 	logger *slog.Logger
 	// reactionsOff are the chats that refused a reaction as invalid
 	// (reactions restricted by the admins): the lifecycle is off there.
@@ -71,7 +72,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{bot: b, cfg: cfg, emoji: map[pipeline.ReactionState]string{}, pace: newPacer(cfg.Pacing), sent: newSentLog(4096), logger: cfg.Logger}
+	c := &Client{bot: b, cfg: cfg, emoji: map[pipeline.ReactionState]string{}, pace: newPacer(cfg.Pacing), sent: bounded.New(4096), logger: cfg.Logger}
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
@@ -131,7 +132,7 @@ func chatOf(key pipeline.SessionKey) (int64, error) {
 // the first message's ID, but a chunk in flight when a worker dies may
 // appear twice.
 func (c *Client) Send(ctx context.Context, d pipeline.Delivery) (string, error) {
-	if id, ok := c.sent.get(d.IdempotencyKey); ok {
+	if id, ok := c.sent.Get(d.IdempotencyKey); ok {
 		return id, nil
 	}
 	chat, err := chatOf(d.Session)
@@ -163,7 +164,7 @@ func (c *Client) Send(ctx context.Context, d pipeline.Delivery) (string, error) 
 		return "", c.failed(chat, "sendMessage", err)
 	}
 	id := strconv.Itoa(msg.ID)
-	c.sent.put(d.IdempotencyKey, id)
+	c.sent.Put(d.IdempotencyKey, id)
 	return id, nil
 }
 
@@ -308,39 +309,4 @@ func (c *Client) Typing(ctx context.Context, key pipeline.SessionKey, threadID s
 		return c.failed(chat, "sendChatAction", err)
 	}
 	return nil
-}
-
-// sentLog remembers the message IDs of recently sent chunks by
-// idempotency key, so a retried delivery on this worker is not sent twice.
-type sentLog struct {
-	mu    sync.Mutex
-	limit int
-	ids   map[string]string
-	order []string
-}
-
-func newSentLog(limit int) *sentLog { return &sentLog{limit: limit, ids: map[string]string{}} }
-
-func (l *sentLog) get(key string) (string, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	id, ok := l.ids[key]
-	return id, ok && key != ""
-}
-
-func (l *sentLog) put(key, id string) {
-	if key == "" {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, ok := l.ids[key]; ok {
-		return
-	}
-	if len(l.order) >= l.limit {
-		delete(l.ids, l.order[0])
-		l.order = l.order[1:]
-	}
-	l.ids[key] = id
-	l.order = append(l.order, key)
 }
