@@ -51,7 +51,11 @@ func (r *rig) check(ctx context.Context, messages [][]sent, kills []kill) (repor
 		for _, m := range messages[i] {
 			if !p.answered(m) {
 				pr.unanswered++
-				pr.problems = append(pr.problems, fmt.Sprintf("message %s in chat %s (%s) was never answered", m.msg, m.chat, m.token))
+				problem := fmt.Sprintf("message %s in chat %s (%s) was never answered", m.msg, m.chat, m.token)
+				if d, ok := p.(interface{ why(sent) string }); ok {
+					problem += ": " + d.why(m)
+				}
+				pr.problems = append(pr.problems, problem)
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -121,4 +122,27 @@ const foundLine = "Chunk already posted; not posting it again"
 // foundInLog counts the Sends the worker log says found their chunk.
 func (s *slackPlatform) foundInLog(workerLog string) int {
 	return strings.Count(workerLog, foundLine)
+}
+
+// why tells what became of an unanswered message's envelopes: how far
+// the fake's redeliveries went, and whether the gateway acked each.
+func (s *slackPlatform) why(m sent) string {
+	var out []string
+	for _, env := range s.fake.Envelopes() {
+		var body struct {
+			Event struct{ Type, TS, Channel string } `json:"event"`
+		}
+		if json.Unmarshal(env.Payload, &body) != nil || body.Event.TS != m.msg || body.Event.Channel != m.chat {
+			continue
+		}
+		acked := "never acked"
+		if s.fake.Acked(env.EnvelopeID) {
+			acked = "acked"
+		}
+		out = append(out, fmt.Sprintf("%s (%s) last retry_attempt %d, %s", env.EnvelopeID, body.Event.Type, env.RetryAttempt, acked))
+	}
+	if len(out) == 0 {
+		return "no envelope carried it"
+	}
+	return "envelopes: " + strings.Join(out, "; ")
 }
