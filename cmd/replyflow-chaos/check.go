@@ -29,7 +29,7 @@ func (r *rig) check(ctx context.Context, messages [][]sent, kills []kill) (repor
 		}
 	}
 	for i, p := range r.platforms {
-		rep.platforms = append(rep.platforms, platformReport{name: p.name(), sent: len(messages[i]), explainedBy: map[string]int{}, found: -1})
+		rep.platforms = append(rep.platforms, platformReport{name: p.name(), sent: len(messages[i]), explainedBy: map[string]int{}})
 	}
 
 	// One deadline for every platform's answers.
@@ -84,10 +84,7 @@ func (r *rig) check(ctx context.Context, messages [][]sent, kills []kill) (repor
 	workerLog, _ := os.ReadFile(filepath.Join(r.cfg.workDir, "worker.log"))
 	for i, p := range r.platforms {
 		pr := &rep.platforms[i]
-		p.duplicates(kills, pr)
-		if lookup, ok := p.(interface{ foundInLog(string) int }); ok {
-			pr.found = lookup.foundInLog(string(workerLog))
-		}
+		p.tally(kills, string(workerLog), pr)
 		if err := r.checkIdle(ctx, p, messages[i], pr); err != nil {
 			return rep, err
 		}

@@ -29,9 +29,10 @@ type platform interface {
 	// posted counts the chunks the platform accepted so far; worker
 	// kills are aimed at the next one.
 	posted() int
-	// duplicates counts chunks posted twice into rep, and explains those
-	// the platform cannot prevent by the kills.
-	duplicates(kills []kill, rep *platformReport)
+	// tally counts into rep the chunks posted twice (explaining those the
+	// platform cannot prevent by the kills) and the platform's own
+	// figures, from the fake and the worker's log.
+	tally(kills []kill, workerLog string, rep *platformReport)
 	// session is the key of the session of a chat.
 	session(chat string) pipeline.SessionKey
 	close()

@@ -80,11 +80,11 @@ func (t *telegramPlatform) session(chat string) pipeline.SessionKey {
 	return pipeline.SessionKey{Channel: telegram.Channel, Account: botAccount, Chat: chat}
 }
 
-// duplicates finds chunks sent twice to a chat and explains each by a
-// worker or server kill that hit the first send in flight (see
-// inFlightAt). A kill explains at most one duplicate per chat, the one
-// chunk its delivery had in flight there.
-func (t *telegramPlatform) duplicates(kills []kill, rep *platformReport) {
+// tally finds chunks sent twice to a chat and explains each by a worker
+// or server kill that hit the first send in flight (see inFlightAt). A
+// kill explains at most one duplicate per chat, the one chunk its
+// delivery had in flight there.
+func (t *telegramPlatform) tally(kills []kill, _ string, rep *platformReport) {
 	type chunk struct{ chat, text string }
 	firstAt := map[chunk]time.Time{}
 	used := map[[2]string]bool{} // kill index and chat
