@@ -42,14 +42,15 @@ func (s *slackPlatform) env() map[string]string { return harness.SlackVars(s.fak
 func (s *slackPlatform) close()                 { s.fake.Close() }
 
 func (s *slackPlatform) say(conv, k int, token string) sent {
-	channel := fmt.Sprintf("DCHAOS%03d", conv)
+	ch := slacktest.Channel{ID: fmt.Sprintf("DCHAOS%03d", conv), Members: 2}
 	text := "hello " + token
 	if conv%2 == 0 {
-		channel = fmt.Sprintf("CCHAOS%03d", conv)
+		ch = slacktest.Channel{ID: fmt.Sprintf("CCHAOS%03d", conv), Members: 5}
 		text = "<@" + s.fake.BotUserID + "> " + text
 	}
+	channel := ch.ID
 	if k == 0 {
-		s.fake.AddChannel(slacktest.Channel{ID: channel, Members: 5})
+		s.fake.AddChannel(ch)
 	}
 	post, events := s.fake.AddMessage(slacktest.Post{Channel: channel, User: fmt.Sprintf("U0CHAOS%03d", conv), Text: text})
 	for _, ev := range events {
