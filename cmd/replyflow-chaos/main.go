@@ -22,7 +22,11 @@ import (
 	"github.com/replyflow/replyflow/cmd/internal/harness"
 )
 
-func main() {
+func main() { os.Exit(chaos()) }
+
+// chaos runs and returns the exit code, so that its deferred clean-up
+// (the replyflow binary it built) runs on a failure too.
+func chaos() int {
 	cfg := defaultConfig()
 	platforms := flag.String("platform", "both", "telegram, slack, or both at once")
 	flag.StringVar(&cfg.temporalCLI, "temporal", "bin/temporal", "the Temporal CLI that runs the dev server")
@@ -37,7 +41,7 @@ func main() {
 	var err error
 	if cfg.platforms, err = platformNames(*platforms); err != nil {
 		fmt.Fprintln(os.Stderr, "replyflow-chaos:", err)
-		os.Exit(2)
+		return 2
 	}
 	if cfg.replyflow == "" {
 		dir := harness.MustMkdirTemp("replyflow-chaos-bin-")
@@ -45,7 +49,7 @@ func main() {
 		bin, err := harness.Build(dir)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "replyflow-chaos:", err)
-			os.Exit(1)
+			return 1
 		}
 		cfg.replyflow = bin
 	}
@@ -55,15 +59,16 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "replyflow-chaos:", err, "\n(logs kept in", cfg.workDir+")")
 		fmt.Fprintln(os.Stderr, repeatHint(cfg.seed))
-		os.Exit(1)
+		return 1
 	}
 	rep.print(os.Stdout)
 	if !rep.ok() {
 		fmt.Println("\nFAILED (logs kept in " + cfg.workDir + ")")
 		fmt.Println(repeatHint(cfg.seed))
-		os.Exit(1)
+		return 1
 	}
 	os.RemoveAll(cfg.workDir)
+	return 0
 }
 
 // repeatHint says how to run a failed run's choices again.
