@@ -1,11 +1,15 @@
-// Command replyflow-chaos runs conversations through the fake Bot API and
-// the demo model while killing, at random moments, the worker (SIGKILL),
-// the gateway (SIGKILL) and the Temporal dev server (SIGKILL, restarted on
-// its database file), then checks that nothing was lost: every message
+// Command replyflow-chaos runs conversations through fake platforms
+// (Telegram's Bot API, Slack over Socket Mode; -platform picks, both by
+// default) and the demo model while killing, at random moments, the
+// worker (SIGKILL, aimed right after a chunk was posted), the gateway
+// (SIGKILL) and the Temporal dev server (SIGKILL, restarted on its
+// database file), then checks that nothing was lost: every message
 // answered, no reaction left behind, every session idle, and duplicates
-// only where a kill hit a delivery in flight (Telegram has no idempotency
-// key). It exits 1 when a check fails. `make chaos` runs the long
-// configuration; a short one runs inside `make test`.
+// only where a kill hit a delivery in flight on Telegram, which has no
+// idempotency key. On Slack, whose posts carry their key and are looked
+// up before a retry posts, no duplicate is allowed. It exits 1 when a
+// check fails. `make chaos` runs the long configuration; a short one
+// runs inside `make test`.
 package main
 
 import (
@@ -18,24 +22,34 @@ import (
 	"github.com/replyflow/replyflow/cmd/internal/harness"
 )
 
-func main() {
+func main() { os.Exit(chaos()) }
+
+// chaos runs and returns the exit code, so that its deferred clean-up
+// (the replyflow binary it built) runs on a failure too.
+func chaos() int {
 	cfg := defaultConfig()
+	platforms := flag.String("platform", "both", "telegram, slack, or both at once")
 	flag.StringVar(&cfg.temporalCLI, "temporal", "bin/temporal", "the Temporal CLI that runs the dev server")
 	flag.StringVar(&cfg.replyflow, "replyflow", "", "the replyflow binary (built when empty)")
-	flag.IntVar(&cfg.sessions, "sessions", 20, "conversations at once")
+	flag.IntVar(&cfg.sessions, "sessions", 20, "conversations at once on each platform")
 	flag.IntVar(&cfg.messages, "messages", 40, "messages per conversation")
 	flag.DurationVar(&cfg.gap, "gap", 2*time.Second, "most time between two messages of a conversation")
 	flag.DurationVar(&cfg.killEvery, "kill-every", 3*time.Second, "mean time between two kills")
 	flag.BoolVar(&cfg.killServer, "kill-server", true, "also kill and restart the Temporal dev server")
 	flag.Int64Var(&cfg.seed, "seed", time.Now().UnixNano(), "random seed (printed, to replay a run's choices)")
 	flag.Parse()
+	var err error
+	if cfg.platforms, err = platformNames(*platforms); err != nil {
+		fmt.Fprintln(os.Stderr, "replyflow-chaos:", err)
+		return 2
+	}
 	if cfg.replyflow == "" {
 		dir := harness.MustMkdirTemp("replyflow-chaos-bin-")
 		defer os.RemoveAll(dir)
 		bin, err := harness.Build(dir)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "replyflow-chaos:", err)
-			os.Exit(1)
+			return 1
 		}
 		cfg.replyflow = bin
 	}
@@ -45,15 +59,16 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "replyflow-chaos:", err, "\n(logs kept in", cfg.workDir+")")
 		fmt.Fprintln(os.Stderr, repeatHint(cfg.seed))
-		os.Exit(1)
+		return 1
 	}
 	rep.print(os.Stdout)
 	if !rep.ok() {
 		fmt.Println("\nFAILED (logs kept in " + cfg.workDir + ")")
 		fmt.Println(repeatHint(cfg.seed))
-		os.Exit(1)
+		return 1
 	}
 	os.RemoveAll(cfg.workDir)
+	return 0
 }
 
 // repeatHint says how to run a failed run's choices again.

@@ -4,19 +4,21 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
-	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
 	"github.com/replyflow/replyflow/cmd/internal/harness"
 )
 
 type config struct {
 	temporalCLI, replyflow string
-	sessions, messages     int
+	platforms              []string // see platformNames
+	sessions, messages     int      // on each platform
 	gap, killEvery         time.Duration
 	killServer             bool
 	clearDelay             time.Duration
@@ -27,32 +29,24 @@ type config struct {
 }
 
 func defaultConfig() config {
-	return config{clearDelay: 2 * time.Second, settle: 4 * time.Minute, progress: io.Discard}
+	return config{platforms: []string{"telegram", "slack"}, clearDelay: 2 * time.Second, settle: 4 * time.Minute, progress: io.Discard}
 }
 
-// botAccount is the fake bot's ID, the account part of its sessions' keys.
-const botAccount = "4242"
-
-// sent is one user message: its chat, ID and the token its text carries.
-type sent struct {
-	chat  int64
-	msg   int
-	token string
-}
-
-// kill is one kill: whom, when, and when the victim was back.
+// kill is one kill: whom, when, and when the victim was back. aimedAt is
+// the platform whose post a worker kill followed at once ("" when none
+// came in time).
 type kill struct {
-	victim string
-	at, up time.Time
+	victim, aimedAt string
+	at, up          time.Time
 }
 
 // rig is the system under attack.
 type rig struct {
-	cfg      config
-	fake     *telegramtest.Server
-	temporal *harness.Temporal
-	worker   *harness.Proc
-	gateway  *harness.Proc
+	cfg       config
+	platforms []platform
+	temporal  *harness.Temporal
+	worker    *harness.Proc
+	gateway   *harness.Proc
 	// killRnd chooses kills and talkRnd the pauses between messages; two
 	// sources, as they are used from two goroutines.
 	killRnd, talkRnd *rand.Rand
@@ -68,17 +62,11 @@ func (r *rig) exits() int {
 }
 
 func run(ctx context.Context, cfg config) (report, error) {
+	began := time.Now()
 	r := &rig{cfg: cfg, killRnd: rand.New(rand.NewSource(cfg.seed)), talkRnd: rand.New(rand.NewSource(cfg.seed + 1))}
-	fmt.Fprintf(cfg.progress, "chaos: seed %d, %d sessions × %d messages, work dir %s\n", cfg.seed, cfg.sessions, cfg.messages, cfg.workDir)
-	r.fake = telegramtest.New(botAccount + ":chaos")
-	defer r.fake.Close()
-	var err error
-	r.temporal, err = harness.StartTemporal(ctx, cfg.temporalCLI, filepath.Join(cfg.workDir, "temporal.db"), filepath.Join(cfg.workDir, "temporal.log"))
-	if err != nil {
-		return report{}, err
-	}
-	defer r.temporal.Stop()
-	env := harness.Env(r.temporal.Address, "chaos", filepath.Join(cfg.workDir, "replyflow.db"), r.fake, map[string]string{
+	fmt.Fprintf(cfg.progress, "chaos: seed %d, %s: %d sessions × %d messages each, work dir %s\n",
+		cfg.seed, strings.Join(cfg.platforms, " and "), cfg.sessions, cfg.messages, cfg.workDir)
+	extra := map[string]string{
 		"DEBOUNCE":               "300ms",
 		"DEMO_MODEL_DELAY":       "300ms",
 		"REACTION_CLEAR_DELAY":   cfg.clearDelay.String(),
@@ -86,7 +74,20 @@ func run(ctx context.Context, cfg config) (report, error) {
 		"TURN_HEARTBEAT_TIMEOUT": "5s",
 		"DELIVERY_TIMEOUT":       "5s",
 		"LOG_LEVEL":              "info",
-	})
+	}
+	for _, name := range cfg.platforms {
+		p := newPlatform(name)
+		defer p.close()
+		r.platforms = append(r.platforms, p)
+		maps.Copy(extra, p.env())
+	}
+	var err error
+	r.temporal, err = harness.StartTemporal(ctx, cfg.temporalCLI, filepath.Join(cfg.workDir, "temporal.db"), filepath.Join(cfg.workDir, "temporal.log"))
+	if err != nil {
+		return report{}, err
+	}
+	defer r.temporal.Stop()
+	env := harness.Env(r.temporal.Address, "chaos", filepath.Join(cfg.workDir, "replyflow.db"), nil, extra)
 	r.worker = harness.Worker(cfg.replyflow, env, filepath.Join(cfg.workDir, "worker.log"))
 	if r.gateway, err = harness.Gateway(cfg.replyflow, env, filepath.Join(cfg.workDir, "gateway.log")); err != nil {
 		return report{}, err
@@ -103,60 +104,80 @@ func run(ctx context.Context, cfg config) (report, error) {
 	go func() { kills <- r.killUntil(talking) }()
 	messages := r.converse(ctx)
 	stopTalking()
+	talked := time.Now()
 	killed := <-kills
 	if err := r.ensureRunning(ctx); err != nil {
 		return report{}, err
 	}
-	fmt.Fprintf(cfg.progress, "chaos: %d messages sent, %d kills; waiting for the answers\n", len(messages), len(killed))
-	return r.check(ctx, messages, killed)
+	total := 0
+	for _, ms := range messages {
+		total += len(ms)
+	}
+	fmt.Fprintf(cfg.progress, "chaos: %d messages sent, %d kills; waiting for the answers\n", total, len(killed))
+	rep, err := r.check(ctx, messages, killed)
+	rep.talking, rep.answered, rep.took = talked.Sub(began), rep.answeredAt.Sub(talked), time.Since(began)
+	return rep, err
 }
 
-// converse runs the conversations, each message carrying a unique token
-// the demo model echoes back.
-func (r *rig) converse(ctx context.Context) []sent {
+// converse runs the conversations on every platform at once, each
+// message carrying a token unique on its platform that the demo model
+// echoes back. It returns each platform's messages, in its order.
+func (r *rig) converse(ctx context.Context) [][]sent {
 	var mu sync.Mutex
-	var out []sent
+	out := make([][]sent, len(r.platforms))
 	var wg sync.WaitGroup
-	gaps := make([][]time.Duration, r.cfg.sessions)
-	for i := range gaps {
-		for range r.cfg.messages {
-			gaps[i] = append(gaps[i], time.Duration(r.talkRnd.Int63n(int64(r.cfg.gap)+1)))
+	gaps := make([][][]time.Duration, len(r.platforms))
+	for pi := range gaps {
+		gaps[pi] = make([][]time.Duration, r.cfg.sessions)
+		for i := range gaps[pi] {
+			for range r.cfg.messages {
+				gaps[pi][i] = append(gaps[pi][i], time.Duration(r.talkRnd.Int63n(int64(r.cfg.gap)+1)))
+			}
 		}
 	}
-	for i := range r.cfg.sessions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			chat := telegramtest.Private(int64(7_000_000 + i))
-			user := telegramtest.User{ID: chat.ID, FirstName: "Chaos"}
-			for k := range r.cfg.messages {
-				token := "[c" + strconv.Itoa(i) + "-m" + strconv.Itoa(k) + "]"
-				msg := r.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: user, Text: "hello " + token})
-				mu.Lock()
-				out = append(out, sent{chat: chat.ID, msg: msg, token: token})
-				mu.Unlock()
-				select {
-				case <-time.After(gaps[i][k]):
-				case <-ctx.Done():
-					return
+	for pi, p := range r.platforms {
+		for i := range r.cfg.sessions {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := range r.cfg.messages {
+					m := p.say(i, k, "[c"+strconv.Itoa(i)+"-m"+strconv.Itoa(k)+"]")
+					mu.Lock()
+					out[pi] = append(out[pi], m)
+					mu.Unlock()
+					select {
+					case <-time.After(gaps[pi][i][k]):
+					case <-ctx.Done():
+						return
+					}
 				}
-			}
-		}()
+			}()
+		}
 	}
 	wg.Wait()
 	return out
 }
 
-// killUntil kills a process at random moments until ctx ends, and at
-// least once each. Victims come in shuffled rounds, so every kind is hit
-// as often as the others.
+// killUntil kills a process at random moments until ctx ends, and each
+// kind at least once. Victims come in shuffled rounds, so every kind is
+// hit as often as the others; a round kills the worker once per
+// platform, each time right after that platform accepted a post (see
+// aimAt), so that every platform has a delivery caught in flight.
 func (r *rig) killUntil(ctx context.Context) []kill {
-	victims := []string{"worker", "gateway"}
+	type target struct {
+		victim string
+		aim    platform // the worker's kills only
+	}
+	var victims []target
+	for _, p := range r.platforms {
+		victims = append(victims, target{"worker", p})
+	}
+	victims = append(victims, target{victim: "gateway"})
 	if r.cfg.killServer {
-		victims = append(victims, "server")
+		victims = append(victims, target{victim: "server"})
 	}
 	var out []kill
-	var round []string
+	var round []target
 	for {
 		wait := r.cfg.killEvery/2 + time.Duration(r.killRnd.Int63n(int64(r.cfg.killEvery)+1))
 		// Every kind is killed at least once, however short the run.
@@ -173,33 +194,37 @@ func (r *rig) killUntil(ctx context.Context) []kill {
 			fmt.Fprintf(r.cfg.progress, "chaos: %v\n", err)
 		}
 		if len(round) == 0 {
-			round = append([]string(nil), victims...)
+			round = append([]target(nil), victims...)
 			r.killRnd.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
 		}
-		victim := round[0]
+		t := round[0]
 		round = round[1:]
-		k := kill{victim: victim, at: time.Now()}
-		fmt.Fprintf(r.cfg.progress, "chaos: SIGKILL %s\n", victim)
+		k := kill{victim: t.victim}
 		down := time.Duration(200+r.killRnd.Intn(800)) * time.Millisecond
-		switch victim {
-		case "worker":
-			r.worker.Kill()
-			time.Sleep(down)
-			_ = r.worker.Start()
-		case "gateway":
-			r.gateway.Kill()
-			time.Sleep(down)
-			_ = r.gateway.Start()
-		case "server":
-			r.temporal.Kill()
-			time.Sleep(down)
-			if err := r.temporal.Restart(context.Background()); err != nil {
-				fmt.Fprintf(r.cfg.progress, "chaos: %v\n", err)
-			}
+		if t.aim != nil && aimAt(t.aim) {
+			k.aimedAt = t.aim.name()
+		}
+		proc := map[string]*harness.Proc{"worker": r.worker, "gateway": r.gateway, "server": r.temporal.Proc}[t.victim]
+		k.at = time.Now()
+		proc.Kill()
+		r.logKill(k)
+		time.Sleep(down)
+		if t.victim != "server" {
+			_ = proc.Start()
+		} else if err := r.temporal.Restart(context.Background()); err != nil {
+			fmt.Fprintf(r.cfg.progress, "chaos: %v\n", err)
 		}
 		k.up = time.Now()
 		out = append(out, k)
 	}
+}
+
+func (r *rig) logKill(k kill) {
+	if k.aimedAt != "" {
+		fmt.Fprintf(r.cfg.progress, "chaos: SIGKILL %s, just after a %s post\n", k.victim, k.aimedAt)
+		return
+	}
+	fmt.Fprintf(r.cfg.progress, "chaos: SIGKILL %s\n", k.victim)
 }
 
 // ensureRunning restarts whatever died on its own (a process that exits

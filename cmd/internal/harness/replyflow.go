@@ -2,10 +2,11 @@ package harness
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 
 	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
@@ -22,35 +23,38 @@ func Build(dir string) (string, error) {
 }
 
 // Env is the environment of a replyflow process that talks to Temporal
-// at address on taskQueue and to the fake Bot API, with the web chat off,
-// the demo model answering at once, and pacing off. extra overrides any
-// of it (names without the REPLYFLOW_ prefix).
+// at address on taskQueue and, when fake is not nil, to that fake Bot
+// API, with the web chat off, the demo model answering at once, and
+// pacing off. extra overrides any of it (names without the REPLYFLOW_
+// prefix); SlackVars gives what a fake Slack needs.
 func Env(address, taskQueue, storeDSN string, fake *telegramtest.Server, extra map[string]string) []string {
 	vars := map[string]string{
-		"TASK_QUEUE":                taskQueue,
-		"STORE_DSN":                 storeDSN,
-		"WEBCHAT_ENABLED":           "false",
+		"TASK_QUEUE":       taskQueue,
+		"STORE_DSN":        storeDSN,
+		"WEBCHAT_ENABLED":  "false",
+		"DEMO_MODEL_DELAY": "0",
+		"LOG_LEVEL":        "warn",
+		"OWNERS":           "*",
+	}
+	if fake != nil {
+		maps.Copy(vars, TelegramVars(fake))
+	}
+	maps.Copy(vars, extra)
+	env := []string{"TEMPORAL_ADDRESS=" + address, "TEMPORAL_NAMESPACE=default"}
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		env = append(env, "REPLYFLOW_"+k+"="+vars[k])
+	}
+	return env
+}
+
+// TelegramVars turn Telegram on against the fake Bot API, pacing off.
+func TelegramVars(fake *telegramtest.Server) map[string]string {
+	return map[string]string{
 		"TELEGRAM_TOKEN":            fake.Token,
 		"TELEGRAM_API_URL":          fake.URL(),
 		"TELEGRAM_PACE":             "0",
 		"TELEGRAM_GROUP_PER_MINUTE": "0",
-		"DEMO_MODEL_DELAY":          "0",
-		"LOG_LEVEL":                 "warn",
-		"OWNERS":                    "*",
 	}
-	for k, v := range extra {
-		vars[k] = v
-	}
-	env := []string{"TEMPORAL_ADDRESS=" + address, "TEMPORAL_NAMESPACE=default"}
-	keys := make([]string, 0, len(vars))
-	for k := range vars {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		env = append(env, "REPLYFLOW_"+k+"="+vars[k])
-	}
-	return env
 }
 
 // Worker and Gateway are replyflow's two halves as processes.
