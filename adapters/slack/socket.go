@@ -11,6 +11,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/adapters/internal/lanes"
 )
 
 // SocketConfig configures the Socket Mode receiver.
@@ -62,8 +63,10 @@ func (r *Receiver) RunSocket(ctx context.Context, cfg SocketConfig) error {
 		failed <- r.runClient(ctx, client, report)
 		cancel()
 	}()
-	err := r.consume(ctx, client, report)
+	work := lanes.New(socketLanes, socketQueued)
+	err := r.consume(ctx, client, work, report)
 	cancel()
+	work.Wait() // hand-offs end with ctx; their envelopes stay unacked
 	if runErr := <-failed; runErr != nil {
 		err = runErr
 	}
@@ -91,7 +94,17 @@ func errString(err error) string {
 
 // consume reads the client's events until ctx is done. Envelopes are
 // handled one at a time, in order: the sink's Accept is the only wait.
-func (r *Receiver) consume(ctx context.Context, client *socketmode.Client, report func(adapters.Health)) error {
+// Envelopes are handed to Temporal up to socketLanes Slack channels at
+// once, in order within each channel; at most socketQueued wait, past
+// which the socket is not read (Slack redelivers what waits unacked past
+// its 3 s deadline, and the session drops the copies). A hand-off waits
+// at most AcceptTimeout.
+const (
+	socketLanes  = 16
+	socketQueued = 256
+)
+
+func (r *Receiver) consume(ctx context.Context, client *socketmode.Client, work *lanes.Lanes, report func(adapters.Health)) error {
 	for {
 		var evt socketmode.Event
 		select {
@@ -120,10 +133,14 @@ func (r *Receiver) consume(ctx context.Context, client *socketmode.Client, repor
 			report(adapters.Health{State: adapters.StateFailed, Error: "invalid_auth"})
 		case socketmode.EventTypeEventsAPI:
 			ev, ok := evt.Data.(slackevents.EventsAPIEvent)
-			r.handleEnvelope(ctx, client, evt, ok, func() error { return r.HandleEvent(ctx, ev) })
+			_ = work.Go(ctx, laneOf(evt), func() {
+				r.handleEnvelope(ctx, client, evt, ok, func() error { return r.HandleEvent(ctx, ev) })
+			})
 		case socketmode.EventTypeInteractive:
 			cb, ok := evt.Data.(slack.InteractionCallback)
-			r.handleEnvelope(ctx, client, evt, ok, func() error { return r.HandleInteraction(ctx, cb) })
+			_ = work.Go(ctx, laneOf(evt), func() {
+				r.handleEnvelope(ctx, client, evt, ok, func() error { return r.HandleInteraction(ctx, cb) })
+			})
 		case socketmode.EventTypeErrorBadMessage:
 			r.ackUnreadable(client, evt)
 		default:
@@ -132,6 +149,30 @@ func (r *Receiver) consume(ctx context.Context, client *socketmode.Client, repor
 			}
 		}
 	}
+}
+
+// laneOf is the Slack channel an envelope is about (its event's or its
+// press's), so that one channel's events reach Temporal in order; "" when
+// it names none.
+func laneOf(evt socketmode.Event) string {
+	if evt.Request == nil {
+		return ""
+	}
+	var p struct {
+		Event struct {
+			Channel string `json:"channel"`
+			Item    struct {
+				Channel string `json:"channel"`
+			} `json:"item"`
+		} `json:"event"`
+		Channel struct {
+			ID string `json:"id"`
+		} `json:"channel"`
+	}
+	if json.Unmarshal(evt.Request.Payload, &p) != nil {
+		return ""
+	}
+	return firstOf(p.Event.Channel, firstOf(p.Event.Item.Channel, p.Channel.ID))
 }
 
 // handleEnvelope acks an envelope once handle returned nil, and leaves it

@@ -11,6 +11,7 @@ import (
 
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/slack/slacktest"
+	"github.com/replyflow/replyflow/pipeline"
 )
 
 // healthLog records the states reported.
@@ -177,4 +178,62 @@ func TestSocketAcksAnEnvelopeSlackGoCannotRead(t *testing.T) {
 	require.NoError(t, fake.WaitFor(ctx, func() bool { return fake.Acked(unreadable) && fake.Acked(readable) }))
 	calls, _, _ := to.snapshot()
 	assert.Equal(t, 1, calls, "the unreadable event never reaches the sink")
+}
+
+// holdChannel holds the hand-off of one channel's messages until released.
+type holdChannel struct {
+	*recordingSink
+	channel string
+	entered chan struct{} // told when a held hand-off starts
+	release chan struct{}
+}
+
+func (h holdChannel) Accept(ctx context.Context, in pipeline.Inbound) error {
+	if in.ChatID == h.channel {
+		h.entered <- struct{}{}
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return h.recordingSink.Accept(ctx, in)
+}
+
+// A channel whose hand-off is slow holds up no other channel, and its own
+// messages still reach Temporal in order.
+func TestSocketHandsChannelsOnAtOnceAndEachInOrder(t *testing.T) {
+	fake := startFake(t)
+	fake.AddChannel(slacktest.Channel{ID: "C2", Members: 3})
+	to := newSink()
+	sink := holdChannel{recordingSink: to, channel: "C1", entered: make(chan struct{}, 100), release: make(chan struct{})}
+	r, err := NewReceiver(ReceiverConfig{Bot: Identity{UserID: fake.BotUserID, BotID: fake.BotID}, Sink: sink})
+	require.NoError(t, err)
+	ctx := testContext(t)
+	go func() { _ = r.RunSocket(ctx, SocketConfig{AppToken: fake.AppToken, BotToken: fake.BotToken, APIURL: fake.APIURL(), StaleAfter: time.Minute}) }()
+	require.NoError(t, fake.WaitFor(ctx, func() bool { return fake.Connections() > 0 }))
+
+	first, evs1 := fake.AddMessage(slacktest.Post{Channel: "C1", User: "U1", Text: "one"})
+	second, evs2 := fake.AddMessage(slacktest.Post{Channel: "C1", User: "U1", Text: "two"})
+	other, evs3 := fake.AddMessage(slacktest.Post{Channel: "C2", User: "U2", Text: "elsewhere"})
+	fake.SendEvent(evs1[0])
+	select {
+	case <-sink.entered:
+	case <-ctx.Done():
+		t.Fatal("C1's first message never reached the sink")
+	}
+	fake.SendEvent(evs2[0])
+	fake.SendEvent(evs3[0])
+
+	accepted := to.waitAccepted(t, ctx, 1)
+	assert.Equal(t, other.TS, accepted[0].MessageID, "C2 went on while C1 was held")
+	close(sink.release)
+	accepted = to.waitAccepted(t, ctx, 3)
+	var c1 []string
+	for _, in := range accepted {
+		if in.ChatID == "C1" {
+			c1 = append(c1, in.MessageID)
+		}
+	}
+	assert.Equal(t, []string{first.TS, second.TS}, c1[:2], "C1 in the order Slack sent it")
 }
