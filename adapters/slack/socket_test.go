@@ -210,7 +210,9 @@ func TestSocketHandsChannelsOnAtOnceAndEachInOrder(t *testing.T) {
 	r, err := NewReceiver(ReceiverConfig{Bot: Identity{UserID: fake.BotUserID, BotID: fake.BotID}, Sink: sink})
 	require.NoError(t, err)
 	ctx := testContext(t)
-	go func() { _ = r.RunSocket(ctx, SocketConfig{AppToken: fake.AppToken, BotToken: fake.BotToken, APIURL: fake.APIURL(), StaleAfter: time.Minute}) }()
+	go func() {
+		_ = r.RunSocket(ctx, SocketConfig{AppToken: fake.AppToken, BotToken: fake.BotToken, APIURL: fake.APIURL(), StaleAfter: time.Minute})
+	}()
 	require.NoError(t, fake.WaitFor(ctx, func() bool { return fake.Connections() > 0 }))
 
 	first, evs1 := fake.AddMessage(slacktest.Post{Channel: "C1", User: "U1", Text: "one"})
