@@ -35,6 +35,13 @@ type Platform interface {
 	Outbound(w WorkerSide) (Outbound, error)
 }
 
+// TypingRefresher is a Platform whose typing indicator lasts a known
+// time: the worker refreshes it at TypingInterval unless
+// REPLYFLOW_TYPING_INTERVAL_BY_CHANNEL says otherwise.
+type TypingRefresher interface {
+	TypingInterval() time.Duration
+}
+
 // GatewaySide is what the gateway lends a platform.
 type GatewaySide struct {
 	// Mux is the gateway's HTTP server (REPLYFLOW_WEBCHAT_ADDR); routes are

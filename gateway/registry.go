@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
+	"time"
 
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/slack"
@@ -54,6 +56,19 @@ func Outbound(platforms []adapters.Platform, w adapters.WorkerSide) (map[string]
 		out[p.Channel()] = o
 	}
 	return out, nil
+}
+
+// TypingIntervals are the per-channel typing refreshes: each platform's
+// own (adapters.TypingRefresher), overridden by configured.
+func TypingIntervals(platforms []adapters.Platform, configured map[string]time.Duration) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, p := range platforms {
+		if t, ok := p.(adapters.TypingRefresher); ok {
+			out[p.Channel()] = t.TypingInterval()
+		}
+	}
+	maps.Copy(out, configured)
+	return out
 }
 
 // Serving is the gateway side of every enabled platform.

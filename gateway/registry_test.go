@@ -90,3 +90,14 @@ func TestTheRegistryNamesEachChannelOnce(t *testing.T) {
 	}
 	assert.True(t, seen["webchat"] && seen["telegram"], "%v", seen)
 }
+
+// typingPlatform refreshes its typing indicator at its own interval.
+type typingPlatform struct{ fakePlatform }
+
+func (typingPlatform) TypingInterval() time.Duration { return 8 * time.Second }
+
+func TestTypingIntervalsArePlatformsOwnUnlessConfigured(t *testing.T) {
+	platforms := []adapters.Platform{&fakePlatform{name: "a"}, &typingPlatform{fakePlatform{name: "b"}}, &typingPlatform{fakePlatform{name: "c"}}}
+	got := TypingIntervals(platforms, map[string]time.Duration{"c": time.Second, "d": 2 * time.Second})
+	assert.Equal(t, map[string]time.Duration{"b": 8 * time.Second, "c": time.Second, "d": 2 * time.Second}, got)
+}

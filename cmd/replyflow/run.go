@@ -88,7 +88,7 @@ func buildActivities(cfg Config, ids adapters.IDMap, logger *slog.Logger) (*acti
 		Location:        location(cfg.Timezone),
 		Outbound:        outbound,
 		TypingInterval:  cfg.TypingInterval,
-		TypingByChannel: cfg.TypingByChannel,
+		TypingByChannel: gateway.TypingIntervals(cfg.Platforms, cfg.TypingByChannel),
 		ThinkingAfter:   cfg.ReactionCoalesce,
 		ChannelSettings: cfg.channelSettings,
 		Logger:          logger,
