@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/adapters/discord"
 	"github.com/replyflow/replyflow/adapters/slack"
 	"github.com/replyflow/replyflow/adapters/telegram"
 	"github.com/replyflow/replyflow/adapters/webchat"
@@ -20,6 +21,7 @@ func Platforms() []adapters.Platform {
 		&webchat.Platform{},
 		&telegram.Platform{},
 		&slack.Platform{},
+		&discord.Platform{},
 	}
 }
 
