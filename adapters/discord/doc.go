@@ -12,10 +12,11 @@
 // messages, their reactions and the privileged MESSAGE_CONTENT. Discord
 // closes an IDENTIFY that asks for an intent the application may not use
 // with 4014; the gateway then logs it, shows "failed" on /healthz with
-// MessageContentHint, and tries again every 30 s, so enabling the intent
-// in the Developer Portal (Bot tab) is enough. A refused token (4004) is
+// MessageContentHint, and keeps trying (backoff up to 30 s), so enabling
+// the intent in the Developer Portal (Bot tab) is enough. A refused token (4004) is
 // the one failure that stops the gateway (Serving.Failed). discordgo's own
-// reconnect is off: Run reconnects itself (backoff 1 s to 30 s), so each
+// reconnect is off: Run reconnects itself (at once, then with backoff
+// from 1 s to 30 s), so each
 // end of a connection is logged and /healthz says connecting, up or
 // failed. A connection that stays open but delivers nothing (no heartbeat
 // ACK, no event) for 3 heartbeat intervals is closed by the watchdog with

@@ -103,6 +103,9 @@ func newGateway(cfg GatewayConfig, tune tuning) (*Gateway, error) {
 	// sleep out a 429 whatever the context says.
 	s.ShouldRetryOnRateLimit, s.MaxRestRetries = false, 0
 	s.ShouldReconnectOnError = false
+	// A handshake that hangs must not hold Run (and a stop) for
+	// websocket's default 45 s.
+	s.Dialer = &websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: 10 * time.Second}
 	// Handlers run in order on the reader, so a channel's messages are
 	// queued in the order Discord sent them; each returns at once or
 	// after enqueueWait at most.

@@ -132,7 +132,15 @@ func TestButtonPressIsAnsweredOnlyAfterTheSinkAcceptedIt(t *testing.T) {
 	refused := s.fake.Press(discordtest.Press{Channel: thread, Message: proposal.ID, User: ada, CustomID: "approve:p1"})
 	s.logs.waitFor(t, "button press not accepted in time", "interaction="+refused.ID)
 	assert.Empty(t, s.fake.Responses(refused.ID))
-	s.sink.set(func(k *sink) { k.fail = nil })
+	// A sink slower than Discord's 3 s: unanswered too.
+	slow := make(chan struct{})
+	defer close(slow)
+	s.sink.set(func(k *sink) { k.fail, k.hold = nil, slow })
+	late := s.fake.Press(discordtest.Press{Channel: thread, Message: proposal.ID, User: ada, CustomID: "approve:p1"})
+	line := s.logs.waitFor(t, "button press not accepted in time", "interaction="+late.ID)
+	assert.Contains(t, line, "deadline exceeded")
+	assert.Empty(t, s.fake.Responses(late.ID))
+	s.sink.set(func(k *sink) { k.hold = nil })
 	again := s.fake.Press(discordtest.Press{Channel: thread, Message: proposal.ID, User: ada, CustomID: "approve:p1"})
 	waitFake(t, s.fake, "the press again is answered", func() bool { return len(s.fake.Responses(again.ID)) == 1 })
 }
@@ -313,4 +321,24 @@ func TestAWrongTokenStopsTheGateway(t *testing.T) {
 		t.Fatal("the gateway kept trying a refused token")
 	}
 	assert.Equal(t, adapters.StateFailed, s.health.waitFor(t, "failed", func(h adapters.Health) bool { return h.State == adapters.StateFailed }).State)
+}
+
+func TestTheCatchUpHandsTheOldestMissedMessagesUpToItsLimit(t *testing.T) {
+	s := newSetup(t, discordtest.Options{})
+	first := s.run(t)
+	s.connected(t, first)
+	before := s.fake.Post(discordtest.Post{Channel: general, Author: ada, Content: "before"})
+	s.sink.waitAccepted(t, before.ID)
+	first.stop(t)
+	s.clock.Skip(time.Second)
+	var missed []string
+	for _, text := range []string{"one", "two", "three"} {
+		missed = append(missed, s.fake.Post(discordtest.Post{Channel: general, Author: ada, Content: text}).ID)
+	}
+	s.health = &health{}
+	s.catchupLimit = 2
+	s.run(t)
+	s.logs.waitFor(t, "catch-up stopped at its limit", "limit=2")
+	s.sink.waitAccepted(t, missed[:2]...)
+	assert.Equal(t, []string{before.ID, missed[0], missed[1]}, s.sink.acceptedIDs())
 }

@@ -346,6 +346,8 @@ type setup struct {
 	sessions *sessions
 	tune     tuning
 	token    string
+	// catchupLimit is GatewayConfig.CatchupLimit; 0 for the default.
+	catchupLimit int
 }
 
 func newSetup(t *testing.T, opts discordtest.Options) *setup {
@@ -369,7 +371,7 @@ func newSetup(t *testing.T, opts discordtest.Options) *setup {
 func (s *setup) run(t *testing.T) *running {
 	t.Helper()
 	g, err := newGateway(GatewayConfig{Token: s.token, HTTPClient: s.fake.Client(), Sink: s.sink, Feedback: s.sink,
-		Sessions: s.sessions, Health: s.health, Logger: slog.New(s.logs)}, s.tune)
+		Sessions: s.sessions, Health: s.health, Logger: slog.New(s.logs), CatchupLimit: s.catchupLimit}, s.tune)
 	if err != nil {
 		t.Fatal(err)
 	}
