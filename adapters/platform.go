@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/replyflow/replyflow/pipeline"
 )
 
 // Platform is one chat platform as the replyflow commands see it: its
@@ -56,6 +58,25 @@ type GatewaySide struct {
 	// WriteTimeout bounds a request's answer, or each write to an event
 	// stream (REPLYFLOW_HTTP_TIMEOUT).
 	WriteTimeout time.Duration
+	// Sessions lists the running sessions, for a platform that does not
+	// redeliver what a dead gateway missed (Discord) and must fetch it
+	// from the platform's history; nil when the gateway cannot list them.
+	Sessions SessionLister
+}
+
+// SessionLister finds the sessions that are running now.
+type SessionLister interface {
+	// OpenSessions are the running sessions of one channel ("discord").
+	OpenSessions(ctx context.Context, channel string) ([]OpenSession, error)
+}
+
+// OpenSession is a running session as visibility knows it.
+type OpenSession struct {
+	Key pipeline.SessionKey
+	// LastInboundAt is when the session last took a message; zero when
+	// no worker ran it yet.
+	LastInboundAt time.Time
+	StartedAt     time.Time
 }
 
 // Serving is a platform's running gateway side.

@@ -4,7 +4,10 @@
 // The Ingress hands inbound messages and feedback from the platform
 // adapters to session workflows with SignalWithStart; an adapter acks its
 // platform only after Accept returned nil. Status answers GET /healthz with
-// each platform's connection state.
+// each platform's connection state. Sessions lists the running sessions
+// of a channel through Temporal visibility (by workflow ID, so a session
+// no worker ran yet is found too), for a platform that fetches what a dead
+// gateway missed from its history (Discord's catch-up).
 //
 // Platforms is the registry: each entry is an adapters.Platform, which
 // gives its settings (the value itself, filled from REPLYFLOW_* variables),

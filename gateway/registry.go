@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/adapters/discord"
 	"github.com/replyflow/replyflow/adapters/slack"
 	"github.com/replyflow/replyflow/adapters/telegram"
 	"github.com/replyflow/replyflow/adapters/webchat"
@@ -22,6 +23,7 @@ func Platforms() []adapters.Platform {
 		&webchat.Platform{},
 		&telegram.Platform{},
 		&slack.Platform{},
+		&discord.Platform{},
 	}
 }
 

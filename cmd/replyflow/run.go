@@ -184,6 +184,7 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 	mux.Handle("GET /healthz", status)
 	platforms, err := gateway.Serve(ctx, cfg.Platforms, adapters.GatewaySide{
 		Mux: mux, Sink: sink, Feedback: sink, Health: status, Logger: logger, WriteTimeout: cfg.HTTPTimeout,
+		Sessions: &gateway.Sessions{Client: c},
 	})
 	if err != nil {
 		return err

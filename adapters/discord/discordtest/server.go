@@ -194,6 +194,7 @@ func New(opts Options) *Server {
 	for pattern, h := range routes {
 		api.Handle(pattern, s.handler(pattern, h))
 	}
+	api.Handle(RouteActiveThreads, s.handler(RouteActiveThreads, s.activeThreads)) // threads.go
 	mux := http.NewServeMux()
 	mux.Handle("/api/", stripVersion(api))
 	mux.HandleFunc("/gateway", s.serveGateway)

@@ -1,0 +1,171 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/replyflow/replyflow/adapters"
+)
+
+// DefaultAPIURL is Discord's REST API, as discordgo addresses it.
+const DefaultAPIURL = "https://discord.com/api/v9/"
+
+// Platform holds the REPLYFLOW_DISCORD_* settings, the gateway side of
+// Discord (Serve) and its worker side (Outbound).
+type Platform struct {
+	// Token is the bot's token (Developer Portal, Bot tab); it turns
+	// Discord on. Keep it secret.
+	Token string `envconfig:"DISCORD_TOKEN"`
+	// APIURL is the REST API (a fake in tests): every call discordgo
+	// makes to DefaultAPIURL goes there instead, GET /gateway included,
+	// whose answer names the WebSocket to dial.
+	APIURL string `envconfig:"DISCORD_API_URL" default:"https://discord.com/api/v9/"`
+	// ApplicationID is the application's ID, for answering button
+	// presses through their webhooks; empty: the bot's user ID, which is
+	// the application's for every application made since 2021.
+	ApplicationID string `envconfig:"DISCORD_APPLICATION_ID"`
+	// CatchupLimit and CatchupMaxAge bound the catch-up after a READY:
+	// the most messages a channel hands on, and the oldest fetched.
+	CatchupLimit  int           `envconfig:"DISCORD_CATCHUP_LIMIT" default:"100"`
+	CatchupMaxAge time.Duration `envconfig:"DISCORD_CATCHUP_MAX_AGE" default:"24h"`
+	// Reactions overrides the lifecycle's emoji per state (done:🎉);
+	// the rest keep pipeline.DefaultEmoji.
+	Reactions map[string]string `envconfig:"DISCORD_REACTIONS"`
+	// HTTPClient replaces the client of every call (tests); nil for one
+	// that follows APIURL.
+	HTTPClient *http.Client `ignored:"true"`
+}
+
+var _ adapters.Platform = (*Platform)(nil)
+
+func (p *Platform) Channel() string     { return Channel }
+func (p *Platform) Enabled() bool       { return p.Token != "" }
+func (p *Platform) HowToEnable() string { return "REPLYFLOW_DISCORD_TOKEN" }
+
+func (p *Platform) Summary() string {
+	return "on (gateway); mention your bot in a channel, or DM it"
+}
+
+func (p *Platform) Validate() []error {
+	if !p.Enabled() {
+		return nil
+	}
+	var errs []error
+	if strings.ContainsAny(strings.TrimPrefix(p.Token, "Bot "), " \t\r\n") {
+		errs = append(errs, errors.New("REPLYFLOW_DISCORD_TOKEN must be the bot's token (Developer Portal, Bot tab), without spaces"))
+	}
+	if u, err := url.Parse(p.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !strings.HasSuffix(u.Path, "/") {
+		errs = append(errs, fmt.Errorf("REPLYFLOW_DISCORD_API_URL must be an http(s) URL ending in / like %s, got %q", DefaultAPIURL, p.APIURL))
+	}
+	if p.ApplicationID != "" && snowflakeValue(p.ApplicationID) == 0 {
+		errs = append(errs, fmt.Errorf("REPLYFLOW_DISCORD_APPLICATION_ID must be the application's numeric ID, got %q", p.ApplicationID))
+	}
+	if p.CatchupLimit < 1 || p.CatchupLimit > 1000 {
+		errs = append(errs, fmt.Errorf("REPLYFLOW_DISCORD_CATCHUP_LIMIT must be between 1 and 1000, got %d", p.CatchupLimit))
+	}
+	if p.CatchupMaxAge <= 0 || p.CatchupMaxAge > 14*24*time.Hour {
+		errs = append(errs, fmt.Errorf("REPLYFLOW_DISCORD_CATCHUP_MAX_AGE must be positive and at most 336h, got %s", p.CatchupMaxAge))
+	}
+	_, bad := adapters.ReactionOverrides("REPLYFLOW_DISCORD_REACTIONS", p.Reactions, reactionEmojiSetting)
+	return append(errs, bad...)
+}
+
+// Serve connects to Discord's gateway in the background, so that Discord
+// being unreachable holds up no other platform, and keeps it connected
+// until ctx is done. Serving.Failed reports a refusal no retry fixes (a
+// wrong token); a refused Message Content Intent is shown on /healthz
+// and retried, so enabling it in the Developer Portal is enough.
+func (p *Platform) Serve(ctx context.Context, gw adapters.GatewaySide) (adapters.Serving, error) {
+	g, err := NewGateway(GatewayConfig{
+		Token: p.Token, HTTPClient: p.httpClient(),
+		Sink: gw.Sink, Feedback: gw.Feedback, Sessions: gw.Sessions, Health: gw.Health, Logger: gw.Logger,
+		CatchupLimit: p.CatchupLimit, CatchupMaxAge: p.CatchupMaxAge,
+	})
+	if err != nil {
+		return adapters.Serving{}, err
+	}
+	gw.Health.Report(Channel, adapters.Health{State: adapters.StateConnecting})
+	failed := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := g.Run(ctx); err != nil {
+			failed <- err
+		}
+	}()
+	// The gateway stops when ctx ends; Close waits for it to hand on what
+	// it queued (its drain is bounded).
+	return adapters.Serving{Failed: failed, Close: func() {
+		select {
+		case <-done:
+		case <-time.After(defaultTuning().drain + 5*time.Second):
+		}
+	}}, nil
+}
+
+// Outbound is the worker side: the Client, which sends, edits, reacts and
+// shows typing with the bot token.
+func (p *Platform) Outbound(adapters.WorkerSide) (adapters.Outbound, error) {
+	return nil, errors.New("Discord outbound is being built")
+}
+
+// httpClient is the client every call goes through: the configured one,
+// or one that sends what discordgo addresses to DefaultAPIURL to APIURL.
+func (p *Platform) httpClient() *http.Client {
+	if p.HTTPClient != nil {
+		return p.HTTPClient
+	}
+	if p.APIURL == "" || p.APIURL == DefaultAPIURL {
+		return nil
+	}
+	target, err := url.Parse(p.APIURL)
+	if err != nil {
+		return nil // Validate reported it
+	}
+	return &http.Client{Timeout: 20 * time.Second, Transport: apiRedirect{to: target, next: http.DefaultTransport}}
+}
+
+// apiRedirect sends requests for discordgo's endpoints to another base.
+type apiRedirect struct {
+	to   *url.URL
+	next http.RoundTripper
+}
+
+func (a apiRedirect) RoundTrip(req *http.Request) (*http.Response, error) {
+	rest, ok := strings.CutPrefix(req.URL.String(), discordgo.EndpointAPI)
+	if !ok {
+		return a.next.RoundTrip(req)
+	}
+	u, err := a.to.Parse(rest)
+	if err != nil {
+		return nil, err
+	}
+	out := req.Clone(req.Context())
+	out.URL, out.Host = u, ""
+	return a.next.RoundTrip(out)
+}
+
+// reactionEmojiSetting accepts a reaction as Discord takes it: a Unicode
+// emoji, or a custom one as name:id.
+func reactionEmojiSetting(e string) error {
+	if name, id, ok := strings.Cut(e, ":"); ok {
+		if name == "" || snowflakeValue(id) == 0 {
+			return fmt.Errorf("%q is not a custom emoji (name:id)", e)
+		}
+		return nil
+	}
+	for _, r := range e {
+		if r >= utf8.RuneSelf {
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is not an emoji: use the emoji itself (✅) or a custom one as name:id", e)
+}

@@ -1,0 +1,110 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workflows"
+)
+
+// Sessions lists running sessions through Temporal visibility: the
+// gateway's adapters.SessionLister, which a platform that does not
+// redeliver (Discord) asks after a reconnect, to fetch what the sessions
+// missed from the platform's history.
+type Sessions struct {
+	Client client.Client
+}
+
+var _ adapters.SessionLister = (*Sessions)(nil)
+
+// MaxOpenSessions bounds one listing: past it the rest are left out (and
+// the caller logs how many it got), so a huge namespace cannot hold the
+// gateway in one call for ever.
+const MaxOpenSessions = 10_000
+
+// OpenSessionsQuery finds the running sessions of a channel by their
+// workflow ID, which SignalWithStart gives them at once, and not by the
+// ReplyflowChannel attribute, which only a worker's first task sets: a
+// session no worker ran yet (its worker was down with the gateway) must
+// be found too.
+func OpenSessionsQuery(channel string) string {
+	return fmt.Sprintf("WorkflowType = %q AND ExecutionStatus = 'Running' AND WorkflowId STARTS_WITH %q",
+		workflows.WorkflowName, pipeline.WorkflowIDPrefix+channel+":")
+}
+
+// OpenSessions lists the running sessions of channel, with when each last
+// took a message (ReplyflowLastInboundAt, zero when no worker ran it) and
+// when it started.
+func (s *Sessions) OpenSessions(ctx context.Context, channel string) ([]adapters.OpenSession, error) {
+	query := OpenSessionsQuery(channel)
+	var out []adapters.OpenSession
+	var token []byte
+	for {
+		resp, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query: query, PageSize: 1000, NextPageToken: token,
+		})
+		if err != nil {
+			return out, fmt.Errorf("list running %s sessions with %q: %w", channel, query, err)
+		}
+		for _, e := range resp.Executions {
+			key, ok := ParseWorkflowID(e.GetExecution().GetWorkflowId())
+			if !ok || key.Channel != channel {
+				continue
+			}
+			open := adapters.OpenSession{Key: key, StartedAt: e.GetStartTime().AsTime()}
+			open.LastInboundAt = attrTime(e.GetSearchAttributes(), workflows.AttrLastInboundAt.GetName())
+			out = append(out, open)
+			if len(out) == MaxOpenSessions {
+				return out, nil
+			}
+		}
+		token = resp.NextPageToken
+		if len(token) == 0 {
+			return out, nil
+		}
+	}
+}
+
+// ParseWorkflowID reads a session key back from its workflow ID
+// (pipeline.SessionKey.WorkflowID): session:<channel>[:<account>]:<chat>.
+// IDs never contain ":" (pipeline.ValidateID), so the split is exact.
+func ParseWorkflowID(id string) (pipeline.SessionKey, bool) {
+	rest, ok := strings.CutPrefix(id, pipeline.WorkflowIDPrefix)
+	if !ok {
+		return pipeline.SessionKey{}, false
+	}
+	parts := strings.Split(rest, ":")
+	var key pipeline.SessionKey
+	switch len(parts) {
+	case 2:
+		key = pipeline.SessionKey{Channel: parts[0], Chat: parts[1]}
+	case 3:
+		key = pipeline.SessionKey{Channel: parts[0], Account: parts[1], Chat: parts[2]}
+	default:
+		return pipeline.SessionKey{}, false
+	}
+	return key, key.Validate() == nil
+}
+
+// attrTime reads a Datetime search attribute; zero when it is absent or
+// unreadable.
+func attrTime(attrs *commonpb.SearchAttributes, name string) time.Time {
+	p, ok := attrs.GetIndexedFields()[name]
+	if !ok {
+		return time.Time{}
+	}
+	var t time.Time
+	if err := converter.GetDefaultDataConverter().FromPayload(p, &t); err != nil {
+		return time.Time{}
+	}
+	return t
+}
