@@ -8,9 +8,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
-
-	"github.com/bwmarrin/discordgo"
 
 	"github.com/replyflow/replyflow/adapters"
 )
@@ -74,7 +71,7 @@ func (p *Platform) Validate() []error {
 	if p.CatchupMaxAge <= 0 || p.CatchupMaxAge > 14*24*time.Hour {
 		errs = append(errs, fmt.Errorf("REPLYFLOW_DISCORD_CATCHUP_MAX_AGE must be positive and at most 336h, got %s", p.CatchupMaxAge))
 	}
-	_, bad := adapters.ReactionOverrides("REPLYFLOW_DISCORD_REACTIONS", p.Reactions, reactionEmojiSetting)
+	_, bad := adapters.ReactionOverrides("REPLYFLOW_DISCORD_REACTIONS", p.Reactions, ValidEmoji)
 	return append(errs, bad...)
 }
 
@@ -113,9 +110,14 @@ func (p *Platform) Serve(ctx context.Context, gw adapters.GatewaySide) (adapters
 
 // Outbound is the worker side: the Client, which sends, edits, reacts and
 // shows typing with the bot token.
-func (p *Platform) Outbound(adapters.WorkerSide) (adapters.Outbound, error) {
-	return nil, errors.New("Discord outbound is being built")
+func (p *Platform) Outbound(w adapters.WorkerSide) (adapters.Outbound, error) {
+	emoji, _ := adapters.ReactionOverrides("REPLYFLOW_DISCORD_REACTIONS", p.Reactions, ValidEmoji) // Validate reported the bad ones
+	return NewClient(ClientConfig{Token: p.Token, APIURL: p.APIURL, HTTPClient: p.HTTPClient, ApplicationID: p.ApplicationID, Emoji: emoji, Logger: w.Logger})
 }
+
+// TypingInterval is how often the worker refreshes typing: Discord shows
+// it for 10 s.
+func (p *Platform) TypingInterval() time.Duration { return TypingInterval }
 
 // httpClient is the client every call goes through: the configured one,
 // or one that sends what discordgo addresses to DefaultAPIURL to APIURL.
@@ -123,49 +125,9 @@ func (p *Platform) httpClient() *http.Client {
 	if p.HTTPClient != nil {
 		return p.HTTPClient
 	}
-	if p.APIURL == "" || p.APIURL == DefaultAPIURL {
-		return nil
-	}
-	target, err := url.Parse(p.APIURL)
+	c, err := rebased(&http.Client{Timeout: 20 * time.Second}, p.APIURL)
 	if err != nil {
 		return nil // Validate reported it
 	}
-	return &http.Client{Timeout: 20 * time.Second, Transport: apiRedirect{to: target, next: http.DefaultTransport}}
-}
-
-// apiRedirect sends requests for discordgo's endpoints to another base.
-type apiRedirect struct {
-	to   *url.URL
-	next http.RoundTripper
-}
-
-func (a apiRedirect) RoundTrip(req *http.Request) (*http.Response, error) {
-	rest, ok := strings.CutPrefix(req.URL.String(), discordgo.EndpointAPI)
-	if !ok {
-		return a.next.RoundTrip(req)
-	}
-	u, err := a.to.Parse(rest)
-	if err != nil {
-		return nil, err
-	}
-	out := req.Clone(req.Context())
-	out.URL, out.Host = u, ""
-	return a.next.RoundTrip(out)
-}
-
-// reactionEmojiSetting accepts a reaction as Discord takes it: a Unicode
-// emoji, or a custom one as name:id.
-func reactionEmojiSetting(e string) error {
-	if name, id, ok := strings.Cut(e, ":"); ok {
-		if name == "" || snowflakeValue(id) == 0 {
-			return fmt.Errorf("%q is not a custom emoji (name:id)", e)
-		}
-		return nil
-	}
-	for _, r := range e {
-		if r >= utf8.RuneSelf {
-			return nil
-		}
-	}
-	return fmt.Errorf("%q is not an emoji: use the emoji itself (✅) or a custom one as name:id", e)
+	return c
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/discord/discordtest"
+	"github.com/replyflow/replyflow/pipeline"
 )
 
 func validPlatform() *Platform {
@@ -61,6 +62,13 @@ func TestPlatformServesThroughItsAPIURL(t *testing.T) {
 	k.waitAccepted(t, posted.ID)
 	assert.NotEmpty(t, fake.Calls(discordtest.RouteGateway), "GET /gateway went to the API URL")
 
-	_, err = p.Outbound(adapters.WorkerSide{})
-	assert.Error(t, err)
+	out, err := p.Outbound(adapters.WorkerSide{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	id, err := out.Send(ctx, pipeline.Delivery{Session: pipeline.SessionKey{Channel: Channel, Account: "bot", Chat: general},
+		IdempotencyKey: "k1", ReplyTo: posted.ID, Text: "hi ada", Total: 1})
+	require.NoError(t, err, "the worker side posts through the API URL too")
+	m, ok := fake.Message(general, id)
+	require.True(t, ok)
+	assert.Equal(t, "hi ada", m.Content)
+	assert.Equal(t, TypingInterval, p.TypingInterval())
 }
