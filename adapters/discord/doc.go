@@ -101,4 +101,58 @@
 // Sink accepted it, within Discord's 3 s; when the Sink fails or takes
 // longer it is not answered, so the presser sees "This interaction failed"
 // and can press again, instead of believing a decision was taken.
+//
+// Outbound.
+//
+// Client is the worker's side of Discord (adapters.Outbound). It sends
+// through discordgo's REST helpers with the payloads written here:
+// discordgo's MessageSend has no nonce field, so a chunk is posted as a
+// messageBody carrying nonce (Nonce of the Delivery's IdempotencyKey)
+// and enforce_nonce: true. Discord then answers a send repeated within a
+// few minutes in the same channel with the message it already created,
+// so a Deliver retried after its answer was lost (a 500 after the post,
+// a connection cut, a worker killed) creates no second message. The
+// window is Discord's ("the past few minutes"): a retry later than that
+// posts again, which the activities' store lookup (sentBefore) makes
+// rare.
+//
+// Every message pings no one (allowed_mentions with an empty parse list
+// and replied_user false: no @everyone, @here, role or user, whatever
+// the model wrote), and a reply quotes its message softly
+// (fail_if_not_exists: false), so a deleted message does not fail the
+// send. Content is Render's: Discord renders Markdown itself, only
+// headings past ### become bold lines; rendering never lengthens a chunk,
+// so the workflow's pipeline.Chunk at 2,000 holds (fit cuts anything
+// longer with "…" and logs it, rather than have Discord refuse it).
+//
+// Retries belong to Temporal: discordgo's own are off
+// (ShouldRetryOnRateLimit false, MaxRestRetries 0, so a 502 is not sent
+// again either). A 429 becomes adapters.RateLimited with Discord's
+// retry_after. discordgo also waits by itself before a call whose
+// rate-limit bucket is spent, with a time.Sleep no context can cancel
+// (Ratelimiter.LockBucketObject), up to a whole 429's retry_after. The
+// client never lets it: it takes the bucket itself (one call per bucket
+// at a time, waiting for its turn with the context) and reads the wait
+// discordgo would sleep; a wait up to maxInlineWait is slept here,
+// cancellably, a longer one (a 429's, a global limit) answers
+// RateLimited at once without a call, so the activity's retry waits it
+// out; then the call goes through RequestWithLockedBucket, which neither
+// sleeps nor retries.
+//
+// Keys: the session's Chat is the guild text channel or the DM channel
+// (a thread's parent for messages in a thread) and Account the bot's
+// user ID; a Delivery's, ReactionChange's or Edit's ThreadID is the
+// thread's channel ID when the message is in a thread. So every call
+// goes to ThreadID when set, else to Chat.
+//
+// A Delivery with PrivateVia (the interaction token of a button press)
+// is shown to the presser alone: an ephemeral follow-up (flags 64)
+// through the interaction's webhook, valid 15 minutes, which needs the
+// application's ID (ClientConfig.ApplicationID, else asked once). A
+// follow-up has no nonce: one retried after a lost answer may show
+// twice, to that one user. Until the gateway has answered the press the
+// webhook does not exist yet: the follow-up is tried again for a few
+// seconds; past its 15 minutes (or with the wrong application) the text
+// is posted in the channel as a reply instead. PrivateTo without a token
+// is an ordinary message.
 package discord
