@@ -102,7 +102,7 @@
 // longer it is not answered, so the presser sees "This interaction failed"
 // and can press again, instead of believing a decision was taken.
 //
-// Outbound.
+// # Outbound
 //
 // Client is the worker's side of Discord (adapters.Outbound). It sends
 // through discordgo's REST helpers with the payloads written here:
