@@ -9,6 +9,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/replyflow/replyflow/adapters/internal/members"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -85,7 +86,7 @@ type Receiver struct {
 
 	bot     atomic.Pointer[string] // the bot's user ID, from READY
 	places  *places
-	members *memberCounter
+	members *members.Counter
 	lanes   *lanes
 	presses chan struct{}  // a slot per press being handled
 	busy    sync.WaitGroup // presses and catch-ups in flight
@@ -99,7 +100,7 @@ func newReceiver(cfg GatewayConfig, tune tuning, s *discordgo.Session) *Receiver
 		places:  newPlaces(s),
 		presses: make(chan struct{}, tune.maxPresses),
 	}
-	r.members = newMemberCounter(guildMembers(s), cfg.Now)
+	r.members = members.New(guildMembers(s), cfg.Now, true)
 	r.lanes = newLanes(r)
 	return r
 }
@@ -180,7 +181,7 @@ func (r *Receiver) hand(l *lane, m *discordgo.Message, place *Place, at time.Tim
 			}
 			e := NormalizeMessage(r.botID(), m, p, at)
 			if e.Inbound != nil && e.Inbound.ChatType != pipeline.ChatDirect && p.GuildID != "" {
-				count, err := r.members.count(ctx, p.GuildID)
+				count, err := r.members.Count(ctx, p.GuildID)
 				if err != nil {
 					r.logger.Warn("Discord guild's member count unknown; its messages go on without it for a minute", "guild", p.GuildID, "error", err)
 				}

@@ -1,8 +1,6 @@
 package slack
 
 import (
-	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -60,13 +58,4 @@ func TestChannelMessagesCarryTheirMemberCount(t *testing.T) {
 		asked = append(asked, c.Params["channel"])
 	}
 	assert.Equal(t, []string{"C1", "C2", "C2"}, asked)
-}
-
-func TestMemberCountCacheIsBounded(t *testing.T) {
-	m := newMemberCounter(func(context.Context, string) (int, error) { return 0, errors.New("unused") }, time.Now)
-	for i := range maxCountedChannels + 10 {
-		m.put(string(rune('A'+i%26))+time.Duration(i).String(), memberEntry{})
-	}
-	assert.Len(t, m.entries, maxCountedChannels)
-	assert.Len(t, m.order, maxCountedChannels)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/adapters/internal/members"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -37,7 +38,7 @@ type ReceiverConfig struct {
 type Receiver struct {
 	cfg     ReceiverConfig
 	logger  *slog.Logger
-	members *memberCounter // nil without CountMembers
+	members *members.Counter // nil without CountMembers
 }
 
 // NewReceiver checks the config and returns the receiver.
@@ -59,7 +60,7 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 	}
 	r := &Receiver{cfg: cfg, logger: cfg.Logger.With("channel", Channel, "bot", cfg.Bot.UserID)}
 	if cfg.CountMembers != nil {
-		r.members = newMemberCounter(cfg.CountMembers, cfg.Now)
+		r.members = members.New(cfg.CountMembers, cfg.Now, false)
 	}
 	return r, nil
 }
@@ -116,7 +117,7 @@ func (r *Receiver) countMembers(ctx context.Context, in *pipeline.Inbound) {
 	if r.members == nil || in.ChatType != pipeline.ChatGroup {
 		return
 	}
-	count, err := r.members.count(ctx, in.ChatID)
+	count, err := r.members.Count(ctx, in.ChatID)
 	if err != nil {
 		r.logger.Warn("Slack channel's member count unknown; its messages go on without it for a minute (the bot needs channels:read, groups:read)",
 			"team", in.Account, "slack_channel", in.ChatID, "error", err)

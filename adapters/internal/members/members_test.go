@@ -1,8 +1,9 @@
-package discord
+package members
 
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,24 @@ import (
 
 	"github.com/replyflow/replyflow/pipeline"
 )
+
+// clock is real time plus what a test skipped ahead.
+type clock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *clock) Skip(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
+}
 
 // asker counts lookups; it answers members, or fails while failing is set.
 type asker struct {
@@ -42,48 +61,48 @@ func (a *asker) asked(guild string) int {
 	return a.calls[guild]
 }
 
-func TestMemberCountIsTheGuildLessTheBotCachedAMinute(t *testing.T) {
+func TestCountIsTheMembersLessTheBotCachedAMinute(t *testing.T) {
 	c := &clock{}
 	a := &asker{calls: map[string]int{}, members: 5}
-	m := newMemberCounter(a.ask, c.Now)
-	got, err := m.count(t.Context(), guildID)
+	m := New(a.ask, c.Now, true)
+	got, err := m.Count(t.Context(), "G1")
 	require.NoError(t, err)
 	assert.Equal(t, 4, got.Humans)
 	assert.True(t, got.Truncated, "approximate and counting bots: a floor, not ground truth")
 	assert.WithinDuration(t, c.Now(), got.FetchedAt, time.Second)
 	a.members = 6
-	again, _ := m.count(t.Context(), guildID)
+	again, _ := m.Count(t.Context(), "G1")
 	assert.Equal(t, 4, again.Humans)
-	assert.Equal(t, 1, a.asked(guildID), "cached")
+	assert.Equal(t, 1, a.asked("G1"), "cached")
 	c.Skip(pipeline.MembershipFreshness + time.Second)
-	fresh, _ := m.count(t.Context(), guildID)
+	fresh, _ := m.Count(t.Context(), "G1")
 	assert.Equal(t, 5, fresh.Humans)
-	assert.Equal(t, 2, a.asked(guildID))
+	assert.Equal(t, 2, a.asked("G1"))
 }
 
 func TestAFailedMemberCountIsNotAskedOnEveryMessage(t *testing.T) {
 	c := &clock{}
 	a := &asker{calls: map[string]int{}, failing: true}
-	m := newMemberCounter(a.ask, c.Now)
-	got, err := m.count(t.Context(), guildID)
+	m := New(a.ask, c.Now, true)
+	got, err := m.Count(t.Context(), "G1")
 	assert.Nil(t, got)
 	require.Error(t, err)
-	got, err = m.count(t.Context(), guildID)
+	got, err = m.Count(t.Context(), "G1")
 	assert.Nil(t, got)
 	assert.NoError(t, err, "the failure was reported once")
-	assert.Equal(t, 1, a.asked(guildID))
+	assert.Equal(t, 1, a.asked("G1"))
 }
 
-func TestChannelsOfOneGuildShareOneLookup(t *testing.T) {
+func TestCallersOfOneKeyShareOneLookup(t *testing.T) {
 	a := &asker{calls: map[string]int{}, members: 3, gate: make(chan struct{})}
-	m := newMemberCounter(a.ask, time.Now)
+	m := New(a.ask, time.Now, true)
 	results := make(chan *pipeline.MembershipCount, 3)
 	count := func() {
-		got, _ := m.count(t.Context(), guildID)
+		got, _ := m.Count(t.Context(), "G1")
 		results <- got
 	}
 	go count()
-	waitUntil(t, "the first lookup", func() bool { return a.asked(guildID) == 1 })
+	waitUntil(t, "the first lookup", func() bool { return a.asked("G1") == 1 })
 	go count()
 	go count()
 	waitUntil(t, "two callers waiting for it", func() bool {
@@ -97,18 +116,36 @@ func TestChannelsOfOneGuildShareOneLookup(t *testing.T) {
 		require.NotNil(t, got)
 		assert.Equal(t, 2, got.Humans)
 	}
-	assert.Equal(t, 1, a.asked(guildID))
+	assert.Equal(t, 1, a.asked("G1"))
 }
 
 // waitUntil polls cond until it holds, for what no fake can wake a
 // waiter on.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(testWait)
+	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, testWait)
+			t.Fatalf("%s: not within %s", what, 10*time.Second)
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+func TestACountIsGroundTruthUnlessTruncated(t *testing.T) {
+	a := &asker{calls: map[string]int{}, members: 7}
+	got, err := New(a.ask, time.Now, false).Count(t.Context(), "C1")
+	require.NoError(t, err)
+	assert.Equal(t, 6, got.Humans)
+	assert.False(t, got.Truncated)
+}
+
+func TestTheCacheIsBounded(t *testing.T) {
+	m := New(func(context.Context, string) (int, error) { return 1, nil }, time.Now, false)
+	for i := range MaxKeys + 10 {
+		_, err := m.Count(t.Context(), strconv.Itoa(i))
+		require.NoError(t, err)
+	}
+	assert.Len(t, m.entries, MaxKeys)
+	assert.Len(t, m.order, MaxKeys)
 }
