@@ -100,7 +100,7 @@ func (s *slackPlatform) session(chat string) pipeline.SessionKey {
 // (not acked within its ack timeout: lost to a gateway kill, or acked
 // late).
 func (s *slackPlatform) tally(kills []kill, workerLog string, rep *platformReport) {
-	rep.strict = true
+	rep.strict = "a retry looks for its chunk's key before posting"
 	again, envelopes := 0, s.fake.Envelopes()
 	for _, env := range envelopes {
 		if env.RetryAttempt > 0 {
