@@ -118,7 +118,7 @@ func run(ctx context.Context, cfg config) (report, error) {
 	for _, ms := range messages {
 		total += len(ms)
 	}
-	fmt.Fprintf(cfg.progress, "chaos: %d messages sent, %d kills; waiting for the answers\n", total, len(killed))
+	fmt.Fprintf(cfg.progress, "chaos: %d messages sent, %d kills; waiting for the answers from %s\n", total, len(killed), time.Now().Format(timeFormat))
 	rep, err := r.check(ctx, messages, killed)
 	rep.talking, rep.answered, rep.took = talked.Sub(began), rep.answeredAt.Sub(talked), time.Since(began)
 	return rep, err
@@ -269,10 +269,10 @@ func (r *rig) killUntil(ctx context.Context) []kill {
 
 func (r *rig) logKill(k kill) {
 	if k.aimedAt != "" {
-		fmt.Fprintf(r.cfg.progress, "chaos: SIGKILL %s, just after a %s post\n", k.victim, k.aimedAt)
+		fmt.Fprintf(r.cfg.progress, "chaos: %s SIGKILL %s, just after a %s post\n", k.at.Format(timeFormat), k.victim, k.aimedAt)
 		return
 	}
-	fmt.Fprintf(r.cfg.progress, "chaos: SIGKILL %s\n", k.victim)
+	fmt.Fprintf(r.cfg.progress, "chaos: %s SIGKILL %s\n", k.at.Format(timeFormat), k.victim)
 }
 
 // ensureRunning restarts whatever died on its own (a process that exits
