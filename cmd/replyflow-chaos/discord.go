@@ -136,15 +136,8 @@ func (d *discordPlatform) tally(kills []kill, _ string, rep *platformReport) {
 				continue
 			}
 			rep.duplicates++
-			var near []string
-			for _, i := range inFlightAt(kills, first) {
-				near = append(near, kills[i].victim+" killed at "+kills[i].at.Format(timeFormat))
-			}
-			if len(near) == 0 {
-				near = append(near, "no kill in flight")
-			}
 			rep.problems = append(rep.problems, fmt.Sprintf("channel %s got %q twice (first at %s, again at %s; %s)",
-				channel, firstLine(m.Content), first.Format(timeFormat), m.Timestamp.Format(timeFormat), strings.Join(near, ", ")))
+				channel, firstLine(m.Content), first.Format(timeFormat), m.Timestamp.Format(timeFormat), nearKills(kills, first)))
 		}
 	}
 	d.mu.Lock()

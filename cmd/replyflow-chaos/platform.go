@@ -123,3 +123,16 @@ func inFlightAt(kills []kill, first time.Time) []int {
 	}
 	return out
 }
+
+// nearKills names the kills in flight at a first send (see inFlightAt),
+// to show where to look for a duplicate no kill may explain.
+func nearKills(kills []kill, first time.Time) string {
+	var near []string
+	for _, i := range inFlightAt(kills, first) {
+		near = append(near, kills[i].victim+" killed at "+kills[i].at.Format(timeFormat))
+	}
+	if len(near) == 0 {
+		return "no kill in flight"
+	}
+	return strings.Join(near, ", ")
+}
