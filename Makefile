@@ -91,9 +91,9 @@ bench: build $(TEMPORAL)
 	go run ./cmd/replyflow-bench -temporal $(TEMPORAL) -replyflow $(BIN)/replyflow $(BENCH_FLAGS)
 
 # Kill the worker, the gateway and the Temporal server at random while
-# conversations run on Telegram and Slack, then check nothing was lost
-# (the README's Reliability section). CHAOS_FLAGS passes flags, e.g.
-# -platform=slack. A short run of it is part of `make test`.
+# conversations run on Telegram, Slack and Discord, then check nothing was
+# lost (the README's Reliability section). CHAOS_FLAGS passes flags, e.g.
+# -platform=slack,discord. A short run of it is part of `make test`.
 CHAOS_FLAGS ?=
 chaos: build $(TEMPORAL)
 	go run ./cmd/replyflow-chaos -temporal $(TEMPORAL) -replyflow $(BIN)/replyflow $(CHAOS_FLAGS)

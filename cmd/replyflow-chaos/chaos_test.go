@@ -18,9 +18,10 @@ import (
 const shortChaosSeed = 20261123
 
 // The short configuration of `make chaos`: a few conversations on
-// Telegram and on Slack at once, against one server, worker and gateway,
-// while each of them is killed at least once. Nothing may be lost or
-// left behind; on Slack nothing may be posted twice either.
+// Telegram, Slack and Discord at once, against one server, worker and
+// gateway, while each of them is killed at least once (the worker once
+// right after a post on each platform). Nothing may be lost or left
+// behind; on Slack and Discord nothing may be posted twice either.
 func TestShortChaosLosesNothing(t *testing.T) {
 	cli := os.Getenv("REPLYFLOW_TEST_TEMPORAL_CLI")
 	if cli == "" {
@@ -33,7 +34,7 @@ func TestShortChaosLosesNothing(t *testing.T) {
 
 	cfg := defaultConfig()
 	cfg.temporalCLI, cfg.replyflow, cfg.workDir = cli, bin, t.TempDir()
-	cfg.platforms = []string{"telegram", "slack"}
+	cfg.platforms = []string{"telegram", "slack", "discord"}
 	// Long enough that the kills (each worker kill waits for a post)
 	// mostly land while the conversations go on.
 	cfg.sessions, cfg.messages = 4, 8
@@ -66,6 +67,9 @@ func TestShortChaosLosesNothing(t *testing.T) {
 	}
 	slack, _ := rep.platform("slack")
 	assert.Zero(t, slack.duplicates, "Slack posts carry their key and a retry looks for it: none may be posted twice")
+	discord, _ := rep.platform("discord")
+	assert.Zero(t, discord.duplicates, "Discord sends carry an enforced nonce: none may be posted twice")
+	assert.GreaterOrEqual(t, rep.aimed["discord"], 1, "no worker kill came right after a Discord post")
 	assert.True(t, rep.ok(), "the report fails a check")
 }
 

@@ -43,6 +43,7 @@ func (r *rig) check(ctx context.Context, messages [][]sent, kills []kill) (repor
 			pending = slices.DeleteFunc(pending, p.answered)
 			return len(pending) == 0
 		})
+		fmt.Fprintf(r.cfg.progress, "chaos: %s: %d messages unanswered at %s\n", p.name(), len(pending), time.Now().Format(timeFormat))
 	}
 	rep.answeredAt = time.Now()
 	cancel()

@@ -1,13 +1,14 @@
 // Command replyflow-chaos runs conversations through fake platforms
-// (Telegram's Bot API, Slack over Socket Mode; -platform picks, both by
-// default) and the demo model while killing, at random moments, the
+// (Telegram's Bot API, Slack over Socket Mode, Discord's gateway and
+// REST API; -platform picks, all by default) and the demo model while killing, at random moments, the
 // worker (SIGKILL, aimed right after a chunk was posted), the gateway
 // (SIGKILL) and the Temporal dev server (SIGKILL, restarted on its
 // database file), then checks that nothing was lost: every message
 // answered, no reaction left behind, every session idle, and duplicates
 // only where a kill hit a delivery in flight on Telegram, which has no
 // idempotency key. On Slack, whose posts carry their key and are looked
-// up before a retry posts, no duplicate is allowed. It exits 1 when a
+// up before a retry posts, and on Discord, whose sends carry an enforced
+// nonce, no duplicate is allowed. It exits 1 when a
 // check fails. `make chaos` runs the long configuration; a short one
 // runs inside `make test`.
 package main
@@ -28,7 +29,7 @@ func main() { os.Exit(chaos()) }
 // (the replyflow binary it built) runs on a failure too.
 func chaos() int {
 	cfg := defaultConfig()
-	platforms := flag.String("platform", "both", "telegram, slack, or both at once")
+	platforms := flag.String("platform", "all", "all at once, or a comma-separated list of telegram, slack, discord")
 	flag.StringVar(&cfg.temporalCLI, "temporal", "bin/temporal", "the Temporal CLI that runs the dev server")
 	flag.StringVar(&cfg.replyflow, "replyflow", "", "the replyflow binary (built when empty)")
 	flag.IntVar(&cfg.sessions, "sessions", 20, "conversations at once on each platform")

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/replyflow/replyflow/pipeline"
@@ -10,7 +12,7 @@ import (
 
 // platform is one fake chat platform under chaos. The rig talks and
 // checks through it only, so a platform is one file (telegram.go,
-// slack.go) and the kills and checks are the same for all.
+// slack.go, discord.go) and the kills and checks are the same for all.
 type platform interface {
 	name() string
 	// env is what the worker and the gateway need to talk to the fake
@@ -44,21 +46,46 @@ type sent struct {
 	chat, msg, token string
 }
 
-// platformNames are the values of -platform; "both" is all of them in
-// one run, against one server, worker and gateway.
+// opener is a platform that opens each conversation before the kills
+// start: once its gateway is connected (awaitGateway), the first message
+// is sent and answered while everything runs, so that the conversation's
+// session exists. Discord's gateway recovers what it missed while away
+// only in the channels of running sessions, so a first message posted
+// while it is down, or before it first connected, is lost (a documented
+// limit, not a finding).
+type opener interface {
+	awaitGateway(ctx context.Context) error
+}
+
+// allPlatforms are the platforms `-platform all` (the default) runs at
+// once, against one server, worker and gateway.
+var allPlatforms = []string{"telegram", "slack", "discord"}
+
+// platformNames are the values of -platform: all, or a comma-separated
+// list of platforms.
 func platformNames(flag string) ([]string, error) {
-	switch flag {
-	case "telegram", "slack":
-		return []string{flag}, nil
-	case "both", "":
-		return []string{"telegram", "slack"}, nil
+	if flag == "all" || flag == "" {
+		return slices.Clone(allPlatforms), nil
 	}
-	return nil, fmt.Errorf("-platform must be telegram, slack or both, got %q", flag)
+	var out []string
+	for _, name := range strings.Split(flag, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(allPlatforms, name) {
+			return nil, fmt.Errorf("-platform must be all or a comma-separated list of %s, got %q", strings.Join(allPlatforms, ", "), flag)
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
 }
 
 func newPlatform(name string) platform {
-	if name == "slack" {
+	switch name {
+	case "slack":
 		return newSlack()
+	case "discord":
+		return newDiscord()
 	}
 	return newTelegram()
 }
@@ -95,4 +122,17 @@ func inFlightAt(kills []kill, first time.Time) []int {
 		}
 	}
 	return out
+}
+
+// nearKills names the kills in flight at a first send (see inFlightAt),
+// to show where to look for a duplicate no kill may explain.
+func nearKills(kills []kill, first time.Time) string {
+	var near []string
+	for _, i := range inFlightAt(kills, first) {
+		near = append(near, kills[i].victim+" killed at "+kills[i].at.Format(timeFormat))
+	}
+	if len(near) == 0 {
+		return "no kill in flight"
+	}
+	return strings.Join(near, ", ")
 }

@@ -29,10 +29,10 @@ type platformReport struct {
 	// duplicates are chunks sent twice; explained ones are each matched
 	// to a worker or server kill that hit a delivery in flight in that
 	// chat, where the platform has no idempotency key (Telegram). On a
-	// strict platform (Slack) none is explained.
+	// strict platform (Slack, Discord) none is explained: strict says why.
 	duplicates, explained int
 	explainedBy           map[string]int // explained duplicates by victim
-	strict                bool
+	strict                string
 	figures               []string // the platform's own, one line each
 	problems              []string
 }
@@ -71,8 +71,8 @@ func (r report) print(w io.Writer) {
 		fmt.Fprintf(w, "  inbound messages sent    %d\n", p.sent)
 		fmt.Fprintf(w, "  turns run                %d\n", p.turns)
 		fmt.Fprintf(w, "  never answered           %d (must be 0)\n", p.unanswered)
-		if p.strict {
-			fmt.Fprintf(w, "  chunks delivered twice   %d (must be 0: a retry looks for its chunk's key before posting)\n", p.duplicates)
+		if p.strict != "" {
+			fmt.Fprintf(w, "  chunks delivered twice   %d (must be 0: %s)\n", p.duplicates, p.strict)
 		} else {
 			fmt.Fprintf(w, "  chunks delivered twice   %d (in flight at a kill of the worker %d, of the server %d; unexplained %d, must be 0)\n",
 				p.duplicates, p.explainedBy["worker"], p.explainedBy["server"], p.duplicates-p.explained)

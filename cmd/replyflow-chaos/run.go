@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math/rand"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,7 +30,7 @@ type config struct {
 }
 
 func defaultConfig() config {
-	return config{platforms: []string{"telegram", "slack"}, clearDelay: 2 * time.Second, settle: 4 * time.Minute, progress: io.Discard}
+	return config{platforms: slices.Clone(allPlatforms), clearDelay: 2 * time.Second, settle: 4 * time.Minute, progress: io.Discard}
 }
 
 // kill is one kill: whom, when, and when the victim was back. aimedAt is
@@ -65,7 +66,7 @@ func run(ctx context.Context, cfg config) (report, error) {
 	began := time.Now()
 	r := &rig{cfg: cfg, killRnd: rand.New(rand.NewSource(cfg.seed)), talkRnd: rand.New(rand.NewSource(cfg.seed + 1))}
 	fmt.Fprintf(cfg.progress, "chaos: seed %d, %s: %d sessions × %d messages each, work dir %s\n",
-		cfg.seed, strings.Join(cfg.platforms, " and "), cfg.sessions, cfg.messages, cfg.workDir)
+		cfg.seed, strings.Join(cfg.platforms, ", "), cfg.sessions, cfg.messages, cfg.workDir)
 	extra := map[string]string{
 		"DEBOUNCE":               "300ms",
 		"DEMO_MODEL_DELAY":       "300ms",
@@ -99,10 +100,14 @@ func run(ctx context.Context, cfg config) (report, error) {
 		defer p.Stop()
 	}
 
+	opened, err := r.open(ctx)
+	if err != nil {
+		return report{}, err
+	}
 	talking, stopTalking := context.WithCancel(ctx)
 	kills := make(chan []kill, 1)
 	go func() { kills <- r.killUntil(talking) }()
-	messages := r.converse(ctx)
+	messages := r.converse(ctx, opened)
 	stopTalking()
 	talked := time.Now()
 	killed := <-kills
@@ -113,18 +118,57 @@ func run(ctx context.Context, cfg config) (report, error) {
 	for _, ms := range messages {
 		total += len(ms)
 	}
-	fmt.Fprintf(cfg.progress, "chaos: %d messages sent, %d kills; waiting for the answers\n", total, len(killed))
+	fmt.Fprintf(cfg.progress, "chaos: %d messages sent, %d kills; waiting for the answers from %s\n", total, len(killed), time.Now().Format(timeFormat))
 	rep, err := r.check(ctx, messages, killed)
 	rep.talking, rep.answered, rep.took = talked.Sub(began), rep.answeredAt.Sub(talked), time.Since(began)
 	return rep, err
 }
 
+// openWithin bounds the opening: the first answers of every conversation
+// with nothing killed yet.
+const openWithin = time.Minute
+
+// open sends the first message of every conversation of the platforms
+// that open first (see opener), before any kill, and waits until each is
+// answered. It returns those messages, by platform.
+func (r *rig) open(ctx context.Context) ([][]sent, error) {
+	out := make([][]sent, len(r.platforms))
+	ctx, cancel := context.WithTimeout(ctx, openWithin)
+	defer cancel()
+	for pi, p := range r.platforms {
+		o, ok := p.(opener)
+		if !ok {
+			continue
+		}
+		if err := o.awaitGateway(ctx); err != nil {
+			return nil, fmt.Errorf("%s: the gateway did not connect within %s: %w", p.name(), openWithin, err)
+		}
+		for i := range r.cfg.sessions {
+			out[pi] = append(out[pi], p.say(i, 0, token(i, 0)))
+		}
+	}
+	for pi, p := range r.platforms {
+		if err := p.waitFor(ctx, func() bool { return !slices.ContainsFunc(out[pi], func(m sent) bool { return !p.answered(m) }) }); err != nil {
+			return nil, fmt.Errorf("%s: the first messages were not all answered within %s, before any kill: %w", p.name(), openWithin, err)
+		}
+	}
+	if len(slices.Concat(out...)) > 0 {
+		fmt.Fprintf(r.cfg.progress, "chaos: every conversation's first message answered on the platforms that open first; the kills start\n")
+	}
+	return out, nil
+}
+
+// token is the text message k of conversation conv carries.
+func token(conv, k int) string { return "[c" + strconv.Itoa(conv) + "-m" + strconv.Itoa(k) + "]" }
+
 // converse runs the conversations on every platform at once, each
 // message carrying a token unique on its platform that the demo model
-// echoes back. It returns each platform's messages, in its order.
-func (r *rig) converse(ctx context.Context) [][]sent {
+// echoes back. A platform's conversations go on after what opened sent.
+// It returns each platform's messages, in its order.
+func (r *rig) converse(ctx context.Context, opened [][]sent) [][]sent {
 	var mu sync.Mutex
 	out := make([][]sent, len(r.platforms))
+	copy(out, opened)
 	var wg sync.WaitGroup
 	gaps := make([][][]time.Duration, len(r.platforms))
 	for pi := range gaps {
@@ -138,10 +182,14 @@ func (r *rig) converse(ctx context.Context) [][]sent {
 	for pi, p := range r.platforms {
 		for i := range r.cfg.sessions {
 			wg.Add(1)
+			first := 0
+			if len(opened[pi]) > 0 {
+				first = 1
+			}
 			go func() {
 				defer wg.Done()
-				for k := range r.cfg.messages {
-					m := p.say(i, k, "[c"+strconv.Itoa(i)+"-m"+strconv.Itoa(k)+"]")
+				for k := first; k < r.cfg.messages; k++ {
+					m := p.say(i, k, token(i, k))
 					mu.Lock()
 					out[pi] = append(out[pi], m)
 					mu.Unlock()
@@ -221,10 +269,10 @@ func (r *rig) killUntil(ctx context.Context) []kill {
 
 func (r *rig) logKill(k kill) {
 	if k.aimedAt != "" {
-		fmt.Fprintf(r.cfg.progress, "chaos: SIGKILL %s, just after a %s post\n", k.victim, k.aimedAt)
+		fmt.Fprintf(r.cfg.progress, "chaos: %s SIGKILL %s, just after a %s post\n", k.at.Format(timeFormat), k.victim, k.aimedAt)
 		return
 	}
-	fmt.Fprintf(r.cfg.progress, "chaos: SIGKILL %s\n", k.victim)
+	fmt.Fprintf(r.cfg.progress, "chaos: %s SIGKILL %s\n", k.at.Format(timeFormat), k.victim)
 }
 
 // ensureRunning restarts whatever died on its own (a process that exits

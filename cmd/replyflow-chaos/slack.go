@@ -100,7 +100,7 @@ func (s *slackPlatform) session(chat string) pipeline.SessionKey {
 // (not acked within its ack timeout: lost to a gateway kill, or acked
 // late).
 func (s *slackPlatform) tally(kills []kill, workerLog string, rep *platformReport) {
-	rep.strict = true
+	rep.strict = "a retry looks for its chunk's key before posting"
 	again, envelopes := 0, s.fake.Envelopes()
 	for _, env := range envelopes {
 		if env.RetryAttempt > 0 {
@@ -120,19 +120,12 @@ func (s *slackPlatform) tally(kills []kill, workerLog string, rep *platformRepor
 			continue
 		}
 		rep.duplicates++
-		var near []string
-		for _, i := range inFlightAt(kills, first) {
-			near = append(near, kills[i].victim+" killed at "+kills[i].at.Format(timeFormat))
-		}
-		if len(near) == 0 {
-			near = append(near, "no kill in flight")
-		}
 		where := "top-level"
 		if c.thread != "" {
 			where = "in thread " + c.thread
 		}
 		rep.problems = append(rep.problems, fmt.Sprintf("channel %s got %q twice %s (first at %s, again at %s; %s)",
-			c.channel, firstLine(c.text), where, first.Format(timeFormat), call.At.Format(timeFormat), strings.Join(near, ", ")))
+			c.channel, firstLine(c.text), where, first.Format(timeFormat), call.At.Format(timeFormat), nearKills(kills, first)))
 	}
 }
 
