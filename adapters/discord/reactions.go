@@ -32,9 +32,9 @@ var lifecycle = []pipeline.ReactionState{pipeline.ReactionReceived, pipeline.Rea
 // What the bot set is remembered per message in a bounded map (10,000
 // messages, oldest forgotten first). When the map does not know the
 // message (another worker, a restart, evicted), one GET of the message
-// tells which lifecycle emoji the bot has on it ("me"); a change that
-// failed forgets the message, as its add may have gone through. Except for
-// ReactionReceived, the first state, which has nothing before it.
+// tells which lifecycle emoji the bot has on it ("me"), except for
+// ReactionReceived, the first state, which has nothing before it. A
+// change that failed forgets the message: its add may have gone through.
 func (c *Client) SetReaction(ctx context.Context, r pipeline.ReactionChange) error {
 	channel, err := target(r.Session, r.ThreadID, opReact)
 	if err != nil {
