@@ -33,7 +33,8 @@ var lifecycle = []pipeline.ReactionState{pipeline.ReactionReceived, pipeline.Rea
 // messages, oldest forgotten first). When the map does not know the
 // message (another worker, a restart, evicted), one GET of the message
 // tells which lifecycle emoji the bot has on it ("me"), except for
-// ReactionReceived, the first state, which has nothing before it.
+// ReactionReceived, the first state, which has nothing before it. A
+// change that failed forgets the message: its add may have gone through.
 func (c *Client) SetReaction(ctx context.Context, r pipeline.ReactionChange) error {
 	channel, err := target(r.Session, r.ThreadID, opReact)
 	if err != nil {
@@ -61,6 +62,10 @@ func (c *Client) SetReaction(ctx context.Context, r pipeline.ReactionChange) err
 		c.reactions.Remove(key)
 		return nil
 	case err != nil:
+		// The add may have gone through before a removal failed (or the
+		// answer was lost): what the bot has on the message is unknown
+		// now, so the next change reads it instead of trusting the map.
+		c.reactions.Remove(key)
 		return err
 	}
 	c.reactions.Put(key, want)
