@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -32,7 +33,23 @@ type ToolDef struct {
 	Headers          map[string]string `json:"headers"`
 	Timeout          pipeline.Duration `json:"timeout"`
 	RequiresApproval bool              `json:"requires_approval"`
+	// Redirects says which redirects a call follows: "same-origin" (the
+	// default: the tool's own scheme, host and port, with its headers),
+	// "none" (a 3xx is the answer) or "any" (elsewhere too, without the
+	// configured headers, which carry the tool's secrets). At most
+	// maxToolRedirects are followed.
+	Redirects string `json:"redirects"`
 }
+
+// Redirect policies of a tool.
+const (
+	RedirectsSameOrigin = "same-origin"
+	RedirectsNone       = "none"
+	RedirectsAny        = "any"
+)
+
+// maxToolRedirects bounds the redirects one call follows.
+const maxToolRedirects = 5
 
 // Tools is the set of tools offered to the model.
 type Tools struct {
@@ -77,6 +94,13 @@ func LoadTools(path string) (*Tools, error) {
 		}
 		if u, err := url.Parse(d.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 			return nil, fmt.Errorf("tools file %s: tool %q needs an http(s) url", path, d.Name)
+		}
+		switch d.Redirects {
+		case "":
+			d.Redirects = RedirectsSameOrigin
+		case RedirectsSameOrigin, RedirectsNone, RedirectsAny:
+		default:
+			return nil, fmt.Errorf("tools file %s: tool %q: redirects must be %s, %s or %s, got %q", path, d.Name, RedirectsSameOrigin, RedirectsNone, RedirectsAny, d.Redirects)
 		}
 		if d.Method == "" {
 			d.Method = http.MethodPost
@@ -149,6 +173,11 @@ func (t *Tools) call(ctx context.Context, d ToolDef, inv pipeline.ToolInvocation
 		u, _ := url.Parse(d.URL)
 		q := u.Query()
 		for k, v := range args {
+			// The configured query (an API key, a fixed scope) is the
+			// operator's; the model's arguments may not replace it.
+			if q.Has(k) {
+				return "", fmt.Errorf("the argument %q is fixed by the tool's configuration and cannot be set", k)
+			}
 			q.Set(k, fmt.Sprint(v))
 		}
 		u.RawQuery = q.Encode()
@@ -171,8 +200,16 @@ func (t *Tools) call(ctx context.Context, d ToolDef, inv pipeline.ToolInvocation
 		}
 		req.Header.Set(k, v)
 	}
-	resp, err := t.client.Do(req)
+	client := *t.client
+	client.CheckRedirect = redirectPolicy(d)
+	resp, err := client.Do(req)
 	if err != nil {
+		// Not the url.Error's text: its URL may hold the configured
+		// query's secrets, and this text goes to the model and history.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
 		return "", fmt.Errorf("tool %s unreachable: %v", d.Name, err)
 	}
 	defer resp.Body.Close()
@@ -185,4 +222,31 @@ func (t *Tools) call(ctx context.Context, d ToolDef, inv pipeline.ToolInvocation
 		return "", fmt.Errorf("tool %s answered HTTP %d: %s", d.Name, resp.StatusCode, strings.TrimSpace(out))
 	}
 	return out, nil
+}
+
+// redirectPolicy applies d.Redirects. Go's client would carry the
+// configured headers (an API key in X-Api-Key, say) to any host a tool
+// redirects to; off the tool's origin they are removed, or the redirect
+// is not followed at all.
+func redirectPolicy(d ToolDef) func(req *http.Request, via []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if len(via) > maxToolRedirects {
+			return fmt.Errorf("tool %s redirected more than %d times", d.Name, maxToolRedirects)
+		}
+		first := via[0].URL
+		sameOrigin := req.URL.Scheme == first.Scheme && req.URL.Host == first.Host
+		switch {
+		case d.Redirects == RedirectsNone:
+			return http.ErrUseLastResponse
+		case sameOrigin:
+			return nil
+		case d.Redirects == RedirectsAny:
+			for k := range d.Headers {
+				req.Header.Del(k)
+			}
+			return nil
+		default:
+			return fmt.Errorf("tool %s redirected to another origin (%s://%s), which its redirects setting (%s) does not allow", d.Name, req.URL.Scheme, req.URL.Host, d.Redirects)
+		}
+	}
 }

@@ -97,6 +97,7 @@ func TestLoadToolsRejectsBadFiles(t *testing.T) {
 		{{Name: pipeline.SkipResponseTool, URL: "http://x"}},
 		{{Name: "a", URL: "http://x"}, {Name: "a", URL: "http://y"}},
 		{{Name: "a", URL: "ftp://x"}},
+		{{Name: "a", URL: "http://x", Redirects: "sometimes"}},
 	} {
 		_, err := LoadTools(writeTools(t, defs))
 		assert.Error(t, err, "%+v", defs)
@@ -104,4 +105,90 @@ func TestLoadToolsRejectsBadFiles(t *testing.T) {
 	tools, err := LoadTools("")
 	require.NoError(t, err)
 	assert.Len(t, tools.specs(), 2, "only the built-ins without a file")
+}
+
+// A tool's configured headers carry its secrets: a redirect to another
+// origin is refused by default, followed without them when allowed, and
+// a redirect within the tool's origin keeps them.
+func TestToolRedirectsDoNotCarryTheToolsSecretsElsewhere(t *testing.T) {
+	var mu sync.Mutex
+	var elsewhere []string // the X-Api-Key each request to the other origin carried
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		elsewhere = append(elsewhere, r.Header.Get("X-Api-Key"))
+		mu.Unlock()
+		_, _ = io.WriteString(w, "other")
+	}))
+	t.Cleanup(other.Close)
+	var home []string
+	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		home = append(home, r.URL.Path+" "+r.Header.Get("X-Api-Key"))
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/away":
+			http.Redirect(w, r, other.URL+"/steal", http.StatusFound)
+		case "/moved":
+			http.Redirect(w, r, "/here", http.StatusFound)
+		default:
+			_, _ = io.WriteString(w, "home")
+		}
+	}))
+	t.Cleanup(tool.Close)
+	t.Setenv("TOOL_KEY", "k-secret")
+	key := map[string]string{"X-Api-Key": "env:TOOL_KEY"}
+	tools, err := LoadTools(writeTools(t, []ToolDef{
+		{Name: "default", URL: tool.URL + "/away", Headers: key},
+		{Name: "any", URL: tool.URL + "/away", Headers: key, Redirects: RedirectsAny},
+		{Name: "none", URL: tool.URL + "/moved", Headers: key, Redirects: RedirectsNone},
+		{Name: "local", URL: tool.URL + "/moved", Headers: key},
+	}))
+	require.NoError(t, err)
+	acts := &Activities{Tools: tools, Logger: slog.Default()}
+	env := newActivityEnv(acts)
+	run := func(name string) pipeline.ToolResult {
+		v, err := env.ExecuteActivity(acts.RunTool, pipeline.ToolInvocation{Session: session, TurnID: "turn-1", Call: pipeline.ToolCall{ID: name, Name: name, Arguments: `{}`}})
+		require.NoError(t, err)
+		var r pipeline.ToolResult
+		require.NoError(t, v.Get(&r))
+		return r
+	}
+
+	res := run("default")
+	assert.True(t, res.IsError)
+	assert.Contains(t, res.Output, "redirected to another origin")
+	assert.NotContains(t, res.Output, other.URL+"/steal", "the error names the origin, not a URL that may carry secrets")
+	res = run("any")
+	assert.Equal(t, "other", res.Output)
+	res = run("none")
+	assert.True(t, res.IsError)
+	assert.Contains(t, res.Output, "HTTP 302")
+	res = run("local")
+	assert.Equal(t, "home", res.Output)
+
+	assert.Equal(t, []string{""}, elsewhere, "only the allowed redirect reached the other origin, without the key")
+	assert.Equal(t, []string{"/away k-secret", "/away k-secret", "/moved k-secret", "/moved k-secret", "/here k-secret"}, home)
+}
+
+func TestAGETToolsConfiguredQueryCannotBeOverridden(t *testing.T) {
+	srv, calls := toolServer(t)
+	tools, err := LoadTools(writeTools(t, []ToolDef{{Name: "search", URL: srv.URL + "/search?scope=public&key=abc", Method: "GET"}}))
+	require.NoError(t, err)
+	acts := &Activities{Tools: tools, Logger: slog.Default()}
+	env := newActivityEnv(acts)
+	for _, args := range []string{`{"scope":"private"}`, `{"q":"x"}`} {
+		v, err := env.ExecuteActivity(acts.RunTool, pipeline.ToolInvocation{Session: session, TurnID: "t", Call: pipeline.ToolCall{ID: "c", Name: "search", Arguments: args}})
+		require.NoError(t, err)
+		var r pipeline.ToolResult
+		require.NoError(t, v.Get(&r))
+		if args == `{"q":"x"}` {
+			assert.False(t, r.IsError, r.Output)
+			continue
+		}
+		assert.True(t, r.IsError)
+		assert.Contains(t, r.Output, `"scope" is fixed by the tool's configuration`)
+	}
+	got := calls()
+	require.Len(t, got, 1, "the overriding call reached no server")
+	assert.Equal(t, "key=abc&q=x&scope=public", got[0].Query)
 }
