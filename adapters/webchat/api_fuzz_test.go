@@ -57,6 +57,7 @@ func FuzzWebchatAPI(f *testing.F) {
 		r := apiRoutes[int(route)%len(apiRoutes)]
 		target := strings.Replace(r.path, "%s", url.PathEscape(chat), 1)
 		req := httptest.NewRequest(r.method, target, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		if withToken {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}

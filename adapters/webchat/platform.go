@@ -2,9 +2,6 @@ package webchat
 
 import (
 	"context"
-	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/pipeline"
@@ -20,6 +17,9 @@ type Platform struct {
 	BotToken string `envconfig:"WEBCHAT_BOT_TOKEN"`
 	// Emoji overrides the reaction emoji, state:emoji.
 	Emoji map[string]string `envconfig:"WEBCHAT_EMOJI"`
+	// Origins are browser origins besides the gateway's own whose pages
+	// may post to the web chat API.
+	Origins []string `envconfig:"WEBCHAT_ORIGINS"`
 }
 
 var _ adapters.Platform = (*Platform)(nil)
@@ -32,12 +32,7 @@ func (p *Platform) HowToEnable() string { return "REPLYFLOW_WEBCHAT_ENABLED=true
 func (p *Platform) Summary() string { return "" }
 
 func (p *Platform) Validate() []error {
-	var errs []error
-	for _, state := range slices.Sorted(maps.Keys(p.Emoji)) {
-		if _, ok := pipeline.DefaultEmoji[pipeline.ReactionState(state)]; !ok {
-			errs = append(errs, fmt.Errorf("REPLYFLOW_WEBCHAT_EMOJI: unknown reaction state %q; use received, thinking, waiting_user, done or error", state))
-		}
-	}
+	_, errs := adapters.ReactionOverrides("REPLYFLOW_WEBCHAT_EMOJI", p.Emoji, nil)
 	return errs
 }
 
@@ -45,7 +40,7 @@ func (p *Platform) Validate() []error {
 // the root of the gateway's mux.
 func (p *Platform) Serve(_ context.Context, gw adapters.GatewaySide) (adapters.Serving, error) {
 	chat, err := NewServer(ServerConfig{
-		Sink: gw.Sink, BotToken: p.BotToken, Logger: gw.Logger, StreamWriteTimeout: gw.WriteTimeout,
+		Sink: gw.Sink, BotToken: p.BotToken, Logger: gw.Logger, StreamWriteTimeout: gw.WriteTimeout, TrustedOrigins: p.Origins,
 	})
 	if err != nil {
 		return adapters.Serving{}, err

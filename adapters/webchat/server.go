@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strings"
 	"sync"
@@ -37,6 +38,10 @@ type ServerConfig struct {
 	Logger   *slog.Logger
 	// Now is the clock used to stamp inbound messages; nil means time.Now.
 	Now func() time.Time
+	// TrustedOrigins are the browser origins ("https://chat.example")
+	// besides the gateway's own that may send it state-changing requests
+	// (a front end served elsewhere); REPLYFLOW_WEBCHAT_ORIGINS.
+	TrustedOrigins []string
 	// StreamWriteTimeout bounds each write to an event stream, so a client
 	// that stops reading is cut off; 15s when zero. Streams lift the HTTP
 	// server's own read and write timeouts, which would end them.
@@ -50,6 +55,9 @@ type Server struct {
 	hub   *hub
 	sends *recentKeys
 	mux   *http.ServeMux
+	// crossOrigin refuses a state-changing request a browser sends from
+	// another site's page (Sec-Fetch-Site, else Origin against Host).
+	crossOrigin *http.CrossOriginProtection
 }
 
 // NewServer builds the platform. It refuses an empty bot token, because the
@@ -70,7 +78,12 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.StreamWriteTimeout <= 0 {
 		cfg.StreamWriteTimeout = 15 * time.Second
 	}
-	s := &Server{cfg: cfg, hub: newHub(randomID("")[:8]), sends: newRecentKeys(10000), mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, hub: newHub(randomID("")[:8]), sends: newRecentKeys(10000), mux: http.NewServeMux(), crossOrigin: http.NewCrossOriginProtection()}
+	for _, origin := range cfg.TrustedOrigins {
+		if err := s.crossOrigin.AddTrustedOrigin(origin); err != nil {
+			return nil, fmt.Errorf("webchat: REPLYFLOW_WEBCHAT_ORIGINS: %w", err)
+		}
+	}
 	s.mux.HandleFunc("POST /api/chats/{chat}/messages", s.postUserMessage)
 	s.mux.HandleFunc("GET /api/chats/{chat}/events", s.streamEvents)
 	s.mux.HandleFunc("POST /bot/chats/{chat}/messages", s.bot(s.postBotMessage))
@@ -84,8 +97,34 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	return s, nil
 }
 
-// ServeHTTP makes the Server an http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP makes the Server an http.Handler. Before any route, a
+// state-changing request must come from the gateway's own page (or a
+// trusted origin) and carry JSON: a page elsewhere could otherwise post a
+// text/plain "simple request" (no CORS preflight) in a visitor's browser.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := s.crossOrigin.Check(r); err != nil {
+		writeError(w, http.StatusForbidden, "a request from another site's page is refused ("+err.Error()+"); a front end served elsewhere needs its origin in REPLYFLOW_WEBCHAT_ORIGINS")
+		return
+	}
+	if changesState(r.Method) && !isJSON(r.Header.Get("Content-Type")) {
+		writeError(w, http.StatusUnsupportedMediaType, "send the body as Content-Type: application/json")
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func changesState(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	return true
+}
+
+func isJSON(contentType string) bool {
+	media, _, err := mime.ParseMediaType(contentType)
+	return err == nil && media == "application/json"
+}
 
 // UserMessage is the body of POST /api/chats/{chat}/messages.
 type UserMessage struct {

@@ -50,6 +50,7 @@ func newTestServer(t *testing.T, sink adapters.Sink) *httptest.Server {
 func post(t *testing.T, url, auth, body string) (int, string) {
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
