@@ -49,6 +49,10 @@ type GatewaySide struct {
 	// Mux is the gateway's HTTP server (REPLYFLOW_WEBCHAT_ADDR); routes are
 	// mounted before it starts.
 	Mux *http.ServeMux
+	// Webhooks is where a platform mounts the URLs the platform itself
+	// calls (webhooks, event URLs): REPLYFLOW_WEBHOOK_ADDR's server, or
+	// Mux when that is not set.
+	Webhooks *http.ServeMux
 	// Sink and Feedback hand events to Temporal (package gateway's Ingress).
 	Sink     Sink
 	Feedback FeedbackSink
@@ -77,6 +81,14 @@ type OpenSession struct {
 	// no worker ran it yet.
 	LastInboundAt time.Time
 	StartedAt     time.Time
+}
+
+// WebhookMux is Webhooks, or Mux when no separate address is set.
+func (g GatewaySide) WebhookMux() *http.ServeMux {
+	if g.Webhooks != nil {
+		return g.Webhooks
+	}
+	return g.Mux
 }
 
 // Serving is a platform's running gateway side.

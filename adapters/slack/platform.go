@@ -114,8 +114,8 @@ func (p *Platform) Serve(ctx context.Context, gw adapters.GatewaySide) (adapters
 	failed := make(chan error, 1)
 	var events, interactivity atomic.Pointer[http.Handler]
 	if p.Mode == "events" {
-		gw.Mux.Handle("POST "+p.EventsPath, untilReady(&events))
-		gw.Mux.Handle("POST "+p.InteractivityPath, untilReady(&interactivity))
+		gw.WebhookMux().Handle("POST "+p.EventsPath, untilReady(&events))
+		gw.WebhookMux().Handle("POST "+p.InteractivityPath, untilReady(&interactivity))
 	}
 	gw.Health.Report(Channel, adapters.Health{State: adapters.StateConnecting})
 	go func() {

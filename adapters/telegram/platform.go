@@ -91,7 +91,7 @@ func (p *Platform) Serve(ctx context.Context, gw adapters.GatewaySide) (adapters
 	failed := make(chan error, 1)
 	var webhook atomic.Pointer[http.Handler]
 	if p.Mode == "webhook" {
-		gw.Mux.Handle("POST "+p.WebhookPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gw.WebhookMux().Handle("POST "+p.WebhookPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if h := webhook.Load(); h != nil {
 				(*h).ServeHTTP(w, r)
 				return

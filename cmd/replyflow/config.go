@@ -73,6 +73,10 @@ type Config struct {
 	// WebchatAddr is the gateway's HTTP address: the web chat, webhooks
 	// and /healthz.
 	WebchatAddr string `envconfig:"WEBCHAT_ADDR" default:"127.0.0.1:8080"`
+	// WebhookAddr, when set, is a second address that serves only the
+	// platforms' webhooks (Telegram's, Slack's Events API) and /healthz,
+	// so a webhook exposed to the internet exposes nothing else.
+	WebhookAddr string `envconfig:"WEBHOOK_ADDR"`
 	// HTTPTimeout bounds how long a request may take to arrive and its
 	// answer to be written (event streams bound each write instead).
 	HTTPTimeout time.Duration `envconfig:"HTTP_TIMEOUT" default:"30s"`

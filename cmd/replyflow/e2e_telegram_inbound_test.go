@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -95,4 +96,51 @@ func TestTelegramWebhookAnswers200OnlyAfterTheSignal(t *testing.T) {
 	s.startWorker(&testModel{})
 	waitFor(t, s.fake, "the answer", func() bool { return len(s.fake.Sent(chat.ID)) == 1 })
 	assert.Equal(t, []string{"You said: via webhook"}, sentTexts(s.fake, chat))
+}
+
+// freeAddr is a loopback address nothing listens on right now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// With REPLYFLOW_WEBHOOK_ADDR the webhooks have an address of their own:
+// exposing it to Telegram exposes neither the web chat nor its API, and
+// the web chat's address no longer takes webhooks.
+func TestWebhooksOnTheirOwnAddressExposeNothingElse(t *testing.T) {
+	cfg := testConfig(t)
+	telegramOf(cfg).Mode = "webhook"
+	telegramOf(cfg).WebhookSecret = "s3cret-token"
+	cfg.WebhookAddr = freeAddr(t)
+	s := startTelegramStack(t, cfg)
+	hooks := "http://" + cfg.WebhookAddr
+	chat := telegramtest.Private(606)
+	s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: "via the webhook address"})
+	update := string(s.fake.Updates()[0])
+
+	call := func(method, target, body string) int {
+		req, err := http.NewRequest(method, target, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Telegram-Bot-Api-Secret-Token", "s3cret-token")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	path := telegramOf(cfg).WebhookPath
+	assert.Equal(t, http.StatusOK, call(http.MethodGet, hooks+"/healthz", ""))
+	assert.Equal(t, http.StatusNotFound, call(http.MethodGet, hooks+"/", ""), "no web chat page")
+	assert.Equal(t, http.StatusNotFound, call(http.MethodPost, hooks+"/api/chats/x/messages", `{"sender_id":"a","text":"hi"}`), "no web chat API")
+	assert.Contains(t, []int{http.StatusNotFound, http.StatusMethodNotAllowed}, call(http.MethodPost, s.baseURL+path, update),
+		"the web chat's address takes no webhook")
+	require.Equal(t, http.StatusOK, call(http.MethodPost, hooks+path, update))
+
+	s.startWorker(&testModel{})
+	waitFor(t, s.fake, "the answer", func() bool { return len(s.fake.Sent(chat.ID)) == 1 })
+	assert.Equal(t, []string{"You said: via the webhook address"}, sentTexts(s.fake, chat))
 }

@@ -182,21 +182,40 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 	mux := http.NewServeMux()
 	status := gateway.NewStatus()
 	mux.Handle("GET /healthz", status)
-	platforms, err := gateway.Serve(ctx, cfg.Platforms, adapters.GatewaySide{
+	listeners := []net.Listener{ln}
+	muxes := []*http.ServeMux{mux}
+	side := adapters.GatewaySide{
 		Mux: mux, Sink: sink, Feedback: sink, Health: status, Logger: logger, WriteTimeout: cfg.HTTPTimeout,
 		Sessions: &gateway.Sessions{Client: c},
-	})
+	}
+	if cfg.WebhookAddr != "" {
+		hooksLn, err := net.Listen("tcp", cfg.WebhookAddr)
+		if err != nil {
+			return fmt.Errorf("listen for webhooks on %s (REPLYFLOW_WEBHOOK_ADDR): %w", cfg.WebhookAddr, err)
+		}
+		side.Webhooks = http.NewServeMux()
+		side.Webhooks.Handle("GET /healthz", status)
+		listeners, muxes = append(listeners, hooksLn), append(muxes, side.Webhooks)
+		logger.Info("Webhooks served on their own address", "addr", hooksLn.Addr().String())
+	}
+	platforms, err := gateway.Serve(ctx, cfg.Platforms, side)
 	if err != nil {
+		for _, l := range listeners[1:] {
+			_ = l.Close()
+		}
 		return err
 	}
-	srv := newHTTPServer(mux, cfg.HTTPTimeout)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
+	done := make(chan error, len(listeners))
+	var servers []*http.Server
+	for i, l := range listeners {
+		srv := newHTTPServer(muxes[i], cfg.HTTPTimeout)
+		servers = append(servers, srv)
+		go func() { done <- fmt.Errorf("gateway HTTP server on %s stopped: %w", l.Addr(), srv.Serve(l)) }()
+	}
 	var failure error
 	select {
 	case err := <-done:
-		platforms.Close()
-		return fmt.Errorf("gateway HTTP server on %s stopped: %w", ln.Addr(), err)
+		failure = err
 	case err := <-platforms.Failed:
 		failure = err
 	case <-ctx.Done():
@@ -205,8 +224,10 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancelShutdown()
 	platforms.Close()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		_ = srv.Close()
+	for _, srv := range servers {
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			_ = srv.Close()
+		}
 	}
 	return failure
 }
