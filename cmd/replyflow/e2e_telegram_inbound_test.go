@@ -118,7 +118,7 @@ func TestWebhooksOnTheirOwnAddressExposeNothingElse(t *testing.T) {
 	cfg.WebhookAddr = freeAddr(t)
 	s := startTelegramStack(t, cfg)
 	hooks := "http://" + cfg.WebhookAddr
-	chat := telegramtest.Private(606)
+	chat := telegramtest.Private(608) // each test its own chat: the Temporal server is shared
 	s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: "via the webhook address"})
 	update := string(s.fake.Updates()[0])
 
