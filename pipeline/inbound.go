@@ -203,3 +203,38 @@ func (in Inbound) TextWithMedia() string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TruncatedMark ends a message text an adapter cut to MaxTextBytes, so
+// the model knows there was more.
+const TruncatedMark = "\n[message truncated: it was longer than replyflow accepts]"
+
+// ClipText is a platform message's text as an Inbound takes it: valid
+// UTF-8, and cut with TruncatedMark when longer than MaxTextBytes.
+func ClipText(text string) string {
+	if len(text) <= MaxTextBytes {
+		return strings.ToValidUTF8(text, "")
+	}
+	return strings.ToValidUTF8(text[:MaxTextBytes-len(TruncatedMark)], "") + TruncatedMark
+}
+
+// ClipName is a sender's or a file's name as an Inbound takes it: valid
+// UTF-8 of at most MaxNameBytes.
+func ClipName(name string) string {
+	if len(name) > MaxNameBytes {
+		name = name[:MaxNameBytes]
+	}
+	return strings.ToValidUTF8(name, "")
+}
+
+// MediaKindOf is a Media Kind for a MIME type.
+func MediaKindOf(mime string) string {
+	switch {
+	case strings.HasPrefix(mime, "image/"):
+		return "photo"
+	case strings.HasPrefix(mime, "video/"):
+		return "video"
+	case strings.HasPrefix(mime, "audio/"):
+		return "audio"
+	}
+	return "document"
+}

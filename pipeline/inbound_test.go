@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,4 +84,22 @@ func TestTextWithMediaNamesEveryAttachment(t *testing.T) {
 	assert.Equal(t, "what is this?\n[photo (image/jpeg) attached, ref AgAC1]\n[document \"report.pdf\" attached, ref BQAC2]", in.TextWithMedia())
 	assert.Equal(t, "[voice attached, ref AwAC3]", Inbound{Media: []Media{{Kind: "voice", Ref: "AwAC3"}}}.TextWithMedia())
 	assert.Equal(t, "plain", Inbound{Text: "plain"}.TextWithMedia())
+}
+
+func TestClipTextNameAndMediaKind(t *testing.T) {
+	long := strings.Repeat("é", MaxTextBytes) // two bytes each: over the limit
+	clipped := ClipText(long)
+	assert.LessOrEqual(t, len(clipped), MaxTextBytes)
+	assert.True(t, utf8.ValidString(clipped), "not cut inside a character")
+	assert.True(t, strings.HasSuffix(clipped, TruncatedMark))
+	assert.Equal(t, "short", ClipText("short"))
+	assert.Equal(t, "ab", ClipText("a\xffb"), "invalid bytes dropped")
+
+	name := ClipName(strings.Repeat("ж", MaxNameBytes))
+	assert.LessOrEqual(t, len(name), MaxNameBytes)
+	assert.True(t, utf8.ValidString(name))
+
+	for mime, kind := range map[string]string{"image/png": "photo", "video/mp4": "video", "audio/ogg": "audio", "application/pdf": "document", "": "document"} {
+		assert.Equal(t, kind, MediaKindOf(mime), mime)
+	}
 }

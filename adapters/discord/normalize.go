@@ -70,9 +70,9 @@ func NormalizeMessage(botID string, m *discordgo.Message, place Place, now time.
 		ChatType:       pipeline.ChatGroup,
 		MessageID:      m.ID,
 		SenderID:       m.Author.ID,
-		SenderName:     clipName(senderName(m.Author, m.Member)),
+		SenderName:     pipeline.ClipName(senderName(m.Author, m.Member)),
 		SenderIsBot:    m.Author.Bot || m.WebhookID != "",
-		Text:           clipText(text),
+		Text:           pipeline.ClipText(text),
 		Media:          mediaOf(m.Attachments),
 		MentionsBot:    us,
 		MentionsOthers: others && !us,
@@ -138,24 +138,6 @@ func senderName(u *discordgo.User, member *discordgo.Member) string {
 	return u.Username
 }
 
-// truncatedMark ends a text cut to the pipeline's limit, so the model
-// knows it did not see all of it.
-const truncatedMark = "\n[message truncated: it was longer than replyflow accepts]"
-
-func clipText(text string) string {
-	if len(text) <= pipeline.MaxTextBytes {
-		return strings.ToValidUTF8(text, "")
-	}
-	return strings.ToValidUTF8(text[:pipeline.MaxTextBytes-len(truncatedMark)], "") + truncatedMark
-}
-
-func clipName(name string) string {
-	if len(name) > pipeline.MaxNameBytes {
-		name = name[:pipeline.MaxNameBytes]
-	}
-	return strings.ToValidUTF8(name, "")
-}
-
 // mediaOf keeps references to a message's attachments: their CDN URL (a
 // tool fetches it; Discord signs these URLs and they expire after about a
 // day), file name and type, never the bytes.
@@ -172,21 +154,9 @@ func mediaOf(files []*discordgo.MessageAttachment) []pipeline.Media {
 		if ref == "" {
 			continue
 		}
-		out = append(out, pipeline.Media{Kind: mediaKind(f.ContentType), Ref: ref, MimeType: f.ContentType, Name: clipName(f.Filename)})
+		out = append(out, pipeline.Media{Kind: pipeline.MediaKindOf(f.ContentType), Ref: ref, MimeType: f.ContentType, Name: pipeline.ClipName(f.Filename)})
 	}
 	return out
-}
-
-func mediaKind(mime string) string {
-	switch {
-	case strings.HasPrefix(mime, "image/"):
-		return "photo"
-	case strings.HasPrefix(mime, "video/"):
-		return "video"
-	case strings.HasPrefix(mime, "audio/"):
-		return "audio"
-	}
-	return "document"
 }
 
 // Reaction is MESSAGE_REACTION_ADD as the gateway sends it, with the

@@ -122,7 +122,7 @@ func TestNormalizeMessageCutsLongText(t *testing.T) {
 	ev := NormalizeMessage(bot, msg("1", adaUser, strings.Repeat("é", pipeline.MaxTextBytes)), inGeneral, now)
 	require.NotNil(t, ev.Inbound)
 	assert.LessOrEqual(t, len(ev.Inbound.Text), pipeline.MaxTextBytes)
-	assert.True(t, strings.HasSuffix(ev.Inbound.Text, truncatedMark))
+	assert.True(t, strings.HasSuffix(ev.Inbound.Text, pipeline.TruncatedMark))
 }
 
 func TestNormalizeReaction(t *testing.T) {

@@ -44,7 +44,7 @@ func NormalizeInteraction(mode ReplyMode, cb slack.InteractionCallback, now time
 		// and a redelivery of the same press keeps it.
 		MessageID:  "press-" + firstOf(action.ActionTs, cb.ActionTs) + "-" + cb.User.ID,
 		SenderID:   cb.User.ID,
-		SenderName: truncateName(firstOf(cb.User.Name, cb.User.Profile.DisplayName)),
+		SenderName: pipeline.ClipName(firstOf(cb.User.Name, cb.User.Profile.DisplayName)),
 		ReplyTo:    messageTS,
 		ReplyToBot: true,
 		Action:     action.Value,

@@ -159,9 +159,9 @@ func postEvent(bot Identity, mode ReplyMode, team string, p post, now time.Time)
 		ChatType:       pipeline.ChatGroup,
 		MessageID:      p.ts,
 		SenderID:       sender,
-		SenderName:     truncateName(p.username),
+		SenderName:     pipeline.ClipName(p.username),
 		SenderIsBot:    p.user == "" || p.botID != "",
-		Text:           truncateText(text),
+		Text:           pipeline.ClipText(text),
 		Media:          mediaOf(p.files),
 		MentionsBot:    us || p.mentioned,
 		MentionsOthers: others && !us && !p.mentioned,
@@ -215,24 +215,6 @@ func addressing(bot Identity, text string) (clean string, us, others bool) {
 
 var slackUnescaper = strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&")
 
-// truncatedMark ends a text cut to the pipeline's limit, so the model
-// knows it did not see all of it.
-const truncatedMark = "\n[message truncated: it was longer than replyflow accepts]"
-
-func truncateText(text string) string {
-	if len(text) <= pipeline.MaxTextBytes {
-		return text
-	}
-	return strings.ToValidUTF8(text[:pipeline.MaxTextBytes-len(truncatedMark)], "") + truncatedMark
-}
-
-func truncateName(name string) string {
-	if len(name) > pipeline.MaxNameBytes {
-		name = name[:pipeline.MaxNameBytes]
-	}
-	return strings.ToValidUTF8(name, "")
-}
-
 // mediaOf keeps references to a message's files: their IDs and names.
 // The bytes stay with Slack until a tool fetches them (files.info).
 func mediaOf(files []slack.File) []pipeline.Media {
@@ -242,22 +224,10 @@ func mediaOf(files []slack.File) []pipeline.Media {
 			continue
 		}
 		out = append(out, pipeline.Media{
-			Kind: mediaKind(f.Mimetype), Ref: f.ID, MimeType: f.Mimetype, Name: truncateName(f.Name),
+			Kind: pipeline.MediaKindOf(f.Mimetype), Ref: f.ID, MimeType: f.Mimetype, Name: pipeline.ClipName(f.Name),
 		})
 	}
 	return out
-}
-
-func mediaKind(mime string) string {
-	switch {
-	case strings.HasPrefix(mime, "image/"):
-		return "photo"
-	case strings.HasPrefix(mime, "video/"):
-		return "video"
-	case strings.HasPrefix(mime, "audio/"):
-		return "audio"
-	}
-	return "document"
 }
 
 func reactionEvent(bot Identity, ev slackevents.EventsAPIEvent, r *slackevents.ReactionAddedEvent, now time.Time) Event {

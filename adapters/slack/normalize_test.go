@@ -217,7 +217,7 @@ func TestNormalizeRespectsLimits(t *testing.T) {
 		`{"type":"message","subtype":"file_share","channel":"C1","channel_type":"channel","user":"U1","text":"`+long+`","ts":"`+postTS+`","files":[`+strings.Join(files, ",")+`]}`))
 	require.NotNil(t, got.Inbound, got.Skip)
 	assert.NoError(t, got.Inbound.Validate())
-	assert.True(t, strings.HasSuffix(got.Inbound.Text, truncatedMark))
+	assert.True(t, strings.HasSuffix(got.Inbound.Text, pipeline.TruncatedMark))
 	assert.Len(t, got.Inbound.Media, pipeline.MaxMedia)
 	assert.Len(t, got.Inbound.Media[0].Name, pipeline.MaxNameBytes)
 }
