@@ -46,25 +46,51 @@ func TestEachLaneRunsInOrderAndLanesRunAtOnce(t *testing.T) {
 	assert.Equal(t, []int{0, 1, 2, 3, 4}, got["b"])
 }
 
+// With two lanes, a third key's job starts only once one of the two
+// running has finished.
 func TestAtMostLanesRunAtOnce(t *testing.T) {
 	l := New(2, 100)
 	var mu sync.Mutex
-	running, most := 0, 0
+	running, most, started := 0, 0, 0
+	release := make(chan struct{})
+	changed := make(chan struct{}, 10)
 	ctx := context.Background()
-	for _, key := range []string{"a", "b", "c", "d", "e", "f"} {
+	for _, key := range []string{"a", "b", "c"} {
 		require.NoError(t, l.Go(ctx, key, func() {
 			mu.Lock()
 			running++
+			started++
 			most = max(most, running)
 			mu.Unlock()
-			time.Sleep(5 * time.Millisecond) // overlap, if the bound let it
+			changed <- struct{}{}
+			<-release
 			mu.Lock()
 			running--
 			mu.Unlock()
 		}))
 	}
+	waitStarted := func(n int) {
+		t.Helper()
+		for {
+			mu.Lock()
+			s := started
+			mu.Unlock()
+			if s >= n {
+				return
+			}
+			select {
+			case <-changed:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%d jobs started, want %d", s, n)
+			}
+		}
+	}
+	waitStarted(2)
+	release <- struct{}{} // one of the two ends: the third may start
+	waitStarted(3)
+	close(release)
 	l.Wait()
-	assert.LessOrEqual(t, most, 2)
+	assert.Equal(t, 2, most, "never three at once")
 }
 
 func TestAFullQueueHoldsTheCallerUntilItsContextEnds(t *testing.T) {
