@@ -60,6 +60,9 @@ type Settings struct {
 	ProposalTTL Duration `json:"proposal_ttl"`
 	// AllowFrom lists who may talk to the agent ("provider:id" or "*").
 	AllowFrom []string `json:"allow_from,omitempty"`
+	// ModelAllow lists the models besides the chain that a sender who is
+	// not an owner may pick with /model (REPLYFLOW_MODEL_ALLOW).
+	ModelAllow []string `json:"model_allow,omitempty"`
 	// Activation is the channel's engagement mode (pipeline.Activation*);
 	// Aliases are the names the agent answers to in groups.
 	Activation string   `json:"activation,omitempty"`

@@ -62,6 +62,10 @@ type Inbound struct {
 	// Membership is the chat's member count, where the adapter knows it
 	// (Slack asks conversations.info); the engagement rules weigh it.
 	Membership *MembershipCount `json:"membership,omitempty"`
+	// SenderIsOwner: the adapter authenticated the sender as an owner
+	// (a web chat token issued with --owner). Only an adapter sets it,
+	// from what it verified itself, never from a request body.
+	SenderIsOwner bool `json:"sender_is_owner,omitempty"`
 }
 
 // Media is a reference to an attachment kept by the platform; the bytes
