@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/replyflow/replyflow/pipeline"
@@ -23,7 +24,7 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 	case p.Command == pipeline.CommandDecide:
 		d := *p.Decision
 		d.By = in.Channel + ":" + in.SenderID
-		if out, err := s.proposals.decide(d); err != nil {
+		if out, err := s.proposals.decideBy(d, s.v.security && in.SenderIsOwner); err != nil {
 			text = "⚠️ " + err.Error()
 		} else {
 			text = out
@@ -31,7 +32,7 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 	case p.Command == pipeline.CommandActivation && p.Activation == "":
 		text = "Activation: " + s.engagement.activation() + ". Owners change it with /activation mention|smart|gated|always."
 	case p.Command == pipeline.CommandActivation:
-		if !pipeline.Allowed(in.Channel+":"+in.SenderID, s.settings.Owners) {
+		if !s.isOwner(in) {
 			text = "⚠️ Only owners may change the activation mode."
 			break
 		}
@@ -43,6 +44,8 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 	case p.Command == pipeline.CommandModel && p.ModelReset:
 		s.turns.setModel("")
 		text = "Model back to the default chain: " + strings.Join(s.settings.Models, " → ") + "."
+	case p.Command == pipeline.CommandModel && p.Model != "" && s.v.security && !s.isOwner(in) && !s.modelOpen(p.Model):
+		text = "⚠️ /model may choose only " + strings.Join(s.openModels(), ", ") + " here; owners may choose any model."
 	case p.Command == pipeline.CommandModel && p.Model != "":
 		s.turns.setModel(p.Model)
 		text = "Model for this chat: " + p.Model + " (no fallback while it is chosen; /model default undoes it)."
@@ -74,7 +77,7 @@ func (s *session) pressButton(in pipeline.Inbound) {
 		s.log.Warn("Unknown button action ignored", "action", in.Action)
 		return
 	}
-	_, err := s.proposals.decide(pipeline.Decision{ID: id, Decision: decision, By: in.Channel + ":" + in.SenderID})
+	_, err := s.proposals.decideBy(pipeline.Decision{ID: id, Decision: decision, By: in.Channel + ":" + in.SenderID}, s.v.security && in.SenderIsOwner)
 	if err == nil {
 		return
 	}
@@ -100,3 +103,19 @@ func (s *session) abort() {
 	}
 	s.attrsDirty = true
 }
+
+// openModels are the models anyone may pick with /model: the chain and
+// REPLYFLOW_MODEL_ALLOW, in that order, without repeats. Every other
+// model is for owners, so a stranger cannot switch a chat to a costlier
+// model than the operator chose.
+func (s *session) openModels() []string {
+	var open []string
+	for _, m := range append(slices.Clone(s.settings.Models), s.settings.ModelAllow...) {
+		if !slices.Contains(open, m) {
+			open = append(open, m)
+		}
+	}
+	return open
+}
+
+func (s *session) modelOpen(model string) bool { return slices.Contains(s.openModels(), model) }

@@ -67,7 +67,7 @@ func TestStopAbortsTheTurnClearsTheQueueAndTellsTheNextTurn(t *testing.T) {
 func TestChatSettingsAreSavedAndPickedUpByTheNextRun(t *testing.T) {
 	env, p := newEnv(t)
 	signalAt(env, time.Second, inbound("c1", "/queue collect"))
-	signalAt(env, 2*time.Second, inbound("c2", "/model anthropic/x"))
+	signalAt(env, 2*time.Second, from("boss", inbound("c2", "/model anthropic/x"))) // an owner: anthropic/x is not in the chain
 	signalAt(env, 3*time.Second, inbound("c3", "/new"))
 	signalAt(env, 4*time.Second, inbound("m1", "hi"))
 	signalAt(env, 5*time.Second, inbound("m2", "again"))

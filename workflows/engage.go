@@ -69,12 +69,12 @@ type Participant struct {
 
 // permitted is the permission gate: AllowFrom (default everyone) and the
 // owners, who are always let in.
-func (s *engagement) permitted(sender string) bool {
+func (s *engagement) permitted(in pipeline.Inbound) bool {
 	allow := s.settings.AllowFrom
 	if len(allow) == 0 {
 		allow = []string{"*"}
 	}
-	return pipeline.Allowed(sender, allow) || pipeline.Allowed(sender, s.settings.Owners)
+	return pipeline.Allowed(in.Channel+":"+in.SenderID, allow) || s.isOwner(in)
 }
 
 func (s *engagement) activation() string {

@@ -32,6 +32,12 @@ type runEnv struct {
 	attrsDirty bool
 }
 
+// isOwner: the sender is one of the owners (configured or claimed) or,
+// in a run that took changeSecurity, the adapter verified it as one.
+func (e *runEnv) isOwner(in pipeline.Inbound) bool {
+	return pipeline.Allowed(in.Channel+":"+in.SenderID, e.settings.Owners) || (e.v.security && in.SenderIsOwner)
+}
+
 // deliver sends one message to the platform, retried until the delivery
 // deadline.
 func (e *runEnv) deliver(ctx workflow.Context, d pipeline.Delivery) (string, error) {

@@ -129,11 +129,17 @@ func (s *proposals) checkDecisionForm(d pipeline.Decision) error {
 // proposal, by someone not allowed, or contrary to one already made. It
 // returns true when the same decision was already made: a double click.
 func (s *proposals) checkDecision(d pipeline.Decision) (repeat bool, err error) {
+	return s.checkDecisionBy(d, false)
+}
+
+// checkDecisionBy is checkDecision for a decider the adapter may have
+// verified as an owner (ownerVerified, from Inbound.SenderIsOwner).
+func (s *proposals) checkDecisionBy(d pipeline.Decision, ownerVerified bool) (repeat bool, err error) {
 	if err := s.checkDecisionForm(d); err != nil {
 		return false, err
 	}
 	p := s.get(d.ID)
-	if !s.mayDecide(d.By, *p) {
+	if !ownerVerified && !s.mayDecide(d.By, *p) {
 		return false, fmt.Errorf("%s is not allowed to decide proposal %s: only owners%s may", d.By, d.ID,
 			map[bool]string{true: " and its requester", false: ""}[s.settings.RequesterMayDecide])
 	}
@@ -158,7 +164,13 @@ func (s *proposals) mayDecide(by string, p Proposal) bool {
 
 // decide applies a decision after checking it; a repeat is one decision.
 func (s *proposals) decide(d pipeline.Decision) (string, error) {
-	repeat, err := s.checkDecision(d)
+	return s.decideBy(d, false)
+}
+
+// decideBy is decide for a decider the adapter may have verified as an
+// owner; see checkDecisionBy.
+func (s *proposals) decideBy(d pipeline.Decision, ownerVerified bool) (string, error) {
+	repeat, err := s.checkDecisionBy(d, ownerVerified)
 	if err != nil {
 		return "", err
 	}

@@ -22,7 +22,7 @@ func (s *session) accept(in pipeline.Inbound) {
 		s.replies.claim(in, strings.TrimSpace(in.Text))
 		return
 	}
-	if !s.engagement.permitted(in.Channel + ":" + in.SenderID) {
+	if !s.engagement.permitted(in) {
 		s.engagement.deny(in)
 		return
 	}

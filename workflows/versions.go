@@ -23,12 +23,19 @@ const (
 	// edit of a decided proposal names its thread; a member count sent
 	// with a message weighs in the engagement rules.
 	changeSlack = "slack-2026-11"
+	// changeSecurity (issue 17): a sender the adapter verified as an
+	// owner (Inbound.SenderIsOwner, a web chat token issued with
+	// --owner) is an owner for commands, decisions and the permission
+	// gate; /model picks only a model of the chain or of
+	// REPLYFLOW_MODEL_ALLOW unless the sender is an owner.
+	changeSecurity = "security-2026-11"
 )
 
 // versions are the changes this run took.
 type versions struct {
 	hardened bool
 	slack    bool
+	security bool
 }
 
 // readVersions records (or, on replay, reads back) the change versions of
@@ -36,4 +43,5 @@ type versions struct {
 func (s *runEnv) readVersions() {
 	s.v.hardened = workflow.GetVersion(s.ctx, changeHardening, workflow.DefaultVersion, 1) >= 1
 	s.v.slack = workflow.GetVersion(s.ctx, changeSlack, workflow.DefaultVersion, 1) >= 1
+	s.v.security = workflow.GetVersion(s.ctx, changeSecurity, workflow.DefaultVersion, 1) >= 1
 }

@@ -23,7 +23,10 @@ type Config struct {
 	TaskQueue      string   `envconfig:"TASK_QUEUE" default:"replyflow"`
 	Model          string   `envconfig:"MODEL"`
 	ModelFallbacks []string `envconfig:"MODEL_FALLBACKS"`
-	MaxTokens      int64    `envconfig:"MAX_TOKENS" default:"1024"`
+	// ModelAllow are the models besides the chain that anyone may pick
+	// with /model; owners may pick any.
+	ModelAllow []string `envconfig:"MODEL_ALLOW"`
+	MaxTokens  int64    `envconfig:"MAX_TOKENS" default:"1024"`
 	// SystemPromptFile is the persona every turn starts with.
 	SystemPromptFile string `envconfig:"SYSTEM_PROMPT_FILE"`
 	ContextTokens    int    `envconfig:"CONTEXT_TOKENS" default:"8000"`
@@ -176,9 +179,9 @@ func (c Config) validate() error {
 	if _, err := time.LoadLocation(c.Timezone); err != nil {
 		errs = append(errs, fmt.Errorf("REPLYFLOW_TIMEZONE: %w", err))
 	}
-	for _, m := range c.models() {
+	for _, m := range append(c.models(), c.ModelAllow...) {
 		if _, _, err := pipeline.ParseModelName(m); err != nil {
-			errs = append(errs, fmt.Errorf("REPLYFLOW_MODEL / REPLYFLOW_MODEL_FALLBACKS: %w", err))
+			errs = append(errs, fmt.Errorf("REPLYFLOW_MODEL / REPLYFLOW_MODEL_FALLBACKS / REPLYFLOW_MODEL_ALLOW: %w", err))
 		}
 	}
 	check(c.QueueCap >= 1 && c.QueueCap <= pipeline.MaxQueueCap, "REPLYFLOW_QUEUE_CAP must be from 1 to %d, got %d", pipeline.MaxQueueCap, c.QueueCap)
@@ -265,6 +268,7 @@ func (c Config) settings() pipeline.Settings {
 		MaxSteps:             c.MaxSteps,
 		Owners:               c.Owners,
 		AllowFrom:            c.AllowFrom,
+		ModelAllow:           c.ModelAllow,
 		Activation:           c.Activation,
 		Aliases:              c.Aliases,
 		ObservedMaxAge:       pipeline.Duration(c.ObservedMaxAge),
