@@ -107,3 +107,34 @@ func Classify(err error) (ErrorKind, time.Duration) {
 	}
 	return Transient, 0
 }
+
+// RateLimitedError is what a Sink returns for an event it dropped on
+// purpose, without handing it to Temporal, because its sender or chat
+// sent more than the gateway's inbound limits allow (package gateway's
+// Limiter). Nothing is queued. An adapter treats it as handled, not as
+// a failure: it acks its platform (a redelivery would only be refused
+// again, and a retry loop is what a flood wants) and answers a button
+// press. The sender hears of it once per window: the web chat answers
+// 429 with Retry-After, the other platforms get a notice through their
+// Serving.Notify.
+type RateLimitedError struct {
+	// Limit names the limit that refused: sender, chat or new-sessions.
+	Limit string
+	// RetryAfter is how long until the limit takes the next message.
+	RetryAfter time.Duration
+}
+
+func (e *RateLimitedError) Error() string {
+	return fmt.Sprintf("dropped by the gateway's inbound %s rate limit (not handed to Temporal); the limit takes a message again in %s",
+		e.Limit, e.RetryAfter.Round(time.Millisecond))
+}
+
+// AsRateLimited is err's RateLimitedError, if it is (or wraps) one.
+func AsRateLimited(err error) (*RateLimitedError, bool) {
+	var e *RateLimitedError
+	ok := errors.As(err, &e)
+	return e, ok
+}
+
+// SlowDownNotice is what a rate-limited sender is told, once per window.
+const SlowDownNotice = "⏳ You're sending messages faster than I can read them; I skipped some. Try again in a minute."

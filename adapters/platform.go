@@ -99,6 +99,13 @@ type Serving struct {
 	// Close runs as the gateway stops, before its HTTP server shuts down
 	// (to end event streams that would hold it up); nil for nothing.
 	Close func()
+	// Notify sends text as a plain bot message in in's chat (and thread),
+	// outside any session, with the client the gateway side holds: the
+	// gateway's slow-down notice to a sender it rate-limited. Best
+	// effort: the caller bounds ctx and logs a failure; it must never log
+	// text. nil when the platform tells the sender another way (the web
+	// chat's 429) or cannot.
+	Notify func(ctx context.Context, in pipeline.Inbound, text string) error
 }
 
 // WorkerSide is what the worker lends a platform.

@@ -3,11 +3,16 @@
 //
 // The Ingress hands inbound messages and feedback from the platform
 // adapters to session workflows with SignalWithStart; an adapter acks its
-// platform only after Accept returned nil. Status answers GET /healthz with
-// each platform's connection state. Sessions lists the running sessions
-// of a channel through Temporal visibility (by workflow ID, so a session
-// no worker ran yet is found too), for a platform that fetches what a dead
-// gateway missed from its history (Discord's catch-up).
+// platform only after Accept returned nil. The Limiter stands in front
+// of it: per-sender, per-chat and new-session token buckets drop what a
+// stranger could flood the gateway with before it costs a Temporal
+// action and a model turn (an adapters.RateLimitedError, which the
+// adapters ack as handled; the sender is told once per window). Status
+// answers GET /healthz with each platform's connection state. Sessions
+// lists the running sessions of a channel through Temporal visibility (by
+// workflow ID, so a session no worker ran yet is found too), for a
+// platform that fetches what a dead gateway missed from its history
+// (Discord's catch-up).
 //
 // Platforms is the registry: each entry is an adapters.Platform, which
 // gives its settings (the value itself, filled from REPLYFLOW_* variables),

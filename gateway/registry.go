@@ -13,6 +13,7 @@ import (
 	"github.com/replyflow/replyflow/adapters/slack"
 	"github.com/replyflow/replyflow/adapters/telegram"
 	"github.com/replyflow/replyflow/adapters/webchat"
+	"github.com/replyflow/replyflow/pipeline"
 )
 
 // Platforms is the registry: one fresh value of every platform replyflow
@@ -79,6 +80,22 @@ type Serving struct {
 	// platform; the gateway stops on it.
 	Failed  <-chan error
 	closers []func()
+	// notifiers are the platforms' Notify, by channel.
+	notifiers map[string]func(ctx context.Context, in pipeline.Inbound, text string) error
+}
+
+var _ Notifier = Serving{}
+
+// CanNotify says whether channel's platform sends notices.
+func (s Serving) CanNotify(channel string) bool { return s.notifiers[channel] != nil }
+
+// Notify sends text to in's chat through its platform's Notify.
+func (s Serving) Notify(ctx context.Context, in pipeline.Inbound, text string) error {
+	notify := s.notifiers[in.Channel]
+	if notify == nil {
+		return fmt.Errorf("%s sends no notices", in.Channel)
+	}
+	return notify(ctx, in, text)
 }
 
 // Close lets each platform end what would hold up the HTTP server's
@@ -103,12 +120,15 @@ func Serve(ctx context.Context, platforms []adapters.Platform, gw adapters.Gatew
 	}
 	// Room for one failure per platform, so that none blocks on sending.
 	failed := make(chan error, len(on))
-	s := Serving{Failed: failed}
+	s := Serving{Failed: failed, notifiers: map[string]func(context.Context, pipeline.Inbound, string) error{}}
 	for _, p := range on {
 		running, err := p.Serve(ctx, gw)
 		if err != nil {
 			s.Close()
 			return Serving{}, fmt.Errorf("start %s: %w", p.Channel(), err)
+		}
+		if running.Notify != nil {
+			s.notifiers[p.Channel()] = running.Notify
 		}
 		if running.Close != nil {
 			s.closers = append(s.closers, running.Close)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/pipeline"
 )
 
 // fakePlatform is a platform whose gateway side mounts one route and may
@@ -23,6 +24,7 @@ type fakePlatform struct {
 	on     bool
 	fail   chan error
 	closed bool
+	notify func(ctx context.Context, in pipeline.Inbound, text string) error
 }
 
 func (p *fakePlatform) Channel() string     { return p.name }
@@ -36,7 +38,7 @@ func (p *fakePlatform) Validate() []error {
 func (p *fakePlatform) Serve(_ context.Context, gw adapters.GatewaySide) (adapters.Serving, error) {
 	gw.Mux.HandleFunc("GET /"+p.name, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, p.name) })
 	gw.Health.Report(p.name, adapters.Health{State: adapters.StateUp})
-	return adapters.Serving{Failed: p.fail, Close: func() { p.closed = true }}, nil
+	return adapters.Serving{Failed: p.fail, Close: func() { p.closed = true }, Notify: p.notify}, nil
 }
 
 func (p *fakePlatform) Outbound(adapters.WorkerSide) (adapters.Outbound, error) { return nil, nil }
@@ -100,4 +102,21 @@ func TestTypingIntervalsArePlatformsOwnUnlessConfigured(t *testing.T) {
 	platforms := []adapters.Platform{&fakePlatform{name: "a"}, &typingPlatform{fakePlatform{name: "b"}}, &typingPlatform{fakePlatform{name: "c"}}}
 	got := TypingIntervals(platforms, map[string]time.Duration{"c": time.Second, "d": 2 * time.Second})
 	assert.Equal(t, map[string]time.Duration{"b": 8 * time.Second, "c": time.Second, "d": 2 * time.Second}, got)
+}
+
+func TestServingSendsANoticeThroughThePlatformOfItsChannel(t *testing.T) {
+	var told []string
+	chat := &fakePlatform{name: "chat", on: true, notify: func(_ context.Context, in pipeline.Inbound, text string) error {
+		told = append(told, in.ChatID+": "+text)
+		return nil
+	}}
+	web := &fakePlatform{name: "web", on: true}
+	s, err := Serve(t.Context(), []adapters.Platform{chat, web}, gatewaySide())
+	require.NoError(t, err)
+	assert.True(t, s.CanNotify("chat"))
+	assert.False(t, s.CanNotify("web"), "a platform without Notify sends none")
+	assert.False(t, s.CanNotify("other"))
+	require.NoError(t, s.Notify(t.Context(), pipeline.Inbound{Channel: "chat", ChatID: "c1"}, "slow down"))
+	assert.Error(t, s.Notify(t.Context(), pipeline.Inbound{Channel: "web", ChatID: "c1"}, "slow down"))
+	assert.Equal(t, []string{"c1: slow down"}, told)
 }

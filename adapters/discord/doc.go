@@ -37,7 +37,11 @@
 // takes them, in order, for as long as they are younger than
 // REPLYFLOW_DISCORD_CATCHUP_MAX_AGE (older ones are logged as lost).
 // Reactions have no history: one that finds no room or is not accepted in
-// 5 minutes is lost, and logged as such.
+// 5 minutes is lost, and logged as such. An event the gateway's rate
+// limits dropped (adapters.RateLimitedError) is no failure: it counts as
+// handed on, is neither retried nor fetched again, and a press is
+// answered; the gateway's slow-down notice goes out through
+// Gateway.Notify.
 //
 // Nothing is lost while the gateway is down: Discord replays what a
 // session missed on a RESUME, but after a fresh IDENTIFY (a READY: a new

@@ -16,6 +16,7 @@ import (
 
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/internal/connect"
+	"github.com/replyflow/replyflow/pipeline"
 )
 
 // Intents are what the gateway asks Discord for: guilds (channels and
@@ -274,4 +275,18 @@ func (g *Gateway) stop() {
 	g.stopping.Store(true)
 	_ = g.session.Close() // ShouldReconnectOnError is false from the start: no reconnect follows
 	g.recv.stop()
+}
+
+// Notify posts text as a plain message in in's thread, else its channel
+// (a DM's too), through the gateway's REST session: the gateway's
+// slow-down notice (adapters.Serving.Notify).
+func (g *Gateway) Notify(ctx context.Context, in pipeline.Inbound, text string) error {
+	channel := in.ThreadID
+	if channel == "" {
+		channel = in.ChatID
+	}
+	if _, err := g.session.ChannelMessageSend(channel, text, discordgo.WithContext(ctx)); err != nil {
+		return fmt.Errorf("notify in Discord channel %s: %w", channel, err)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -90,7 +91,12 @@ func (r *Receiver) handlePress(ic *discordgo.Interaction, at, start time.Time) {
 		return
 	}
 	in := *ev.Inbound
-	if err := r.cfg.Sink.Accept(ctx, in); err != nil {
+	err = r.cfg.Sink.Accept(ctx, in)
+	// A press the gateway's rate limits dropped on purpose is answered
+	// like an accepted one, so that the presser does not press again and
+	// again; the gateway's notice says why nothing happens.
+	_, limited := adapters.AsRateLimited(err)
+	if err != nil && !limited {
 		r.logger.Warn("Discord button press not accepted in time; left unanswered, so the presser sees it fail and can press again",
 			"interaction", ic.ID, "action", in.Action, "chat", in.ChatID, "sender", in.SenderID, "error", err)
 		return
@@ -103,6 +109,10 @@ func (r *Receiver) handlePress(ic *discordgo.Interaction, at, start time.Time) {
 		// the message shows the outcome.
 		r.logger.Warn("Discord button press accepted but its answer failed; the presser may see \"interaction failed\" though the session has it",
 			"interaction", ic.ID, "action", in.Action, "chat", in.ChatID, "error", err)
+		return
+	}
+	if limited {
+		r.logger.Debug("Discord button press dropped by the rate limits, and answered", "interaction", ic.ID, "chat", in.ChatID, "sender", in.SenderID)
 		return
 	}
 	r.logger.Info("Discord button press accepted and answered", "interaction", ic.ID, "action", in.Action, "chat", in.ChatID, "sender", in.SenderID)

@@ -100,7 +100,7 @@ func (p *Platform) Serve(ctx context.Context, gw adapters.GatewaySide) (adapters
 	}()
 	// The gateway stops when ctx ends; Close waits for it to hand on what
 	// it queued (its drain is bounded).
-	return adapters.Serving{Failed: failed, Close: func() {
+	return adapters.Serving{Failed: failed, Notify: g.Notify, Close: func() {
 		select {
 		case <-done:
 		case <-time.After(defaultTuning().drain + 5*time.Second):

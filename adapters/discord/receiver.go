@@ -9,6 +9,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/internal/members"
 	"github.com/replyflow/replyflow/pipeline"
 )
@@ -193,9 +194,19 @@ func (r *Receiver) hand(l *lane, m *discordgo.Message, place *Place, at time.Tim
 			r.logger.Debug("Discord message skipped", "discord_channel", l.id, "message", m.ID, "reason", ev.Skip)
 			return nil
 		}
-		return r.cfg.Sink.Accept(ctx, *ev.Inbound)
+		return handled(r.cfg.Sink.Accept(ctx, *ev.Inbound))
 	})
 	return ok
+}
+
+// handled is err, but nil for an event the gateway's rate limits dropped
+// on purpose (adapters.RateLimitedError): it is not retried, and counts
+// as handed on, so no history fetch brings it back.
+func handled(err error) error {
+	if _, limited := adapters.AsRateLimited(err); limited {
+		return nil
+	}
+	return err
 }
 
 func (r *Receiver) placeFor(ctx context.Context, l *lane, m *discordgo.Message, known *Place) (Place, error) {
@@ -222,7 +233,7 @@ func (r *Receiver) handleReaction(l *lane, it item) {
 			r.logger.Debug("Discord reaction skipped", "discord_channel", l.id, "reacted_message", x.MessageID, "reason", ev.Skip)
 			return nil
 		}
-		return r.cfg.Feedback.Feedback(ctx, *ev.Feedback)
+		return handled(r.cfg.Feedback.Feedback(ctx, *ev.Feedback))
 	})
 	if !ok && r.ctx.Err() == nil {
 		r.logger.Error("Discord reaction lost: the sink did not take it in time, and Discord keeps no history of reactions",

@@ -20,9 +20,11 @@
 // Sink accepted it; otherwise it stays unacked (503 over HTTP) and Slack
 // delivers it again, and the session drops what it already has. A signed
 // event slack-go cannot read is acked and logged instead, or Slack would
-// send it again and again. A button press (block_actions) is an Inbound
-// whose Action is the button's value and whose ReplyTo is the message
-// that carried it. A Socket Mode connection without a ping from Slack
+// send it again and again; so is an event the gateway's rate limits
+// dropped (adapters.RateLimitedError), whose sender gets the gateway's
+// slow-down notice through Notify. A button press (block_actions) is an
+// Inbound whose Action is the button's value and whose ReplyTo is the
+// message that carried it. A Socket Mode connection without a ping from Slack
 // (sent every few seconds, events or not) for
 // REPLYFLOW_SLACK_SOCKET_STALE_AFTER is closed by slack-go's watchdog
 // before a new one opens.

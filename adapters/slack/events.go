@@ -26,7 +26,8 @@ const (
 // without a good signature gets 401 with the reason, one over
 // MaxRequestBody 413, url_verification is answered with its challenge, a
 // body that is not a JSON object with a type 400. 200 is answered only
-// after the sink accepted the event, 503 otherwise, and Slack delivers it
+// after the sink accepted the event (or the gateway's rate limits dropped
+// it, on purpose), 503 otherwise, and Slack delivers it
 // again (X-Slack-Retry-Num); a redelivery takes the same path, and the
 // session's dedupe drops it by its MessageID. A signed, well-formed event
 // slack-go cannot parse is answered 200 and logged: it would fail the same

@@ -13,6 +13,7 @@ import (
 
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/internal/connect"
+	"github.com/replyflow/replyflow/pipeline"
 )
 
 // Platform holds the REPLYFLOW_SLACK_* settings, the gateway side of Slack
@@ -118,14 +119,36 @@ func (p *Platform) Serve(ctx context.Context, gw adapters.GatewaySide) (adapters
 		gw.WebhookMux().Handle("POST "+p.InteractivityPath, untilReady(&interactivity))
 	}
 	gw.Health.Report(Channel, adapters.Health{State: adapters.StateConnecting})
+	var connected atomic.Pointer[slack.Client]
 	go func() {
-		err := p.run(ctx, gw, func(e, i http.Handler) { events.Store(&e); interactivity.Store(&i) })
+		err := p.run(ctx, gw, &connected, func(e, i http.Handler) { events.Store(&e); interactivity.Store(&i) })
 		if err != nil && ctx.Err() == nil {
 			gw.Health.Report(Channel, adapters.Health{State: adapters.StateFailed, Error: err.Error()})
 			failed <- err
 		}
 	}()
-	return adapters.Serving{Failed: failed}, nil
+	notify := func(ctx context.Context, in pipeline.Inbound, text string) error {
+		api := connected.Load()
+		if api == nil {
+			return errors.New("slack is not connected yet")
+		}
+		return Notify(ctx, api, in, text)
+	}
+	return adapters.Serving{Failed: failed, Notify: notify}, nil
+}
+
+// Notify posts text as a plain message in in's channel, in its thread
+// when it has one (where the answer would have gone): the gateway's
+// slow-down notice (adapters.Serving.Notify).
+func Notify(ctx context.Context, api *slack.Client, in pipeline.Inbound, text string) error {
+	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
+	if in.ThreadID != "" {
+		opts = append(opts, slack.MsgOptionTS(in.ThreadID))
+	}
+	if _, _, err := api.PostMessageContext(ctx, in.ChatID, opts...); err != nil {
+		return fmt.Errorf("notify in Slack channel %s: %w", in.ChatID, err)
+	}
+	return nil
 }
 
 func untilReady(h *atomic.Pointer[http.Handler]) http.Handler {
@@ -138,7 +161,7 @@ func untilReady(h *atomic.Pointer[http.Handler]) http.Handler {
 	})
 }
 
-func (p *Platform) run(ctx context.Context, gw adapters.GatewaySide, serve func(events, interactivity http.Handler)) error {
+func (p *Platform) run(ctx context.Context, gw adapters.GatewaySide, connected *atomic.Pointer[slack.Client], serve func(events, interactivity http.Handler)) error {
 	mode, err := ParseReplyMode(p.ReplyInThread)
 	if err != nil {
 		return err
@@ -152,6 +175,7 @@ func (p *Platform) run(ctx context.Context, gw adapters.GatewaySide, serve func(
 	if err != nil {
 		return err
 	}
+	connected.Store(api)
 	rcv, err := NewReceiver(ReceiverConfig{
 		Bot: Identity{UserID: auth.UserID, BotID: auth.BotID}, Mode: mode,
 		Sink: gw.Sink, Feedback: gw.Feedback, Logger: gw.Logger,

@@ -66,7 +66,8 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 }
 
 // errNotAccepted wraps a Sink failure: the event must be delivered again,
-// so it is neither acked nor answered 200.
+// so it is neither acked nor answered 200. An event the gateway's rate
+// limits dropped (adapters.RateLimitedError) is no failure: it is acked.
 var errNotAccepted = errors.New("not accepted")
 
 // HandleEvent hands one Events API event to the sink. It returns an error
@@ -94,6 +95,10 @@ func (r *Receiver) deliver(ctx context.Context, ev Event, what string) error {
 		in := *ev.Inbound
 		r.countMembers(ctx, &in)
 		if err := r.cfg.Sink.Accept(ctx, in); err != nil {
+			if _, limited := adapters.AsRateLimited(err); limited {
+				r.logger.Debug("Slack event dropped by the rate limits", "event", what, "team", in.Account, "slack_channel", in.ChatID)
+				return nil // dropped on purpose: acked like an accepted one
+			}
 			return fmt.Errorf("%w: %s (team %s, channel %s, message %s): %v", errNotAccepted, what, in.Account, in.ChatID, in.MessageID, err)
 		}
 	case ev.Feedback != nil:
@@ -102,6 +107,9 @@ func (r *Receiver) deliver(ctx context.Context, ev Event, what string) error {
 			return nil
 		}
 		if err := r.cfg.Feedback.Feedback(ctx, f); err != nil {
+			if _, limited := adapters.AsRateLimited(err); limited {
+				return nil // dropped on purpose: acked like an accepted one
+			}
 			return fmt.Errorf("%w: reaction %s (team %s, channel %s, message %s): %v", errNotAccepted, what, f.Account, f.ChatID, f.MessageID, err)
 		}
 	default:

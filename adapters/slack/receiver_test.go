@@ -11,6 +11,7 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/stretchr/testify/require"
 
+	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/slack/slacktest"
 	"github.com/replyflow/replyflow/pipeline"
 )
@@ -20,6 +21,7 @@ import (
 type recordingSink struct {
 	mu       sync.Mutex
 	failNext int
+	limited  bool // refuse everything as the gateway's rate limits do
 	hold     chan struct{}
 	entered  chan struct{} // told when an Accept starts to wait on hold
 	calls    int
@@ -46,6 +48,9 @@ func (s *recordingSink) Accept(ctx context.Context, in pipeline.Inbound) error {
 	defer s.mu.Unlock()
 	defer s.notify()
 	s.calls++
+	if s.limited {
+		return &adapters.RateLimitedError{Limit: "chat", RetryAfter: time.Minute}
+	}
 	if s.failNext > 0 {
 		s.failNext--
 		return errors.New("temporal unavailable")
@@ -58,6 +63,9 @@ func (s *recordingSink) Feedback(_ context.Context, f pipeline.Feedback) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.notify()
+	if s.limited {
+		return &adapters.RateLimitedError{Limit: "sender", RetryAfter: time.Minute}
+	}
 	s.feedback = append(s.feedback, f)
 	return nil
 }

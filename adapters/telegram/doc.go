@@ -7,7 +7,10 @@
 // the Sink. Updates arrive by long polling (Poller, which moves the offset
 // past an update only after the Sink accepted it) or by webhook
 // (WebhookHandler, which answers 200 only after the Sink accepted it), so
-// an update is never confirmed to Telegram before Temporal holds it.
+// an update is never confirmed to Telegram before Temporal holds it. An
+// update the gateway's rate limits dropped (adapters.RateLimitedError) is
+// confirmed as handled, and the gateway's slow-down notice goes out
+// through Receiver.Notify (adapters.Serving.Notify).
 //
 // Outbound (the worker side): a Client sends reply chunks as Telegram HTML
 // in the inbound's topic and anchored to the user's message, paces them

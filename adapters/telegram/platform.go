@@ -11,6 +11,7 @@ import (
 
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/internal/connect"
+	"github.com/replyflow/replyflow/pipeline"
 )
 
 // Platform registers Telegram with the replyflow commands (see package
@@ -100,17 +101,25 @@ func (p *Platform) Serve(ctx context.Context, gw adapters.GatewaySide) (adapters
 		}))
 	}
 	gw.Health.Report(Channel, adapters.Health{State: adapters.StateConnecting})
+	var connected atomic.Pointer[Receiver]
 	go func() {
-		err := p.run(ctx, gw, func(h http.Handler) { webhook.Store(&h) })
+		err := p.run(ctx, gw, &connected, func(h http.Handler) { webhook.Store(&h) })
 		if err != nil && ctx.Err() == nil {
 			gw.Health.Report(Channel, adapters.Health{State: adapters.StateFailed, Error: err.Error()})
 			failed <- err
 		}
 	}()
-	return adapters.Serving{Failed: failed}, nil
+	notify := func(ctx context.Context, in pipeline.Inbound, text string) error {
+		rcv := connected.Load()
+		if rcv == nil {
+			return errors.New("telegram is not connected yet")
+		}
+		return rcv.Notify(ctx, in, text)
+	}
+	return adapters.Serving{Failed: failed, Notify: notify}, nil
 }
 
-func (p *Platform) run(ctx context.Context, gw adapters.GatewaySide, serveWebhook func(http.Handler)) error {
+func (p *Platform) run(ctx context.Context, gw adapters.GatewaySide, connected *atomic.Pointer[Receiver], serveWebhook func(http.Handler)) error {
 	var rcv *Receiver
 	err := untilConnected(ctx, "ask Telegram who the bot is (getMe)", gw, func() (err error) {
 		rcv, err = NewReceiver(ctx, ReceiverConfig{
@@ -121,6 +130,7 @@ func (p *Platform) run(ctx context.Context, gw adapters.GatewaySide, serveWebhoo
 	if err != nil {
 		return err
 	}
+	connected.Store(rcv)
 	if p.Mode == "polling" {
 		gw.Health.Report(Channel, adapters.Health{State: adapters.StateUp})
 		gw.Logger.Info("Telegram connected", "mode", "polling", "bot", rcv.Identity().Username)

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
 	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/pipeline"
 )
 
 // Update is one Bot API update.
@@ -77,7 +79,8 @@ var errNotAccepted = errors.New("not accepted")
 
 // Handle hands one update to the sink. It returns an error only when the
 // sink did not accept it, so the caller must not confirm it to Telegram;
-// an update that can never be used is logged and dropped.
+// an update that can never be used is logged and dropped, and so is one
+// the gateway's rate limits refused (adapters.RateLimitedError).
 func (r *Receiver) Handle(ctx context.Context, u *Update) error {
 	ev := Normalize(r.me, u, r.cfg.Now())
 	switch {
@@ -89,6 +92,13 @@ func (r *Receiver) Handle(ctx context.Context, u *Update) error {
 			return nil
 		}
 		if err := r.cfg.Sink.Accept(ctx, in); err != nil {
+			if _, limited := adapters.AsRateLimited(err); limited {
+				// Dropped on purpose: confirmed to Telegram like an
+				// accepted update, and the press answered.
+				r.logger.Debug("Telegram update dropped by the rate limits", "update_id", u.ID, "chat", in.ChatID, "message_id", in.MessageID)
+				r.answer(ctx, ev.CallbackID, adapters.SlowDownNotice)
+				return nil
+			}
 			return fmt.Errorf("%w: update %d (chat %s, message %s): %v", errNotAccepted, u.ID, in.ChatID, in.MessageID, err)
 		}
 		r.answer(ctx, ev.CallbackID, "")
@@ -102,6 +112,9 @@ func (r *Receiver) Handle(ctx context.Context, u *Update) error {
 			return nil
 		}
 		if err := r.cfg.Feedback.Feedback(ctx, f); err != nil {
+			if _, limited := adapters.AsRateLimited(err); limited {
+				return nil // dropped on purpose, confirmed like an accepted one
+			}
 			return fmt.Errorf("%w: reaction update %d (chat %s, message %s): %v", errNotAccepted, u.ID, f.ChatID, f.MessageID, err)
 		}
 	default:
@@ -120,4 +133,25 @@ func (r *Receiver) answer(ctx context.Context, callbackID, text string) {
 	if _, err := r.bot.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: callbackID, Text: text}); err != nil {
 		r.logger.Debug("Button press not answered", "callback_id", callbackID, "error", err)
 	}
+}
+
+// Notify sends text as a plain message in in's chat, in its forum topic
+// and as a reply to in's message when it has them: the gateway's
+// slow-down notice (adapters.Serving.Notify).
+func (r *Receiver) Notify(ctx context.Context, in pipeline.Inbound, text string) error {
+	chat, err := strconv.ParseInt(in.ChatID, 10, 64)
+	if err != nil {
+		return fmt.Errorf("notify: %q is not a Telegram chat ID", in.ChatID)
+	}
+	params := &bot.SendMessageParams{ChatID: chat, Text: text}
+	if topic, ok := topicOf(in.ThreadID); ok {
+		params.MessageThreadID = topic
+	}
+	if id, err := strconv.Atoi(in.MessageID); err == nil && id > 0 && in.Action == "" {
+		params.ReplyParameters = &models.ReplyParameters{MessageID: id, AllowSendingWithoutReply: true}
+	}
+	if _, err := r.bot.SendMessage(ctx, params); err != nil {
+		return classify("sendMessage", err)
+	}
+	return nil
 }

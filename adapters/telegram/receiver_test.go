@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
 	"github.com/replyflow/replyflow/pipeline"
 )
@@ -206,4 +207,40 @@ func TestPollingHandsChatsOverAtOnceAndEachChatInOrder(t *testing.T) {
 	}
 	assert.Equal(t, []string{"first", "second", "third"}, heldTexts, "one chat's updates keep their order")
 	assert.Len(t, to.accepted, 4)
+}
+
+// limitedSink refuses everything as the gateway's rate limits do.
+type limitedSink struct{ sink }
+
+func (*limitedSink) Accept(context.Context, pipeline.Inbound) error {
+	return &adapters.RateLimitedError{Limit: "sender", RetryAfter: time.Minute}
+}
+
+func (*limitedSink) Feedback(context.Context, pipeline.Feedback) error {
+	return &adapters.RateLimitedError{Limit: "sender", RetryAfter: time.Minute}
+}
+
+func TestARateLimitedUpdateIsHandledNotRedelivered(t *testing.T) {
+	fake := telegramtest.New(testToken)
+	defer fake.Close()
+	r, err := NewReceiver(context.Background(), ReceiverConfig{Token: testToken, APIURL: fake.URL(), Sink: &limitedSink{}, Feedback: &limitedSink{}})
+	require.NoError(t, err)
+	hook := httptest.NewServer(r.WebhookHandler("s3cret"))
+	defer hook.Close()
+	chat := telegramtest.Group(-100)
+	fake.AddMessage(telegramtest.Incoming{Chat: chat, From: user42, Text: "hi"})
+	query := fake.AddCallbackQuery(user42, chat.ID, 1, "approve:p1")
+	fake.AddMessageReaction(user42, chat.ID, 1, "👍")
+
+	for _, update := range fake.Updates() {
+		req, _ := http.NewRequest(http.MethodPost, hook.URL, strings.NewReader(string(update)))
+		req.Header.Set("X-Telegram-Bot-Api-Secret-Token", "s3cret")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode, "dropped on purpose: Telegram must not deliver it again")
+	}
+	answered, text := fake.Answered(query)
+	assert.True(t, answered, "the press is answered, not left spinning")
+	assert.Equal(t, adapters.SlowDownNotice, text)
 }

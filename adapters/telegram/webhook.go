@@ -16,8 +16,9 @@ const maxWebhookBody = 1 << 20
 
 // WebhookHandler serves Telegram's webhook calls: a request without the
 // secret token gets 401, a body that is not an update gets 400, and 200
-// is answered only after the update was accepted; otherwise 503, and
-// Telegram delivers the update again.
+// is answered only after the update was accepted (or dropped by the
+// gateway's rate limits, on purpose); otherwise 503, and Telegram
+// delivers the update again.
 func (r *Receiver) WebhookHandler(secret string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method != http.MethodPost {

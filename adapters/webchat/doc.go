@@ -3,7 +3,8 @@
 //
 // The platform side (Server) has a user API and a bot API:
 //
-//	POST /api/chats/{chat}/messages     a user posts; 202 once Temporal accepted it
+//	POST /api/chats/{chat}/messages     a user posts; 202 once Temporal accepted it,
+//	                                    429 + Retry-After when the gateway's rate limits dropped it
 //	GET  /api/chats/{chat}/events       Server-Sent Events: message, reaction, typing
 //	GET  /                              the embedded page, using only the two above
 //	POST /bot/chats/{chat}/messages     the bot sends (Bearer token, idempotency key)

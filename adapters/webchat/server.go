@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -193,6 +195,9 @@ func (s *Server) postUserMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.cfg.Sink.Accept(r.Context(), in); err != nil {
+		if writeRateLimited(w, err) {
+			return
+		}
 		s.cfg.Logger.Error("web chat message not accepted; the client may retry with the same message_id",
 			"session", in.Session().WorkflowID(), "message_id", in.MessageID, "error", err)
 		writeError(w, http.StatusServiceUnavailable, "the message was not accepted, retry with the same message_id: "+err.Error())
@@ -330,6 +335,9 @@ func (s *Server) postAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.cfg.Sink.Accept(r.Context(), in); err != nil {
+		if writeRateLimited(w, err) {
+			return
+		}
 		writeError(w, http.StatusServiceUnavailable, "the action was not accepted, retry with the same action_id: "+err.Error())
 		return
 	}
@@ -417,6 +425,22 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeRateLimited answers 429 with Retry-After (whole seconds) when the
+// gateway's rate limits dropped the message (it is not queued: the
+// client sends it again after that long, if at all), and reports
+// whether it did.
+func writeRateLimited(w http.ResponseWriter, err error) bool {
+	limited, ok := adapters.AsRateLimited(err)
+	if !ok {
+		return false
+	}
+	seconds := max(1, int(math.Ceil(limited.RetryAfter.Seconds())))
+	w.Header().Set("Retry-After", strconv.Itoa(seconds))
+	writeError(w, http.StatusTooManyRequests, fmt.Sprintf(
+		"too many messages (the gateway's %s limit): this one was dropped, not queued; send it again in %d s", limited.Limit, seconds))
+	return true
 }
 
 func writeError(w http.ResponseWriter, status int, reason string) {

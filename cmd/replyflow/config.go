@@ -83,6 +83,12 @@ type Config struct {
 	// HTTPTimeout bounds how long a request may take to arrive and its
 	// answer to be written (event streams bound each write instead).
 	HTTPTimeout time.Duration `envconfig:"HTTP_TIMEOUT" default:"30s"`
+	// RateSender, RateChat and RateNewSessions are the gateway's inbound
+	// limits, <burst>@<interval> or off (gateway.ParseRate; the defaults
+	// are gateway.DefaultLimits, which says why).
+	RateSender      string `envconfig:"RATE_SENDER" default:"20@2s"`
+	RateChat        string `envconfig:"RATE_CHAT" default:"40@1s"`
+	RateNewSessions string `envconfig:"RATE_NEW_SESSIONS" default:"30@2s"`
 
 	// Platforms are the registered platforms (package gateway), each
 	// read from its own REPLYFLOW_ variables.
@@ -202,8 +208,27 @@ func (c Config) validate() error {
 		d := c.DebounceByChannel[channel]
 		check(d >= 0 && d <= pipeline.MaxDebounce, "REPLYFLOW_DEBOUNCE_BY_CHANNEL for %s must be between 0 and %s, got %s", channel, pipeline.MaxDebounce, d)
 	}
+	rates := c.rates()
+	for _, name := range sortedKeys(rates) {
+		if _, err := gateway.ParseRate(rates[name]); err != nil {
+			errs = append(errs, fmt.Errorf("REPLYFLOW_%s: %w", name, err))
+		}
+	}
 	errs = append(errs, gateway.Validate(c.Platforms)...)
 	return errors.Join(errs...)
+}
+
+func (c Config) rates() map[string]string {
+	return map[string]string{"RATE_SENDER": c.RateSender, "RATE_CHAT": c.RateChat, "RATE_NEW_SESSIONS": c.RateNewSessions}
+}
+
+// limits are the gateway's inbound limits (validate checked them).
+func (c Config) limits() gateway.Limits {
+	rate := func(s string) gateway.Rate { r, _ := gateway.ParseRate(s); return r }
+	return gateway.Limits{
+		Sender: rate(c.RateSender), Chat: rate(c.RateChat), NewSessions: rate(c.RateNewSessions),
+		AllowFrom: c.AllowFrom, Owners: c.Owners,
+	}
 }
 
 func mapValues(m map[string]string) []string {

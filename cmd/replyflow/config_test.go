@@ -61,3 +61,20 @@ func TestConfigValidationNamesTheVariable(t *testing.T) {
 	assert.Contains(t, err.Error(), "REPLYFLOW_REACTION_CLEAR_DELAY must be between 0 and 10m")
 	assert.Contains(t, err.Error(), "REPLYFLOW_LOG_FORMAT")
 }
+
+func TestRateLimitDefaultsAreTheGatewaysAndABadOneIsNamed(t *testing.T) {
+	cfg := testConfig(t)
+	want := gateway.DefaultLimits()
+	want.AllowFrom = []string{"*"}
+	assert.Equal(t, want, cfg.limits(), "the envconfig defaults are gateway.DefaultLimits, whose comment says why")
+
+	cfg.RateSender, cfg.RateChat, cfg.RateNewSessions = "off", "20", "0@1s"
+	err := cfg.validate()
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "REPLYFLOW_RATE_SENDER", "off is a value")
+	assert.Contains(t, err.Error(), "REPLYFLOW_RATE_CHAT")
+	assert.Contains(t, err.Error(), "REPLYFLOW_RATE_NEW_SESSIONS")
+	cfg.RateChat, cfg.RateNewSessions = "off", "off"
+	require.NoError(t, cfg.validate())
+	assert.True(t, cfg.limits().Sender.Off())
+}

@@ -22,6 +22,9 @@ import (
 func TestBurstsAcrossContinueAsNew(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Debounce = 2 * time.Second // a burst is posted well within it
+	// One sender posts 180 messages into 20 chats at once: a load, not a
+	// person, and past the default sender limit (REPLYFLOW_RATE_SENDER).
+	cfg.RateSender = "off"
 	s := startStack(t, cfg)
 	s.startWorker(nil)
 

@@ -178,7 +178,10 @@ func firstOf(names []string, n int) []string {
 func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Config, logger *slog.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sink := &gateway.Ingress{Client: c, TaskQueue: cfg.TaskQueue}
+	limits := cfg.limits()
+	sink := gateway.NewLimiter(&gateway.Ingress{Client: c, TaskQueue: cfg.TaskQueue}, limits, logger)
+	defer sink.Wait() // the slow-down notices in flight, a few seconds at most
+	logger.Info("Inbound rate limits (REPLYFLOW_RATE_*)", "sender", limits.Sender.String(), "chat", limits.Chat.String(), "new_sessions", limits.NewSessions.String())
 	mux := http.NewServeMux()
 	status := gateway.NewStatus()
 	mux.Handle("GET /healthz", status)
@@ -205,6 +208,7 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 		}
 		return err
 	}
+	sink.NotifyThrough(platforms)
 	done := make(chan error, len(listeners))
 	var servers []*http.Server
 	for i, l := range listeners {

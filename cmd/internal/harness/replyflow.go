@@ -25,16 +25,22 @@ func Build(dir string) (string, error) {
 // Env is the environment of a replyflow process that talks to Temporal
 // at address on taskQueue and, when fake is not nil, to that fake Bot
 // API, with the web chat off, the demo model answering at once, and
-// pacing off. extra overrides any of it (names without the REPLYFLOW_
-// prefix); SlackVars gives what a fake Slack needs.
+// pacing and the gateway's inbound rate limits off: the rigs talk faster
+// than people and in more chats at once, and kill gateways (after which
+// every session looks new to the next one). extra overrides any of it
+// (names without the REPLYFLOW_ prefix); SlackVars gives what a fake
+// Slack needs.
 func Env(address, taskQueue, storeDSN string, fake *telegramtest.Server, extra map[string]string) []string {
 	vars := map[string]string{
-		"TASK_QUEUE":       taskQueue,
-		"STORE_DSN":        storeDSN,
-		"WEBCHAT_ENABLED":  "false",
-		"DEMO_MODEL_DELAY": "0",
-		"LOG_LEVEL":        "warn",
-		"OWNERS":           "*",
+		"TASK_QUEUE":        taskQueue,
+		"STORE_DSN":         storeDSN,
+		"WEBCHAT_ENABLED":   "false",
+		"DEMO_MODEL_DELAY":  "0",
+		"LOG_LEVEL":         "warn",
+		"OWNERS":            "*",
+		"RATE_SENDER":       "off",
+		"RATE_CHAT":         "off",
+		"RATE_NEW_SESSIONS": "off",
 	}
 	if fake != nil {
 		maps.Copy(vars, TelegramVars(fake))
