@@ -128,6 +128,12 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	// The link's token must not travel on as a Referer, nor be cached.
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	w.Header().Set("Cache-Control", "no-store")
+	// A HEAD (a link checker's) must not use the link up; GET routes
+	// take HEAD too.
+	if r.Method == http.MethodHead {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	if s.cfg.Auth == AuthNone {
 		loginRefused(w, http.StatusNotFound, "this gateway does not sign users in (REPLYFLOW_WEBCHAT_AUTH=none); open / instead")
 		return

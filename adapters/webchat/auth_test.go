@@ -212,6 +212,10 @@ func TestALoginLinkSignsInOnce(t *testing.T) {
 	issued, err := a.signer.Issue(Claims{Sub: "boss", Name: "The Boss", Owner: true}, 720*time.Hour, a.clock.Now())
 	require.NoError(t, err)
 
+	resp, _ := a.request(http.MethodHead, "/login?t="+url.QueryEscape(issued.Login), "", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Empty(t, resp.Cookies(), "a HEAD neither signs in nor uses the link up")
+
 	resp, body, cookie := a.login(issued.Login)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
 	assert.Equal(t, "/", resp.Header.Get("Location"))
