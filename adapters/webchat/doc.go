@@ -5,11 +5,20 @@
 //
 //	POST /api/chats/{chat}/messages     a user posts; 202 once Temporal accepted it,
 //	                                    429 + Retry-After when the gateway's rate limits dropped it
+//	POST /api/chats/{chat}/actions      a user presses a button
 //	GET  /api/chats/{chat}/events       Server-Sent Events: message, reaction, typing
-//	GET  /                              the embedded page, using only the two above
+//	GET  /api/me                        who the caller is signed in as
+//	GET  /login?t=...                   a one-time login link: sets the sign-in cookie
+//	POST /logout                        clears it
+//	GET  /                              the embedded page, using only the calls above
 //	POST /bot/chats/{chat}/messages     the bot sends (Bearer token, idempotency key)
 //	PUT  /bot/chats/{chat}/messages/{message}/reaction
 //	POST /bot/chats/{chat}/typing
+//
+// Who speaks on the user API is, in token mode (the default), what a token
+// signed with REPLYFLOW_WEBCHAT_AUTH_KEY says (token.go): a Bearer token or
+// the cookie a login link sets; never the body. In none mode the body's
+// sender_id says, so that mode is for a loopback address only.
 //
 // Client is the outbound adapter the worker uses to call the bot API, so the
 // worker and the gateway can run as separate processes. Any program can
@@ -17,8 +26,8 @@
 // and read what the bot does from the event stream.
 //
 // What lives only in the gateway's memory, and so is lost when it restarts:
-// the recent event backlog replayed to reconnecting streams, and the
-// idempotency keys of recent bot sends. Durable state lives in Temporal.
+// the recent event backlog replayed to reconnecting streams, the
+// idempotency keys of recent bot sends, and the login links used. Durable state lives in Temporal.
 //
 // This package must not import Temporal or the workflow code: it hands
 // inbound messages to an adapters.Sink.

@@ -2,6 +2,8 @@ package webchat
 
 import (
 	"context"
+	"fmt"
+	"net"
 
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/pipeline"
@@ -20,6 +22,10 @@ type Platform struct {
 	// Origins are browser origins besides the gateway's own whose pages
 	// may post to the web chat API.
 	Origins []string `envconfig:"WEBCHAT_ORIGINS"`
+	// Auth is how users say who they are: token (a token signed with
+	// AuthKey) or none (the body says; loopback only, see CheckListener).
+	Auth    string `envconfig:"WEBCHAT_AUTH" default:"token"`
+	AuthKey string `envconfig:"WEBCHAT_AUTH_KEY"`
 }
 
 var _ adapters.Platform = (*Platform)(nil)
@@ -33,7 +39,48 @@ func (p *Platform) Summary() string { return "" }
 
 func (p *Platform) Validate() []error {
 	_, errs := adapters.ReactionOverrides("REPLYFLOW_WEBCHAT_EMOJI", p.Emoji, nil)
+	if _, err := ParseAuthMode(p.Auth); err != nil {
+		errs = append(errs, err)
+	}
+	// An unset key is the gateway's concern only (CheckListener): the
+	// worker never needs it.
+	if p.AuthKey != "" {
+		if _, err := NewSigner(p.AuthKey); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errs
+}
+
+// CheckListener refuses to serve the web chat on addr where anyone who
+// reaches it could speak as anyone: in none mode off loopback, or in token
+// mode without a key to verify tokens with.
+func (p *Platform) CheckListener(addr net.Addr) error {
+	if !p.On {
+		return nil
+	}
+	mode, err := ParseAuthMode(p.Auth)
+	if err != nil {
+		return err
+	}
+	if mode == AuthNone {
+		if !IsLoopback(addr) {
+			return fmt.Errorf("REPLYFLOW_WEBCHAT_AUTH=none is allowed only on a loopback address (127.0.0.1, ::1), and the web chat listens on %s, where whoever reaches it could speak as anyone, an owner too: "+
+				"set REPLYFLOW_WEBCHAT_AUTH=token with REPLYFLOW_WEBCHAT_AUTH_KEY (`openssl rand -base64 32`), or REPLYFLOW_WEBCHAT_ADDR=127.0.0.1:<port>", addr)
+		}
+		return nil
+	}
+	if _, err := NewSigner(p.AuthKey); err != nil {
+		return fmt.Errorf("the web chat signs users in with tokens (REPLYFLOW_WEBCHAT_AUTH=token): %w; or, on a loopback address only, set REPLYFLOW_WEBCHAT_AUTH=none", err)
+	}
+	return nil
+}
+
+// IsLoopback says whether a listener's address is a TCP address on a
+// loopback IP (0.0.0.0, every address, is not).
+func IsLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }
 
 // Serve mounts the web chat (page, user API, event streams, bot API) at
@@ -41,6 +88,7 @@ func (p *Platform) Validate() []error {
 func (p *Platform) Serve(_ context.Context, gw adapters.GatewaySide) (adapters.Serving, error) {
 	chat, err := NewServer(ServerConfig{
 		Sink: gw.Sink, BotToken: p.BotToken, Logger: gw.Logger, StreamWriteTimeout: gw.WriteTimeout, TrustedOrigins: p.Origins,
+		Auth: AuthMode(p.Auth), AuthKey: p.AuthKey,
 	})
 	if err != nil {
 		return adapters.Serving{}, err

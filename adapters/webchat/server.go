@@ -2,7 +2,6 @@ package webchat
 
 import (
 	"crypto/rand"
-	"crypto/subtle"
 	"embed"
 	"encoding/hex"
 	"encoding/json"
@@ -14,8 +13,6 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/replyflow/replyflow/adapters"
@@ -48,6 +45,10 @@ type ServerConfig struct {
 	// that stops reading is cut off; 15s when zero. Streams lift the HTTP
 	// server's own read and write timeouts, which would end them.
 	StreamWriteTimeout time.Duration
+	// Auth says how the user API learns who speaks; the zero value is
+	// AuthToken, which needs AuthKey (REPLYFLOW_WEBCHAT_AUTH_KEY).
+	Auth    AuthMode
+	AuthKey string
 }
 
 // Server is the web chat platform: the user API, the event stream, the page
@@ -60,6 +61,10 @@ type Server struct {
 	// crossOrigin refuses a state-changing request a browser sends from
 	// another site's page (Sec-Fetch-Site, else Origin against Host).
 	crossOrigin *http.CrossOriginProtection
+	// signer verifies sign-ins (nil in AuthNone mode); usedLinks makes
+	// each login link work once.
+	signer    *Signer
+	usedLinks *usedLinks
 }
 
 // NewServer builds the platform. It refuses an empty bot token, because the
@@ -80,7 +85,18 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.StreamWriteTimeout <= 0 {
 		cfg.StreamWriteTimeout = 15 * time.Second
 	}
-	s := &Server{cfg: cfg, hub: newHub(randomID("")[:8]), sends: newRecentKeys(10000), mux: http.NewServeMux(), crossOrigin: http.NewCrossOriginProtection()}
+	mode, err := ParseAuthMode(string(cfg.Auth))
+	if err != nil {
+		return nil, fmt.Errorf("webchat: %w", err)
+	}
+	cfg.Auth = mode
+	s := &Server{cfg: cfg, hub: newHub(randomID("")[:8]), sends: newRecentKeys(10000), mux: http.NewServeMux(),
+		crossOrigin: http.NewCrossOriginProtection(), usedLinks: newUsedLinks(maxUsedLinks)}
+	if mode == AuthToken {
+		if s.signer, err = NewSigner(cfg.AuthKey); err != nil {
+			return nil, fmt.Errorf("webchat: signing users in (REPLYFLOW_WEBCHAT_AUTH=token): %w; or, on a loopback address only, set REPLYFLOW_WEBCHAT_AUTH=none", err)
+		}
+	}
 	for _, origin := range cfg.TrustedOrigins {
 		if err := s.crossOrigin.AddTrustedOrigin(origin); err != nil {
 			return nil, fmt.Errorf("webchat: REPLYFLOW_WEBCHAT_ORIGINS: %w", err)
@@ -93,6 +109,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	s.mux.HandleFunc("PATCH /bot/chats/{chat}/messages/{message}", s.bot(s.patchBotMessage))
 	s.mux.HandleFunc("POST /api/chats/{chat}/actions", s.postAction)
 	s.mux.HandleFunc("POST /bot/chats/{chat}/typing", s.bot(s.postTyping))
+	s.mux.HandleFunc("GET /api/me", s.getMe)
+	s.mux.HandleFunc("GET /login", s.login)
+	s.mux.HandleFunc("POST /logout", s.logout)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	s.mux.HandleFunc("GET /{$}", servePage)
 	s.mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
@@ -104,6 +123,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 // trusted origin) and carry JSON: a page elsewhere could otherwise post a
 // text/plain "simple request" (no CORS preflight) in a visitor's browser.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.corsHeaders(w, r) {
+		return
+	}
 	if err := s.crossOrigin.Check(r); err != nil {
 		writeError(w, http.StatusForbidden, "a request from another site's page is refused ("+err.Error()+"); a front end served elsewhere needs its origin in REPLYFLOW_WEBCHAT_ORIGINS")
 		return
@@ -144,18 +166,32 @@ type UserMessage struct {
 	MentionsOthers bool   `json:"mentions_others,omitempty"`
 }
 
-// DecodeUserMessage parses and normalizes a user message for chat. It is the
-// whole of the inbound rules, so it is fuzzed on its own.
+// DecodeUserMessage parses and normalizes a user message for chat, its
+// sender the body's (none mode). It is the whole of the inbound rules, so
+// it is fuzzed on its own.
 func DecodeUserMessage(chat string, body io.Reader, now time.Time) (pipeline.Inbound, error) {
+	m, err := decodeUserMessage(body)
+	if err != nil {
+		return pipeline.Inbound{}, err
+	}
+	return m.inbound(chat, now)
+}
+
+func decodeUserMessage(body io.Reader) (UserMessage, error) {
 	var m UserMessage
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		return pipeline.Inbound{}, fmt.Errorf("body is not a valid message: %w", err)
+		return m, fmt.Errorf("body is not a valid message: %w", err)
 	}
 	if dec.More() {
-		return pipeline.Inbound{}, errors.New("body has data after the JSON object")
+		return m, errors.New("body has data after the JSON object")
 	}
+	return m, nil
+}
+
+// inbound is the message for chat, checked.
+func (m UserMessage) inbound(chat string, now time.Time) (pipeline.Inbound, error) {
 	if m.SenderID == "" {
 		return pipeline.Inbound{}, errors.New("sender_id is missing")
 	}
@@ -183,8 +219,13 @@ func DecodeUserMessage(chat string, body io.Reader, now time.Time) (pipeline.Inb
 }
 
 func (s *Server) postUserMessage(w http.ResponseWriter, r *http.Request) {
+	chat := r.PathValue("chat")
+	who, ok := s.caller(w, r, chat)
+	if !ok {
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
-	in, err := DecodeUserMessage(r.PathValue("chat"), r.Body, s.cfg.Now())
+	m, err := decodeUserMessage(r.Body)
 	if err != nil {
 		status := http.StatusBadRequest
 		var tooBig *http.MaxBytesError
@@ -194,6 +235,15 @@ func (s *Server) postUserMessage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, err.Error())
 		return
 	}
+	if !speaksAs(w, who, &m.SenderID, &m.SenderName) {
+		return
+	}
+	in, err := m.inbound(chat, s.cfg.Now())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	in.SenderIsOwner = who != nil && who.Owner
 	if err := s.cfg.Sink.Accept(r.Context(), in); err != nil {
 		if writeRateLimited(w, err) {
 			return
@@ -215,9 +265,21 @@ func (s *Server) postUserMessage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	chat := r.PathValue("chat")
+	who, ok := s.caller(w, r, chat)
+	if !ok {
+		return
+	}
 	if err := pipeline.ValidateID("chat", chat); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
+	}
+	// A stream ends when its sign-in expires; the browser's reconnection
+	// then meets the 401.
+	var signInExpired <-chan time.Time
+	if who != nil && who.ExpiresAt != 0 {
+		timer := time.NewTimer(time.Unix(who.ExpiresAt, 0).Sub(s.cfg.Now()))
+		defer timer.Stop()
+		signInExpired = timer.C
 	}
 	rc := http.NewResponseController(w)
 	// The stream outlives the server's request timeouts: no read deadline
@@ -251,6 +313,8 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-signInExpired:
+			return
 		case ev, open := <-sub:
 			if !open {
 				return
@@ -269,38 +333,6 @@ func writeEvent(w io.Writer, ev Event) {
 	_, _ = fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", ev.ID, ev.Type, ev.Data)
 }
 
-// bot guards the bot API with the shared token.
-func (s *Server) bot(next http.HandlerFunc) http.HandlerFunc {
-	want := []byte("Bearer " + s.cfg.BotToken)
-	return func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			writeError(w, http.StatusUnauthorized, "bot token missing or wrong: the worker and the gateway need the same REPLYFLOW_WEBCHAT_BOT_TOKEN")
-			return
-		}
-		if err := pipeline.ValidateID("chat", r.PathValue("chat")); err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
-		next(w, r)
-	}
-}
-
-// BotMessage is the body of POST /bot/chats/{chat}/messages.
-type BotMessage struct {
-	IdempotencyKey string            `json:"idempotency_key"`
-	Text           string            `json:"text"`
-	ThreadID       string            `json:"thread_id,omitempty"`
-	ReplyTo        string            `json:"reply_to,omitempty"`
-	Buttons        []pipeline.Button `json:"buttons,omitempty"`
-}
-
-// BotEdit is the body of PATCH /bot/chats/{chat}/messages/{message}.
-type BotEdit struct {
-	Text    string            `json:"text"`
-	Buttons []pipeline.Button `json:"buttons,omitempty"`
-}
-
 // UserAction is the body of POST /api/chats/{chat}/actions: a button press.
 type UserAction struct {
 	ActionID   string `json:"action_id,omitempty"`
@@ -311,6 +343,10 @@ type UserAction struct {
 }
 
 func (s *Server) postAction(w http.ResponseWriter, r *http.Request) {
+	who, ok := s.caller(w, r, r.PathValue("chat"))
+	if !ok {
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	var a UserAction
 	dec := json.NewDecoder(r.Body)
@@ -323,12 +359,16 @@ func (s *Server) postAction(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "action and message_id are required")
 		return
 	}
+	if !speaksAs(w, who, &a.SenderID, &a.SenderName) {
+		return
+	}
 	if a.ActionID == "" {
 		a.ActionID = randomID("a-")
 	}
 	in := pipeline.Inbound{
 		Channel: Channel, ChatID: r.PathValue("chat"), ChatType: pipeline.ChatDirect, MessageID: a.ActionID,
 		SenderID: a.SenderID, SenderName: a.SenderName, ReplyTo: a.MessageID, Action: a.Action, ReceivedAt: s.cfg.Now().UTC(),
+		SenderIsOwner: who != nil && who.Owner,
 	}
 	if err := in.Validate(); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
@@ -342,78 +382,6 @@ func (s *Server) postAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"action_id": in.MessageID})
-}
-
-func (s *Server) patchBotMessage(w http.ResponseWriter, r *http.Request) {
-	var e BotEdit
-	if err := json.NewDecoder(r.Body).Decode(&e); err != nil || strings.TrimSpace(e.Text) == "" {
-		writeError(w, http.StatusBadRequest, "body must be {\"text\", \"buttons\"?} with text")
-		return
-	}
-	message, ok := messageParam(w, r)
-	if !ok {
-		return
-	}
-	s.hub.publish(r.PathValue("chat"), "edit", MessageEvent{MessageID: message, Text: e.Text, Buttons: e.Buttons})
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (s *Server) postBotMessage(w http.ResponseWriter, r *http.Request) {
-	var m BotMessage
-	if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
-		writeError(w, http.StatusBadRequest, "body is not a valid bot message: "+err.Error())
-		return
-	}
-	if strings.TrimSpace(m.Text) == "" || m.IdempotencyKey == "" {
-		writeError(w, http.StatusBadRequest, "text and idempotency_key are required")
-		return
-	}
-	chat := r.PathValue("chat")
-	id, fresh := s.sends.claim(chat+"\x00"+m.IdempotencyKey, func() string { return randomID("b-") })
-	if fresh {
-		s.hub.publish(chat, "message", MessageEvent{MessageID: id, Text: m.Text, ThreadID: m.ThreadID, ReplyTo: m.ReplyTo, Buttons: m.Buttons})
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"message_id": id})
-}
-
-// ReactionBody is the body of PUT .../reaction; an empty emoji clears.
-type ReactionBody struct {
-	Emoji string `json:"emoji"`
-	State string `json:"state,omitempty"`
-}
-
-func (s *Server) putReaction(w http.ResponseWriter, r *http.Request) {
-	var b ReactionBody
-	if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
-		writeError(w, http.StatusBadRequest, "body is not a valid reaction: "+err.Error())
-		return
-	}
-	message, ok := messageParam(w, r)
-	if !ok {
-		return
-	}
-	s.hub.publish(r.PathValue("chat"), "reaction", ReactionEvent{MessageID: message, Emoji: b.Emoji, State: b.State})
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (s *Server) postTyping(w http.ResponseWriter, r *http.Request) {
-	var t TypingEvent
-	if err := json.NewDecoder(r.Body).Decode(&t); err != nil && !errors.Is(err, io.EOF) {
-		writeError(w, http.StatusBadRequest, "body is not a valid typing event: "+err.Error())
-		return
-	}
-	s.hub.publish(r.PathValue("chat"), "typing", t)
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// messageParam is the {message} of the path, or a 400 if it is no valid ID.
-func messageParam(w http.ResponseWriter, r *http.Request) (string, bool) {
-	message := r.PathValue("message")
-	if err := pipeline.ValidateID("message", message); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return "", false
-	}
-	return message, true
 }
 
 func servePage(w http.ResponseWriter, r *http.Request) {
@@ -451,35 +419,6 @@ func randomID(prefix string) string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return prefix + hex.EncodeToString(b)
-}
-
-// recentKeys remembers the message ID given to each recent idempotency key,
-// so a retried bot send returns the first send's ID instead of posting twice.
-type recentKeys struct {
-	mu    sync.Mutex
-	limit int
-	ids   map[string]string
-	order []string
-}
-
-func newRecentKeys(limit int) *recentKeys {
-	return &recentKeys{limit: limit, ids: map[string]string{}}
-}
-
-func (k *recentKeys) claim(key string, newID func() string) (id string, fresh bool) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if id, ok := k.ids[key]; ok {
-		return id, false
-	}
-	id = newID()
-	k.ids[key] = id
-	k.order = append(k.order, key)
-	if len(k.order) > k.limit {
-		delete(k.ids, k.order[0])
-		k.order = k.order[1:]
-	}
-	return id, true
 }
 
 // CloseStreams ends every open event stream; call it before shutting the

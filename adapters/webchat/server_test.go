@@ -37,7 +37,7 @@ func (s *recordingSink) Accept(_ context.Context, in pipeline.Inbound) error {
 const token = "secret-token"
 
 func newTestServer(t *testing.T, sink adapters.Sink) *httptest.Server {
-	srv, err := NewServer(ServerConfig{Sink: sink, BotToken: token, Now: func() time.Time { return time.Unix(1700000000, 0) }})
+	srv, err := NewServer(ServerConfig{Sink: sink, BotToken: token, Auth: AuthNone, Now: func() time.Time { return time.Unix(1700000000, 0) }})
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() {

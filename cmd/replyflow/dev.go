@@ -57,6 +57,11 @@ func runDev(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen for the web chat on %s (set REPLYFLOW_WEBCHAT_ADDR to another port): %w", cfg.WebchatAddr, err)
 	}
+	devWebchatAuth(cfg, ln.Addr())
+	if err := checkWebchatListener(cfg, ln.Addr()); err != nil {
+		ln.Close()
+		return err
+	}
 	server, err := startDevServer(cfg)
 	if err != nil {
 		ln.Close()
@@ -113,11 +118,11 @@ func printBanner(cfg Config, webchatAddr, model, claim string) {
 	fmt.Printf(`
 replyflow dev is running (Ctrl-C stops everything)
 
-  Web chat     http://%s
+  Web chat     http://%s%s
   Temporal UI  http://%s:%d/namespaces/default/workflows
   Temporal     %s:%d (namespace default, task queue %s)
   Data         %s (kept between runs)
-`, webchatAddr, cfg.DevTemporalIP, cfg.DevUIPort, cfg.DevTemporalIP, cfg.DevPort, cfg.TaskQueue, cfg.DevDir)
+`, webchatAddr, indentedLine(webchatSignIn(cfg)), cfg.DevTemporalIP, cfg.DevUIPort, cfg.DevTemporalIP, cfg.DevPort, cfg.TaskQueue, cfg.DevDir)
 	if model == models.DemoName {
 		fmt.Println("\n  Model        demo/echo: the offline demo model is in use (set REPLYFLOW_MODEL for a real one)")
 	} else {
@@ -213,6 +218,15 @@ func waitForTemporal(ctx context.Context, hostPort string, server *devServer, lo
 			return nil, errors.Join(fmt.Errorf("the Temporal dev server did not answer on %s within 60s; see %s", hostPort, server.logPath), err)
 		}
 	}
+}
+
+// indentedLine is text as a banner line of its own under the last
+// label's value; nothing for no text.
+func indentedLine(text string) string {
+	if text == "" {
+		return ""
+	}
+	return "\n               " + text
 }
 
 // titled is a channel's name as a banner's label: telegram, Telegram.

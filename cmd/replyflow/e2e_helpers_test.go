@@ -36,10 +36,17 @@ type eventStream struct{ ch chan sseEvent }
 // subscribe opens the chat's event stream and returns once it is
 // connected, so no event that follows can be missed.
 func subscribe(t *testing.T, baseURL, chat string) *eventStream {
+	return subscribeAs(t, baseURL, chat, func(*http.Request) {})
+}
+
+// subscribeAs is subscribe with the request signed in by signIn (a
+// cookie, a Bearer token).
+func subscribeAs(t *testing.T, baseURL, chat string, signIn func(*http.Request)) *eventStream {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/api/chats/"+chat+"/events", nil)
 	require.NoError(t, err)
+	signIn(req)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)

@@ -94,6 +94,9 @@ func testConfig(t *testing.T) Config {
 	cfg.TypingInterval = time.Second
 	cfg.TurnHeartbeatTimeout = 5 * time.Second
 	webchatOf(cfg).BotToken = "test-bot-token"
+	// The tests post as any sender_id, as none mode lets a loopback
+	// client do; e2e_webauth_test.go runs token mode.
+	webchatOf(cfg).Auth = "none"
 	cfg.StoreDSN = filepath.Join(t.TempDir(), "replyflow.db")
 	require.NoError(t, cfg.validate())
 	return cfg

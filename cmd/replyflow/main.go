@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 )
 
 const usage = `replyflow: a durable auto-reply gateway on Temporal
@@ -30,6 +31,9 @@ Usage:
                       resume a parked delivery (only the chunks not yet delivered)
   replyflow approve|reject [--reason text] <session> <proposal>
                       decide a pending proposal
+  replyflow webchat token <sender> [--owner] [--name N] [--chat C]... [--ttl 720h]
+                      print a web chat sign-in for sender: a Bearer token and a
+                      one-time login link (needs REPLYFLOW_WEBCHAT_AUTH_KEY, not Temporal)
   replyflow help      show this text
 
 Configuration is read from REPLYFLOW_* and TEMPORAL_* environment variables;
@@ -74,6 +78,8 @@ func run(args []string) error {
 		return retryCommand(ctx, args[1:], os.Stdout, quietLogger(cfg))
 	case "approve", "reject":
 		return decideCommand(ctx, args[0], args[1:], os.Stdout, quietLogger(cfg))
+	case "webchat":
+		return webchatCommand(args[1:], cfg, os.Stdout, os.Stderr, time.Now())
 	}
 	return fmt.Errorf("unknown command %q; run `replyflow help`", args[0])
 }

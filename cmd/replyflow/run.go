@@ -176,6 +176,9 @@ func firstOf(names []string, n int) []string {
 // on ln beside GET /healthz, their own connections (long polling) in the
 // background. It stops early when a platform fails for good.
 func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Config, logger *slog.Logger) error {
+	if err := checkWebchatListener(cfg, ln.Addr()); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	limits := cfg.limits()

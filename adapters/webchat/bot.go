@@ -1,0 +1,120 @@
+package webchat
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// The bot API is what the worker calls (package webchat's Client): send,
+// edit, react, typing. One shared secret, REPLYFLOW_WEBCHAT_BOT_TOKEN,
+// guards it; the users' sign-in has no part in it.
+
+// bot guards the bot API with the shared token.
+func (s *Server) bot(next http.HandlerFunc) http.HandlerFunc {
+	want := []byte("Bearer " + s.cfg.BotToken)
+	return func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			writeError(w, http.StatusUnauthorized, "bot token missing or wrong: the worker and the gateway need the same REPLYFLOW_WEBCHAT_BOT_TOKEN")
+			return
+		}
+		if err := pipeline.ValidateID("chat", r.PathValue("chat")); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+		next(w, r)
+	}
+}
+
+// BotMessage is the body of POST /bot/chats/{chat}/messages.
+type BotMessage struct {
+	IdempotencyKey string            `json:"idempotency_key"`
+	Text           string            `json:"text"`
+	ThreadID       string            `json:"thread_id,omitempty"`
+	ReplyTo        string            `json:"reply_to,omitempty"`
+	Buttons        []pipeline.Button `json:"buttons,omitempty"`
+}
+
+// BotEdit is the body of PATCH /bot/chats/{chat}/messages/{message}.
+type BotEdit struct {
+	Text    string            `json:"text"`
+	Buttons []pipeline.Button `json:"buttons,omitempty"`
+}
+
+func (s *Server) patchBotMessage(w http.ResponseWriter, r *http.Request) {
+	var e BotEdit
+	if err := json.NewDecoder(r.Body).Decode(&e); err != nil || strings.TrimSpace(e.Text) == "" {
+		writeError(w, http.StatusBadRequest, "body must be {\"text\", \"buttons\"?} with text")
+		return
+	}
+	message, ok := messageParam(w, r)
+	if !ok {
+		return
+	}
+	s.hub.publish(r.PathValue("chat"), "edit", MessageEvent{MessageID: message, Text: e.Text, Buttons: e.Buttons})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) postBotMessage(w http.ResponseWriter, r *http.Request) {
+	var m BotMessage
+	if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+		writeError(w, http.StatusBadRequest, "body is not a valid bot message: "+err.Error())
+		return
+	}
+	if strings.TrimSpace(m.Text) == "" || m.IdempotencyKey == "" {
+		writeError(w, http.StatusBadRequest, "text and idempotency_key are required")
+		return
+	}
+	chat := r.PathValue("chat")
+	id, fresh := s.sends.claim(chat+"\x00"+m.IdempotencyKey, func() string { return randomID("b-") })
+	if fresh {
+		s.hub.publish(chat, "message", MessageEvent{MessageID: id, Text: m.Text, ThreadID: m.ThreadID, ReplyTo: m.ReplyTo, Buttons: m.Buttons})
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"message_id": id})
+}
+
+// ReactionBody is the body of PUT .../reaction; an empty emoji clears.
+type ReactionBody struct {
+	Emoji string `json:"emoji"`
+	State string `json:"state,omitempty"`
+}
+
+func (s *Server) putReaction(w http.ResponseWriter, r *http.Request) {
+	var b ReactionBody
+	if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
+		writeError(w, http.StatusBadRequest, "body is not a valid reaction: "+err.Error())
+		return
+	}
+	message, ok := messageParam(w, r)
+	if !ok {
+		return
+	}
+	s.hub.publish(r.PathValue("chat"), "reaction", ReactionEvent{MessageID: message, Emoji: b.Emoji, State: b.State})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) postTyping(w http.ResponseWriter, r *http.Request) {
+	var t TypingEvent
+	if err := json.NewDecoder(r.Body).Decode(&t); err != nil && !errors.Is(err, io.EOF) {
+		writeError(w, http.StatusBadRequest, "body is not a valid typing event: "+err.Error())
+		return
+	}
+	s.hub.publish(r.PathValue("chat"), "typing", t)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// messageParam is the {message} of the path, or a 400 if it is no valid ID.
+func messageParam(w http.ResponseWriter, r *http.Request) (string, bool) {
+	message := r.PathValue("message")
+	if err := pipeline.ValidateID("message", message); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return "", false
+	}
+	return message, true
+}
