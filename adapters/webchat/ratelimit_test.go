@@ -46,7 +46,7 @@ func TestOverTheRateLimitAMessageGets429WithRetryAfter(t *testing.T) {
 	const burst = 3
 	to := &ingress{}
 	limiter := gateway.NewLimiter(to, gateway.Limits{Sender: gateway.Rate{Burst: burst, Every: time.Hour}}, slog.New(slog.DiscardHandler))
-	srv, err := webchat.NewServer(webchat.ServerConfig{Sink: limiter, BotToken: "t"})
+	srv, err := webchat.NewServer(webchat.ServerConfig{Sink: limiter, BotToken: "t", Auth: webchat.AuthNone})
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
