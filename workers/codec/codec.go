@@ -140,19 +140,27 @@ func clip(s string) string {
 	return s
 }
 
-// Codecs are the payload codecs in converter order: encryption, then, if
-// compress, zlib, so that payloads are compressed before they are
-// encrypted (ciphertext does not compress).
+// Codecs are the payload codecs in converter order: encryption, then
+// zlib, so that payloads are compressed before they are encrypted
+// (ciphertext does not compress). Without compress, zlib only decodes:
+// payloads compressed while it was on stay readable.
 func Codecs(keys []Key, compress bool) ([]converter.PayloadCodec, error) {
 	sealer, err := New(keys)
 	if err != nil {
 		return nil, err
 	}
-	codecs := []converter.PayloadCodec{sealer}
-	if compress {
-		codecs = append(codecs, converter.NewZlibCodec(converter.ZlibCodecOptions{}))
+	zlib := converter.NewZlibCodec(converter.ZlibCodecOptions{})
+	if !compress {
+		zlib = decodeOnly{zlib}
 	}
-	return codecs, nil
+	return []converter.PayloadCodec{sealer, zlib}, nil
+}
+
+// decodeOnly is a codec that decodes and never encodes.
+type decodeOnly struct{ converter.PayloadCodec }
+
+func (decodeOnly) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
+	return payloads, nil
 }
 
 // DataConverter is the SDK's default converter with every payload

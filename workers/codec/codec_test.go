@@ -142,7 +142,9 @@ func TestCompressionHappensBeforeEncryption(t *testing.T) {
 	var got string
 	require.NoError(t, dataConverter(t, true, k1).FromPayload(compressed, &got))
 	assert.Equal(t, long, got)
-	require.NoError(t, dataConverter(t, false, k1).FromPayload(uncompressed, &got), "turning compression on keeps old payloads readable")
+	require.NoError(t, dataConverter(t, true, k1).FromPayload(uncompressed, &got), "turning compression on keeps old payloads readable")
+	assert.Equal(t, long, got)
+	require.NoError(t, dataConverter(t, false, k1).FromPayload(compressed, &got), "turning it off too")
 	assert.Equal(t, long, got)
 }
 
