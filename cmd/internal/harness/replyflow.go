@@ -35,6 +35,9 @@ func Env(address, taskQueue, storeDSN string, fake *telegramtest.Server, extra m
 		"DEMO_MODEL_DELAY": "0",
 		"LOG_LEVEL":        "warn",
 		"OWNERS":           "*",
+		// Encryption only when extra turns it on, as Dial's codecKeys,
+		// never from the shell's REPLYFLOW_CODEC_KEYS.
+		"CODEC_KEYS": "",
 	}
 	if fake != nil {
 		maps.Copy(vars, TelegramVars(fake))
