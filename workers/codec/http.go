@@ -85,7 +85,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		header := w.Header()
 		header.Set("Access-Control-Allow-Origin", origin)
 		header.Set("Access-Control-Allow-Credentials", "true")
-		header.Set("Access-Control-Allow-Headers", "Authorization,Content-Type,X-Namespace")
+		// Authorization-Extras: the UI adds the user's ID token when it
+		// passes an access token; it is allowed, and not checked.
+		header.Set("Access-Control-Allow-Headers", "Authorization,Content-Type,X-Namespace,Authorization-Extras")
 		header.Set("Access-Control-Allow-Methods", "POST, OPTIONS")
 		header.Set("Access-Control-Max-Age", "600")
 		header.Add("Vary", "Origin")
