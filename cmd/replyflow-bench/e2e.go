@@ -117,7 +117,7 @@ func startE2E(ctx context.Context, c client.Client, o options, name string, extr
 	botID := time.Now().UnixNano() % 1_000_000_000
 	fake := telegramtest.New(strconv.FormatInt(botID, 10) + ":bench")
 	queue := fmt.Sprintf("bench-%s-%d", name, botID)
-	vars := map[string]string{"DEBOUNCE": "0", "REACTION_CLEAR_DELAY": "1s"}
+	vars := map[string]string{"DEBOUNCE": "0", "REACTION_CLEAR_DELAY": "1s", "CODEC_KEYS": o.codecKeys}
 	for k, v := range extra {
 		vars[k] = v
 	}

@@ -36,6 +36,7 @@ type options struct {
 	think       time.Duration
 	idle        []int
 	workDir     string
+	codecKeys   string
 }
 
 func main() {
@@ -51,6 +52,7 @@ func main() {
 	flag.IntVar(&o.messages, "messages", 20, "messages per session in the end-to-end measurement")
 	flag.DurationVar(&o.think, "think", 3*time.Second, "mean pause of a session between a reply and its next message, as a person reads and types (a saturation run with no pause follows)")
 	flag.StringVar(&idle, "idle", "1000,10000", "open idle sessions at which the worker's memory is measured (empty: skip)")
+	flag.StringVar(&o.codecKeys, "codec-keys", "", "encrypt payloads: REPLYFLOW_CODEC_KEYS for the worker and this program's client (empty: off)")
 	flag.Parse()
 	var err error
 	if o.sessions, err = intList(sessions); err == nil {
@@ -101,7 +103,7 @@ func run(o options) error {
 		defer t.Stop()
 		o.address, server = t.Address, "dev server (temporal CLI, in-memory SQLite)"
 	}
-	c, err := harness.Dial(ctx, o.address)
+	c, err := harness.Dial(ctx, o.address, o.codecKeys)
 	if err != nil {
 		return fmt.Errorf("connect to Temporal at %s: %w", o.address, err)
 	}

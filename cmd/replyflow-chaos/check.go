@@ -110,7 +110,7 @@ func (r *rig) keepRunning(ctx context.Context) {
 // checkIdle queries the session of each chat the platform talked in: it
 // must be idle, and its turn count adds to the turns run.
 func (r *rig) checkIdle(ctx context.Context, p platform, messages []sent, pr *platformReport) error {
-	c, err := harness.Dial(ctx, r.temporal.Address)
+	c, err := harness.Dial(ctx, r.temporal.Address, r.cfg.codecKeys)
 	if err != nil {
 		return err
 	}

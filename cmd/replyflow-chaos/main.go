@@ -38,6 +38,7 @@ func chaos() int {
 	flag.DurationVar(&cfg.killEvery, "kill-every", 3*time.Second, "mean time between two kills")
 	flag.BoolVar(&cfg.killServer, "kill-server", true, "also kill and restart the Temporal dev server")
 	flag.Int64Var(&cfg.seed, "seed", time.Now().UnixNano(), "random seed (printed, to replay a run's choices)")
+	flag.StringVar(&cfg.codecKeys, "codec-keys", "", "encrypt payloads: REPLYFLOW_CODEC_KEYS for the worker, the gateway and the checks (empty: off)")
 	flag.Parse()
 	var err error
 	if cfg.platforms, err = platformNames(*platforms); err != nil {

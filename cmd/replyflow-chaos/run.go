@@ -27,6 +27,7 @@ type config struct {
 	seed                   int64
 	workDir                string
 	progress               io.Writer
+	codecKeys              string // REPLYFLOW_CODEC_KEYS of the worker, the gateway and the checks; "": off
 }
 
 func defaultConfig() config {
@@ -75,6 +76,7 @@ func run(ctx context.Context, cfg config) (report, error) {
 		"TURN_HEARTBEAT_TIMEOUT": "5s",
 		"DELIVERY_TIMEOUT":       "5s",
 		"LOG_LEVEL":              "info",
+		"CODEC_KEYS":             cfg.codecKeys,
 	}
 	for _, name := range cfg.platforms {
 		p := newPlatform(name)

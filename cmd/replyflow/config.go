@@ -94,6 +94,16 @@ type Config struct {
 	// read from its own REPLYFLOW_ variables.
 	Platforms []adapters.Platform `ignored:"true"`
 
+	// Payload encryption (package workers/codec; codec.go wires it).
+	// CodecKeys are "id:base64key" entries, the first encrypts: key
+	// material, never log it. CodecToken is the codec server's bearer
+	// token: never log it either.
+	CodecKeys       string   `envconfig:"CODEC_KEYS"`
+	CodecCompress   bool     `envconfig:"CODEC_COMPRESS" default:"false"`
+	CodecServerAddr string   `envconfig:"CODEC_SERVER_ADDR" default:"127.0.0.1:8089"`
+	CodecUIOrigins  []string `envconfig:"CODEC_UI_ORIGINS"`
+	CodecToken      string   `envconfig:"CODEC_TOKEN"`
+
 	LogLevel  string `envconfig:"LOG_LEVEL" default:"info"`
 	LogFormat string `envconfig:"LOG_FORMAT" default:"text"`
 
@@ -102,6 +112,7 @@ type Config struct {
 	DevTemporalIP  string `envconfig:"DEV_TEMPORAL_IP" default:"127.0.0.1"`
 	DevPort        int    `envconfig:"DEV_TEMPORAL_PORT" default:"7233"`
 	DevUIPort      int    `envconfig:"DEV_UI_PORT" default:"8233"`
+	DevCodecPort   int    `envconfig:"DEV_CODEC_PORT" default:"8234"`
 }
 
 // loadConfig reads REPLYFLOW_* from the environment and checks it.
@@ -214,6 +225,7 @@ func (c Config) validate() error {
 			errs = append(errs, fmt.Errorf("REPLYFLOW_%s: %w", name, err))
 		}
 	}
+	errs = append(errs, c.validateCodec()...)
 	errs = append(errs, gateway.Validate(c.Platforms)...)
 	return errors.Join(errs...)
 }

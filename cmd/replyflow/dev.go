@@ -45,6 +45,10 @@ func runDev(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		return err
 	}
 	defer lock.release()
+	cfg, keysFrom, err := devCodecKeys(cfg)
+	if err != nil {
+		return err
+	}
 	if os.Getenv("REPLYFLOW_STORE_DSN") == "" {
 		cfg.StoreDSN = filepath.Join(cfg.DevDir, "replyflow.db")
 	}
@@ -62,7 +66,13 @@ func runDev(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		ln.Close()
 		return err
 	}
-	server, err := startDevServer(cfg)
+	codecEndpoint, stopCodec, err := startDevCodec(cfg, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopCodec()
+	server, err := startDevServer(cfg, "--ui-codec-endpoint", codecEndpoint)
 	if err != nil {
 		ln.Close()
 		return err
@@ -74,7 +84,7 @@ func runDev(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 
 	hostPort := net.JoinHostPort(cfg.DevTemporalIP, strconv.Itoa(cfg.DevPort))
-	c, err := waitForTemporal(ctx, hostPort, server, logger)
+	c, err := waitForTemporal(ctx, cfg, hostPort, server, logger)
 	if err != nil {
 		ln.Close()
 		return err
@@ -102,7 +112,9 @@ func runDev(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		errs[1] = serveGateway(gatewayCtx, ln, c, cfg, logger)
 		cancel()
 	}()
-	printBanner(cfg, ln.Addr().String(), strings.Join(cfg.models(), " → "), code)
+	printBanner(cfg, ln.Addr().String(), strings.Join(cfg.models(), " → "), code,
+		fmt.Sprintf("  Codec        %s: the UI decrypts payloads through it (no token: loopback only)", codecEndpoint),
+		fmt.Sprintf("  Keys         %s (payloads in Temporal are encrypted with them)", keysFrom))
 	select {
 	case <-runCtx.Done():
 	case <-server.exited:
@@ -114,7 +126,7 @@ func runDev(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	return firstError(errs...)
 }
 
-func printBanner(cfg Config, webchatAddr, model, claim string) {
+func printBanner(cfg Config, webchatAddr, model, claim string, lines ...string) {
 	fmt.Printf(`
 replyflow dev is running (Ctrl-C stops everything)
 
@@ -136,6 +148,9 @@ replyflow dev is running (Ctrl-C stops everything)
 	if claim != "" {
 		fmt.Printf("  Claim        send %s in a chat to become the owner\n", claim)
 	}
+	for _, line := range lines {
+		fmt.Println(line)
+	}
 	fmt.Println()
 }
 
@@ -149,7 +164,7 @@ type devServer struct {
 	exited   chan struct{}
 }
 
-func startDevServer(cfg Config) (*devServer, error) {
+func startDevServer(cfg Config, extraArgs ...string) (*devServer, error) {
 	cli, err := exec.LookPath(cfg.DevTemporalCLI)
 	if err != nil {
 		return nil, fmt.Errorf("the Temporal CLI was not found at %s: run `make dev`, which builds it into ./bin, or set REPLYFLOW_DEV_TEMPORAL_CLI", cfg.DevTemporalCLI)
@@ -163,6 +178,7 @@ func startDevServer(cfg Config) (*devServer, error) {
 		"--log-level", "warn",
 	}
 	args = append(args, devserver.Args()...)
+	args = append(args, extraArgs...)
 	logPath := filepath.Join(cfg.DevDir, "temporal.log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -198,11 +214,11 @@ func (s *devServer) stop(logger *slog.Logger) {
 	}
 }
 
-func waitForTemporal(ctx context.Context, hostPort string, server *devServer, logger *slog.Logger) (client.Client, error) {
+func waitForTemporal(ctx context.Context, cfg Config, hostPort string, server *devServer, logger *slog.Logger) (client.Client, error) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		dialCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		c, err := dialTemporal(dialCtx, hostPort, logger.With("component", "temporal-client"))
+		c, err := dialTemporal(dialCtx, cfg, hostPort, logger.With("component", "temporal-client"))
 		cancel()
 		if err == nil {
 			return c, nil

@@ -30,7 +30,7 @@ func TestParkedDeliveryIsRetriedByTheOperator(t *testing.T) {
 	code, _ := s.post("calm", `{"message_id":"c1","sender_id":"alice","text":"nothing to see"}`)
 	require.Equal(t, http.StatusAccepted, code)
 	require.Eventually(t, func() bool { return s.state("calm").Counters.Turns == 1 }, 30*time.Second, 50*time.Millisecond)
-	require.NoError(t, retryCommand(context.Background(), []string{"webchat:calm"}, &out, s.logger))
+	require.NoError(t, retryCommand(context.Background(), s.cfg, []string{"webchat:calm"}, &out, s.logger))
 	assert.Contains(t, out.String(), "Nothing is parked in session:webchat:calm")
 
 	code, _ = s.post(chat, `{"message_id":"p1","sender_id":"alice","text":"park me"}`)
@@ -44,7 +44,7 @@ func TestParkedDeliveryIsRetriedByTheOperator(t *testing.T) {
 	s.restartGateway()
 	events := subscribe(t, s.baseURL, chat)
 	out.Reset()
-	require.NoError(t, retryCommand(context.Background(), []string{"--reason", "gateway is back", "webchat:parked"}, &out, s.logger))
+	require.NoError(t, retryCommand(context.Background(), s.cfg, []string{"--reason", "gateway is back", "webchat:parked"}, &out, s.logger))
 	assert.Contains(t, out.String(), "Retry sent to session:webchat:parked")
 	seen := events.collectUntil(t, 30*time.Second, isClearOf("p1"))
 	assert.Equal(t, 1, countMessages(seen), "the reply arrives once")

@@ -27,7 +27,7 @@ func TestDevKilledAndStartedAgainAtOnceAnswers(t *testing.T) {
 	bin, err := harness.Build(t.TempDir())
 	require.NoError(t, err)
 	dir := t.TempDir()
-	ports := make([]int, 3)
+	ports := make([]int, 4)
 	for i := range ports {
 		ports[i], err = harness.FreePort()
 		require.NoError(t, err)
@@ -38,6 +38,7 @@ func TestDevKilledAndStartedAgainAtOnceAnswers(t *testing.T) {
 		"REPLYFLOW_DEV_TEMPORAL_CLI=" + cli,
 		"REPLYFLOW_DEV_TEMPORAL_PORT=" + strconv.Itoa(ports[0]),
 		"REPLYFLOW_DEV_UI_PORT=" + strconv.Itoa(ports[1]),
+		"REPLYFLOW_DEV_CODEC_PORT=" + strconv.Itoa(ports[3]),
 		"REPLYFLOW_WEBCHAT_ADDR=" + webchat,
 		"REPLYFLOW_WEBCHAT_URL=http://" + webchat,
 		"REPLYFLOW_DEMO_MODEL_DELAY=0",
@@ -49,6 +50,14 @@ func TestDevKilledAndStartedAgainAtOnceAnswers(t *testing.T) {
 	t.Cleanup(dev.Stop)
 	answered(t, dev, "http://"+webchat, "first")
 	firstServer := serverOf(t, dev, db)
+	codecURL := "http://127.0.0.1:" + strconv.Itoa(ports[3])
+	assert.Contains(t, commandLine(firstServer), "--ui-codec-endpoint "+codecURL, "the dev UI decodes through replyflow dev's codec endpoint")
+	keysFile := filepath.Join(dir, ".replyflow", "codec.keys")
+	info, err := os.Stat(keysFile)
+	require.NoError(t, err, "dev made a codec key")
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+	firstKeys, err := os.ReadFile(keysFile)
+	require.NoError(t, err)
 
 	dev.Kill()
 	require.NoError(t, dev.Start())
@@ -56,6 +65,26 @@ func TestDevKilledAndStartedAgainAtOnceAnswers(t *testing.T) {
 	assert.NotContains(t, commandLine(firstServer), db,
 		"the killed run's Temporal server (pid %d) still held the database when the new run started its own", firstServer)
 	answered(t, dev, "http://"+webchat, "second")
+	keys, err := os.ReadFile(keysFile)
+	require.NoError(t, err)
+	assert.Equal(t, firstKeys, keys, "the key is kept between runs")
+	assertDevDecodes(t, "127.0.0.1:"+strconv.Itoa(ports[0]), codecURL, "first", "second")
+}
+
+// assertDevDecodes reads the sessions of chats from the dev server with
+// no codec, and decodes their payloads through the dev codec endpoint (no
+// token: it is on loopback): both runs' messages come back.
+func assertDevDecodes(t *testing.T, temporalAddr, codecURL string, chats ...string) {
+	t.Helper()
+	c, err := harness.Dial(context.Background(), temporalAddr, "")
+	require.NoError(t, err)
+	defer c.Close()
+	for _, chat := range chats {
+		history := sessionHistory(t, c, "session:webchat:"+chat)
+		assert.NotContains(t, rawHistory(t, history), "are you there?", "dev encrypts")
+		assert.Contains(t, decodeOverHTTP(t, codecURL+"/default/decode", "", payloadsIn(history), http.StatusOK), "are you there?",
+			"the session of %s decodes with the kept key", chat)
+	}
 }
 
 // serverOf waits for the Temporal server replyflow dev started on db and

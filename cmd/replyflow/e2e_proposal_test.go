@@ -127,13 +127,13 @@ func TestProposalRejectedFromTheCLI(t *testing.T) {
 	events.collectUntil(t, 30*time.Second, isButtonsMessage)
 
 	var out bytes.Buffer
-	err := decideCommand(context.Background(), "approve", []string{"webchat:reject", "p7"}, &out, s.logger)
+	err := decideCommand(context.Background(), s.cfg, "approve", []string{"webchat:reject", "p7"}, &out, s.logger)
 	require.Error(t, err, "an unknown proposal is refused at once")
 	assert.Contains(t, err.Error(), `unknown proposal "p7"`)
 
-	require.NoError(t, decideCommand(context.Background(), "reject", []string{"--by", "carol", "--reason", "over budget", "webchat:reject", "p1"}, &out, s.logger))
+	require.NoError(t, decideCommand(context.Background(), s.cfg, "reject", []string{"--by", "carol", "--reason", "over budget", "webchat:reject", "p1"}, &out, s.logger))
 	assert.Contains(t, out.String(), "Proposal p1 rejected by operator:carol.")
-	err = decideCommand(context.Background(), "approve", []string{"webchat:reject", "p1"}, &out, s.logger)
+	err = decideCommand(context.Background(), s.cfg, "approve", []string{"webchat:reject", "p1"}, &out, s.logger)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "already rejected by operator:carol")
 
@@ -197,7 +197,7 @@ func TestPendingProposalSurvivesADevServerRestart(t *testing.T) {
 	}
 	server := start()
 	t.Setenv("TEMPORAL_ADDRESS", hostPort)
-	c, err := dialTemporal(context.Background(), hostPort, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c, err := dialTemporal(context.Background(), Config{}, hostPort, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	defer c.Close()
 
@@ -218,7 +218,7 @@ func TestPendingProposalSurvivesADevServerRestart(t *testing.T) {
 	var out bytes.Buffer
 	require.Eventually(t, func() bool {
 		out.Reset()
-		return decideCommand(context.Background(), "approve", []string{"webchat:server-restart", "p1"}, &out, s.logger) == nil
+		return decideCommand(context.Background(), s.cfg, "approve", []string{"webchat:server-restart", "p1"}, &out, s.logger) == nil
 	}, 60*time.Second, 500*time.Millisecond, "approving works once the server is back: %s", &out)
 	assert.Contains(t, out.String(), "Proposal p1 approved by operator:")
 	events.collectUntil(t, 60*time.Second, func(ev sseEvent) bool { return ev.Type == "message" && strings.HasPrefix(ev.Text, "done:") })

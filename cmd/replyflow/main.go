@@ -34,6 +34,9 @@ Usage:
   replyflow webchat token <sender> [--owner] [--name N] [--chat C]... [--ttl 720h]
                       print a web chat sign-in for sender: a Bearer token and a
                       one-time login link (needs REPLYFLOW_WEBCHAT_AUTH_KEY, not Temporal)
+  replyflow codec-server [--listen 127.0.0.1:8089] [--ui-origin URL]...
+                      decrypt payloads for the Temporal UI and CLI (a codec server;
+                      REPLYFLOW_CODEC_KEYS, and REPLYFLOW_CODEC_TOKEN off loopback)
   replyflow help      show this text
 
 Configuration is read from REPLYFLOW_* and TEMPORAL_* environment variables;
@@ -71,13 +74,15 @@ func run(args []string) error {
 	case "gateway":
 		return gatewayCommand(ctx, cfg, logger)
 	case "sessions":
-		return sessionsCommand(ctx, args[1:], os.Stdout, quietLogger(cfg))
+		return sessionsCommand(ctx, cfg, args[1:], os.Stdout, quietLogger(cfg))
 	case "inspect":
-		return inspectCommand(ctx, args[1:], os.Stdout, quietLogger(cfg))
+		return inspectCommand(ctx, cfg, args[1:], os.Stdout, quietLogger(cfg))
 	case "retry":
-		return retryCommand(ctx, args[1:], os.Stdout, quietLogger(cfg))
+		return retryCommand(ctx, cfg, args[1:], os.Stdout, quietLogger(cfg))
+	case "codec-server":
+		return codecServerCommand(ctx, cfg, args[1:], logger)
 	case "approve", "reject":
-		return decideCommand(ctx, args[0], args[1:], os.Stdout, quietLogger(cfg))
+		return decideCommand(ctx, cfg, args[0], args[1:], os.Stdout, quietLogger(cfg))
 	case "webchat":
 		return webchatCommand(args[1:], cfg, os.Stdout, os.Stderr, time.Now())
 	}
@@ -93,21 +98,23 @@ func workerCommand(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if code != "" {
 		fmt.Fprintf(os.Stderr, "No owner yet: send %s in a chat to become the owner (REPLYFLOW_OWNERS sets owners instead).\n", code)
 	}
-	c, err := dialTemporal(ctx, "", logger)
+	c, err := dialTemporal(ctx, cfg, "", logger)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	warnIfClearText(cfg, logger)
 	logger.Info("Worker running", "task_queue", cfg.TaskQueue, "models", strings.Join(cfg.models(), ","))
 	return runWorker(ctx, c, cfg, acts)
 }
 
 func gatewayCommand(ctx context.Context, cfg Config, logger *slog.Logger) error {
-	c, err := dialTemporal(ctx, "", logger)
+	c, err := dialTemporal(ctx, cfg, "", logger)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	warnIfClearText(cfg, logger)
 	ln, err := net.Listen("tcp", cfg.WebchatAddr)
 	if err != nil {
 		return fmt.Errorf("listen for the web chat and webhooks on %s (REPLYFLOW_WEBCHAT_ADDR): %w", cfg.WebchatAddr, err)

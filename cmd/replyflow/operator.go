@@ -49,7 +49,7 @@ func sessionsQuery(o sessionsOptions, now time.Time) string {
 	return strings.Join(parts, " AND ")
 }
 
-func sessionsCommand(ctx context.Context, args []string, out io.Writer, logger *slog.Logger) error {
+func sessionsCommand(ctx context.Context, cfg Config, args []string, out io.Writer, logger *slog.Logger) error {
 	fs := flag.NewFlagSet("sessions", flag.ContinueOnError)
 	var o sessionsOptions
 	fs.BoolVar(&o.stuck, "stuck", false, "only sessions that look stuck: delivery failed, busy or queued with no new message for --stuck-after, or never run by a worker")
@@ -60,7 +60,7 @@ func sessionsCommand(ctx context.Context, args []string, out io.Writer, logger *
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	c, err := dialTemporal(ctx, "", logger)
+	c, err := dialTemporal(ctx, cfg, "", logger)
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func ago(value string, now time.Time) string {
 	return now.Sub(t).Round(time.Second).String() + " ago"
 }
 
-func retryCommand(ctx context.Context, args []string, out io.Writer, logger *slog.Logger) error {
+func retryCommand(ctx context.Context, cfg Config, args []string, out io.Writer, logger *slog.Logger) error {
 	fs := flag.NewFlagSet("retry", flag.ContinueOnError)
 	by := fs.String("by", currentUser(), "who asks, for the session's log")
 	reason := fs.String("reason", "", "why, for the session's log")
@@ -115,7 +115,7 @@ func retryCommand(ctx context.Context, args []string, out io.Writer, logger *slo
 	if fs.NArg() != 1 {
 		return fmt.Errorf("usage: replyflow retry [--by name] [--reason text] <session>")
 	}
-	return onSession(ctx, logger, fs.Arg(0), func(c client.Client, id string, snap workflows.Snapshot) error {
+	return onSession(ctx, cfg, logger, fs.Arg(0), func(c client.Client, id string, snap workflows.Snapshot) error {
 		a := snap.Active
 		if a == nil || a.Phase != workflows.PhaseParked {
 			fmt.Fprintf(out, "Nothing is parked in %s (state %s); nothing changed.\n", id, snap.Status)
@@ -136,9 +136,9 @@ func retryCommand(ctx context.Context, args []string, out io.Writer, logger *slo
 }
 
 // onSession dials Temporal, queries the session's state, and hands both to do.
-func onSession(ctx context.Context, logger *slog.Logger, arg string, do func(client.Client, string, workflows.Snapshot) error) error {
+func onSession(ctx context.Context, cfg Config, logger *slog.Logger, arg string, do func(client.Client, string, workflows.Snapshot) error) error {
 	id := sessionID(arg)
-	c, err := dialTemporal(ctx, "", logger)
+	c, err := dialTemporal(ctx, cfg, "", logger)
 	if err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func onSession(ctx context.Context, logger *slog.Logger, arg string, do func(cli
 // decideCommand is `replyflow approve|reject <session> <proposal>`: an
 // update, so that a refusal (not allowed, unknown, already decided) comes
 // back at once.
-func decideCommand(ctx context.Context, decision string, args []string, out io.Writer, logger *slog.Logger) error {
+func decideCommand(ctx context.Context, cfg Config, decision string, args []string, out io.Writer, logger *slog.Logger) error {
 	fs := flag.NewFlagSet(decision, flag.ContinueOnError)
 	by := fs.String("by", currentUser(), "who decides (recorded as operator:<by>)")
 	reason := fs.String("reason", "", "why, told to the model and shown in the chat")
@@ -164,7 +164,7 @@ func decideCommand(ctx context.Context, decision string, args []string, out io.W
 		return fmt.Errorf("usage: replyflow %s [--reason text] <session> <proposal>", decision)
 	}
 	id := sessionID(fs.Arg(0))
-	c, err := dialTemporal(ctx, "", logger)
+	c, err := dialTemporal(ctx, cfg, "", logger)
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func decideCommand(ctx context.Context, decision string, args []string, out io.W
 	}
 	var result string
 	if err := handle.Get(ctx, &result); err != nil {
-		return fmt.Errorf("%s proposal %s in %s: %w", decision, d.ID, id, err)
+		return fmt.Errorf("%s proposal %s in %s: %w", decision, d.ID, id, explainEncrypted(err))
 	}
 	fmt.Fprintln(out, result)
 	return nil
@@ -199,7 +199,7 @@ func sessionID(arg string) string {
 	return pipeline.WorkflowIDPrefix + arg
 }
 
-func inspectCommand(ctx context.Context, args []string, out io.Writer, logger *slog.Logger) error {
+func inspectCommand(ctx context.Context, cfg Config, args []string, out io.Writer, logger *slog.Logger) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print the raw state snapshot as JSON")
 	if err := fs.Parse(args); err != nil {
@@ -208,7 +208,7 @@ func inspectCommand(ctx context.Context, args []string, out io.Writer, logger *s
 	if fs.NArg() != 1 {
 		return fmt.Errorf("usage: replyflow inspect [--json] <session>, for example session:webchat:demo")
 	}
-	return onSession(ctx, logger, fs.Arg(0), func(_ client.Client, _ string, snap workflows.Snapshot) error {
+	return onSession(ctx, cfg, logger, fs.Arg(0), func(_ client.Client, _ string, snap workflows.Snapshot) error {
 		if *asJSON {
 			enc := json.NewEncoder(out)
 			enc.SetIndent("", "  ")
@@ -225,7 +225,10 @@ func querySnapshot(ctx context.Context, c client.Client, id string) (workflows.S
 	if err != nil {
 		return snap, fmt.Errorf("query the state of %s (is it running? `replyflow sessions --all` lists every session): %w", id, err)
 	}
-	return snap, v.Get(&snap)
+	if err := v.Get(&snap); err != nil {
+		return snap, fmt.Errorf("read the state of %s: %w", id, explainEncrypted(err))
+	}
+	return snap, nil
 }
 
 // renderSnapshot is the readable view of the state query.

@@ -77,12 +77,12 @@ func TestOperatorVerbsAgainstTheServer(t *testing.T) {
 	var list bytes.Buffer
 	require.Eventually(t, func() bool {
 		list.Reset()
-		return sessionsCommand(context.Background(), []string{"--channel", "webchat"}, &list, s.logger) == nil &&
+		return sessionsCommand(context.Background(), s.cfg, []string{"--channel", "webchat"}, &list, s.logger) == nil &&
 			bytes.Contains(list.Bytes(), []byte("session:webchat:operator"))
 	}, 10*time.Second, 100*time.Millisecond, "sessions lists the session: %s", &list)
 
 	var view bytes.Buffer
-	require.NoError(t, inspectCommand(context.Background(), []string{"webchat:operator"}, &view, s.logger))
+	require.NoError(t, inspectCommand(context.Background(), s.cfg, []string{"webchat:operator"}, &view, s.logger))
 	assert.Contains(t, oneSpace(view.String()), "Session session:webchat:operator")
 	assert.Contains(t, view.String(), "inbound 1, duplicates 0, turns 1")
 }

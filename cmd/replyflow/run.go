@@ -25,8 +25,9 @@ import (
 // dialTemporal connects with the options every Temporal tool reads:
 // TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TLS variables and
 // profiles from TEMPORAL_CONFIG_FILE. hostPort, when set, wins (replyflow dev
-// points at the server it started).
-func dialTemporal(ctx context.Context, hostPort string, logger *slog.Logger) (client.Client, error) {
+// points at the server it started). With cfg's codec keys, every payload
+// and failure the client (and a worker built on it) sends is encrypted.
+func dialTemporal(ctx context.Context, cfg Config, hostPort string, logger *slog.Logger) (client.Client, error) {
 	opts, err := temporalenv.LoadDefaultClientOptions()
 	if err != nil {
 		return nil, fmt.Errorf("read the Temporal connection settings (TEMPORAL_* variables, profile): %w", err)
@@ -35,6 +36,9 @@ func dialTemporal(ctx context.Context, hostPort string, logger *slog.Logger) (cl
 		opts.HostPort = hostPort
 	}
 	opts.Logger = tlog.NewStructuredLogger(logger)
+	if err := cfg.applyCodec(&opts); err != nil {
+		return nil, err
+	}
 	c, err := client.DialContext(ctx, opts)
 	if err != nil {
 		addr := opts.HostPort

@@ -41,6 +41,9 @@ func Env(address, taskQueue, storeDSN string, fake *telegramtest.Server, extra m
 		"RATE_SENDER":       "off",
 		"RATE_CHAT":         "off",
 		"RATE_NEW_SESSIONS": "off",
+		// Encryption only when extra turns it on, as Dial's codecKeys,
+		// never from the shell's REPLYFLOW_CODEC_KEYS.
+		"CODEC_KEYS": "",
 	}
 	if fake != nil {
 		maps.Copy(vars, TelegramVars(fake))

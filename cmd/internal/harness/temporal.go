@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/replyflow/replyflow/cmd/internal/devserver"
+	"github.com/replyflow/replyflow/workers/codec"
 )
 
 // Temporal is a dev server on its own database file, so that it can be
@@ -86,7 +87,19 @@ func (quietLogger) Info(string, ...any)  {}
 func (quietLogger) Warn(string, ...any)  {}
 func (quietLogger) Error(string, ...any) {}
 
-// Dial connects to the server quietly.
-func Dial(ctx context.Context, address string) (client.Client, error) {
-	return client.DialContext(ctx, client.Options{HostPort: address, Namespace: "default", Logger: quietLogger{}})
+// Dial connects to the server quietly. With codecKeys (in
+// REPLYFLOW_CODEC_KEYS's format, "" for none) it encrypts and decrypts
+// payloads as a replyflow given the same keys does.
+func Dial(ctx context.Context, address, codecKeys string) (client.Client, error) {
+	opts := client.Options{HostPort: address, Namespace: "default", Logger: quietLogger{}}
+	if codecKeys != "" {
+		keys, err := codec.ParseKeys(codecKeys)
+		if err != nil {
+			return nil, err
+		}
+		if err := codec.SetOn(&opts, keys, false); err != nil {
+			return nil, err
+		}
+	}
+	return client.DialContext(ctx, opts)
 }

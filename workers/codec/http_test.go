@@ -1,0 +1,172 @@
+package codec
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/converter"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+const uiOrigin = "http://localhost:8080"
+
+func codecServer(t *testing.T, token string) (*httptest.Server, converter.DataConverter) {
+	t.Helper()
+	keys := []Key{testKey(t, "k1")}
+	codecs, err := Codecs(keys, true)
+	require.NoError(t, err)
+	h, err := NewHandler(codecs, HandlerOptions{Token: token, Origins: []string{uiOrigin + "/"}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, dataConverter(t, true, keys...)
+}
+
+// call posts payloads to path and returns the status, the body, and the
+// payloads of a 200 answer.
+func call(t *testing.T, req *http.Request) (int, http.Header, string, []*commonpb.Payload) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	var out commonpb.Payloads
+	if resp.StatusCode == http.StatusOK {
+		require.NoError(t, protojson.Unmarshal(body, &out), string(body))
+	}
+	return resp.StatusCode, resp.Header, string(body), out.Payloads
+}
+
+func request(t *testing.T, method, url string, payloads []*commonpb.Payload, headers map[string]string) *http.Request {
+	t.Helper()
+	body, err := protojson.Marshal(&commonpb.Payloads{Payloads: payloads})
+	require.NoError(t, err)
+	req, err := http.NewRequest(method, url, strings.NewReader(string(body)))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	return req
+}
+
+func TestCodecServerDecodesForTheTokenHolder(t *testing.T) {
+	srv, dc := codecServer(t, "s3cret")
+	sealed, err := dc.ToPayload(secretText)
+	require.NoError(t, err)
+	bearer := map[string]string{"Authorization": "Bearer s3cret"}
+
+	code, _, body, out := call(t, request(t, http.MethodPost, srv.URL+"/default/decode", []*commonpb.Payload{sealed}, bearer))
+	require.Equal(t, http.StatusOK, code, body)
+	require.Len(t, out, 1)
+	assert.Equal(t, `"`+secretText+`"`, string(out[0].Data))
+
+	bearer["X-Namespace"] = "default"
+	code, _, body, encoded := call(t, request(t, http.MethodPost, srv.URL+"/encode", out, bearer))
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, EncodingEncrypted, string(encoded[0].Metadata[converter.MetadataEncoding]), "encode seals, for the UI's signals")
+	var got string
+	require.NoError(t, dc.FromPayload(encoded[0], &got))
+	assert.Equal(t, secretText, got)
+}
+
+func TestCodecServerRefusesWithoutTheToken(t *testing.T) {
+	srv, dc := codecServer(t, "s3cret")
+	sealed, err := dc.ToPayload(secretText)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		auth, reason string
+	}{
+		{"", "no Authorization header"},
+		{"Basic czNjcmV0", "is not Bearer <token>"},
+		{"Bearer wrong", "not the codec server's token (REPLYFLOW_CODEC_TOKEN)"},
+		{"Bearer s3cret-and-more", "not the codec server's token"},
+	} {
+		headers := map[string]string{}
+		if c.auth != "" {
+			headers["Authorization"] = c.auth
+		}
+		code, header, body, _ := call(t, request(t, http.MethodPost, srv.URL+"/default/decode", []*commonpb.Payload{sealed}, headers))
+		assert.Equal(t, http.StatusUnauthorized, code, c.auth)
+		assert.Contains(t, body, c.reason, c.auth)
+		assert.NotContains(t, body, "4111", c.auth)
+		assert.Contains(t, header.Get("WWW-Authenticate"), "Bearer", c.auth)
+	}
+}
+
+func TestCodecServerAnswersTheUIsPreflight(t *testing.T) {
+	srv, dc := codecServer(t, "s3cret")
+	preflight := request(t, http.MethodOptions, srv.URL+"/default/decode", nil, map[string]string{
+		"Origin": uiOrigin, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization,content-type,x-namespace",
+	})
+	code, header, _, _ := call(t, preflight)
+	assert.Equal(t, http.StatusNoContent, code, "no token is asked of a preflight")
+	assert.Equal(t, uiOrigin, header.Get("Access-Control-Allow-Origin"))
+	assert.Equal(t, "true", header.Get("Access-Control-Allow-Credentials"))
+	assert.Equal(t, "Authorization,Content-Type,X-Namespace,Authorization-Extras", header.Get("Access-Control-Allow-Headers"),
+		"what the Temporal UI sends (ui-server v2.42.1: X-Namespace always, Authorization-Extras with a passed access token)")
+	assert.Contains(t, header.Get("Access-Control-Allow-Methods"), "POST")
+
+	sealed, err := dc.ToPayload("x")
+	require.NoError(t, err)
+	code, header, body, _ := call(t, request(t, http.MethodPost, srv.URL+"/decode", []*commonpb.Payload{sealed},
+		map[string]string{"Origin": uiOrigin, "Authorization": "Bearer s3cret", "X-Namespace": "default"}))
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, uiOrigin, header.Get("Access-Control-Allow-Origin"))
+
+	code, header, body, _ = call(t, request(t, http.MethodPost, srv.URL+"/default/decode", []*commonpb.Payload{sealed},
+		map[string]string{"Origin": "http://evil.example", "Authorization": "Bearer s3cret"}))
+	assert.Equal(t, http.StatusForbidden, code)
+	assert.Contains(t, body, "add it with --ui-origin or REPLYFLOW_CODEC_UI_ORIGINS")
+	assert.Empty(t, header.Get("Access-Control-Allow-Origin"))
+}
+
+func TestCodecServerWithoutTokenAndOtherRoutes(t *testing.T) {
+	srv, dc := codecServer(t, "")
+	sealed, err := dc.ToPayload("open on loopback")
+	require.NoError(t, err)
+	code, _, body, out := call(t, request(t, http.MethodPost, srv.URL+"/default/decode", []*commonpb.Payload{sealed}, nil))
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, `"open on loopback"`, string(out[0].Data))
+
+	code, _, _, _ = call(t, request(t, http.MethodPost, srv.URL+"/default/other", nil, nil))
+	assert.Equal(t, http.StatusNotFound, code)
+	code, _, _, _ = call(t, request(t, http.MethodGet, srv.URL+"/default/decode", nil, nil))
+	assert.Equal(t, http.StatusMethodNotAllowed, code)
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/default/decode", strings.NewReader("not json"))
+	require.NoError(t, err)
+	code, _, _, _ = call(t, req)
+	assert.Equal(t, http.StatusBadRequest, code)
+}
+
+func TestCheckListenNeedsATokenOffLoopback(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:8089", "localhost:8089", "[::1]:8089", "127.0.0.2:0"} {
+		assert.NoError(t, CheckListen(addr, ""), addr)
+	}
+	for _, addr := range []string{":8089", "0.0.0.0:8089", "10.0.0.5:8089", "example.com:8089"} {
+		err := CheckListen(addr, "")
+		require.Error(t, err, addr)
+		assert.Contains(t, err.Error(), "set REPLYFLOW_CODEC_TOKEN, or listen on a loopback address", addr)
+		assert.NoError(t, CheckListen(addr, "token"), addr)
+	}
+	assert.ErrorContains(t, CheckListen("nonsense", ""), "not host:port")
+}
+
+func TestParseOrigin(t *testing.T) {
+	got, err := ParseOrigin("HTTP://LocalHost:8233/")
+	require.NoError(t, err)
+	assert.Equal(t, "http://localhost:8233", got)
+	for _, bad := range []string{"localhost:8233", "http://host/path", "ftp://host", "http://", "http://u:p@host"} {
+		_, err := ParseOrigin(bad)
+		assert.ErrorContains(t, err, "is not scheme://host[:port]", bad)
+	}
+	_, err = NewHandler(nil, HandlerOptions{Origins: []string{"nope"}})
+	assert.Error(t, err)
+}
