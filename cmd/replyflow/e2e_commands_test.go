@@ -102,7 +102,9 @@ func TestGatedGroupChatAsksTheGateModel(t *testing.T) {
 
 func TestEveryCommandIsAnsweredWithoutTheModel(t *testing.T) {
 	t.Parallel()
-	s := startStack(t, testConfig(t))
+	cfg := testConfig(t)
+	cfg.ModelAllow = []string{"openai/gpt-test"}
+	s := startStack(t, cfg)
 	model := &testModel{started: make(chan string, 1)}
 	s.startWorker(model)
 	chat := "commands"
@@ -111,6 +113,7 @@ func TestEveryCommandIsAnsweredWithoutTheModel(t *testing.T) {
 	for i, c := range []struct{ text, want string }{
 		{"/status", "Session session:webchat:commands\nModel: demo/echo\n"},
 		{"/model", "Model: demo/echo. Chain: demo/echo. Change it with /model provider/model."},
+		{"/model openai/gpt-costly", "⚠️ /model may choose only demo/echo, openai/gpt-test here; owners may choose any model."},
 		{"/model openai/gpt-test", "Model for this chat: openai/gpt-test (no fallback while it is chosen; /model default undoes it)."},
 		{"/model default", "Model back to the default chain: demo/echo."},
 		{"/queue", "Queue settings: "},
@@ -127,7 +130,7 @@ func TestEveryCommandIsAnsweredWithoutTheModel(t *testing.T) {
 	}
 	snap := s.state(chat)
 	assert.Empty(t, snap.ModelOverride, "/model default undid /model")
-	assert.Equal(t, 12, snap.Counters.Commands)
+	assert.Equal(t, 13, snap.Counters.Commands)
 	assert.Zero(t, snap.TurnSeq, "no command reached the model")
 	select {
 	case text := <-model.started:

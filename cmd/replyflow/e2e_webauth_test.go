@@ -128,4 +128,5 @@ func TestWebAuthTokenModeSpeaksAsTheTokensSender(t *testing.T) {
 	}
 	assert.Equal(t, model, s.state(ownerRoom).ModelOverride)
 	assert.Equal(t, workflows.StatusIdle, s.state(room).Status)
+	recordHistory(t, s.client, ownerRoom, "webchat_owner_token")
 }
