@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"time"
@@ -34,6 +35,10 @@ const (
 // way on every retry, and Slack would retry it forever.
 func (r *Receiver) EventsHandler(signingSecret string, now func() time.Time) http.Handler {
 	return r.signed(signingSecret, now, func(w http.ResponseWriter, req *http.Request, body []byte) {
+		if !hasMediaType(req, "application/json") {
+			http.Error(w, "Slack posts events as Content-Type: application/json", http.StatusUnsupportedMediaType)
+			return
+		}
 		var head struct {
 			Type      string `json:"type"`
 			Challenge string `json:"challenge"`
@@ -72,6 +77,10 @@ func (r *Receiver) EventsHandler(signingSecret string, now func() time.Time) htt
 // answered 200 and skipped.
 func (r *Receiver) InteractivityHandler(signingSecret string, now func() time.Time) http.Handler {
 	return r.signed(signingSecret, now, func(w http.ResponseWriter, req *http.Request, body []byte) {
+		if !hasMediaType(req, "application/x-www-form-urlencoded") {
+			http.Error(w, "Slack posts interactions as Content-Type: application/x-www-form-urlencoded", http.StatusUnsupportedMediaType)
+			return
+		}
 		form, err := url.ParseQuery(string(body))
 		var cb slack.InteractionCallback
 		if err == nil {
@@ -91,6 +100,15 @@ func (r *Receiver) InteractivityHandler(signingSecret string, now func() time.Ti
 		}
 		w.WriteHeader(http.StatusOK)
 	})
+}
+
+// hasMediaType reports whether req's body is of the media type Slack
+// sends to that URL. It is checked after the signature, so a stranger
+// learns nothing from it; a signed request of another type is not one
+// of Slack's deliveries (415).
+func hasMediaType(req *http.Request, want string) bool {
+	media, _, err := mime.ParseMediaType(req.Header.Get("Content-Type"))
+	return err == nil && media == want
 }
 
 // signed reads a POST's body, at most MaxRequestBody, and checks Slack's
