@@ -25,7 +25,8 @@ const (
 
 // EventsHandler serves the Events API Request URL. In order: a request
 // without a good signature gets 401 with the reason, one over
-// MaxRequestBody 413, url_verification is answered with its challenge, a
+// MaxRequestBody 413, a signed one that is not JSON 415,
+// url_verification is answered with its challenge, a
 // body that is not a JSON object with a type 400. 200 is answered only
 // after the sink accepted the event (or the gateway's rate limits dropped
 // it, on purpose), 503 otherwise, and Slack delivers it
@@ -74,7 +75,7 @@ func (r *Receiver) EventsHandler(signingSecret string, now func() time.Time) htt
 // Action, answered 200 once accepted, well inside Slack's 3 s when the
 // sink is up; 503 otherwise (Slack shows the user an error and does not
 // retry a press, so the user presses again). Other interactions are
-// answered 200 and skipped.
+// answered 200 and skipped; a signed request that is no form, 415.
 func (r *Receiver) InteractivityHandler(signingSecret string, now func() time.Time) http.Handler {
 	return r.signed(signingSecret, now, func(w http.ResponseWriter, req *http.Request, body []byte) {
 		if !hasMediaType(req, "application/x-www-form-urlencoded") {
