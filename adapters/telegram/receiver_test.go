@@ -272,6 +272,7 @@ func TestARateLimitedUpdateIsHandledNotRedelivered(t *testing.T) {
 
 	for _, update := range fake.Updates() {
 		req, _ := http.NewRequest(http.MethodPost, hook.URL, strings.NewReader(string(update)))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Telegram-Bot-Api-Secret-Token", "s3cret")
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
