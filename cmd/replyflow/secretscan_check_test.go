@@ -39,6 +39,13 @@ func TestSecretScannerFindsEveryFormAndNamesTheTest(t *testing.T) {
 	assert.Contains(t, report.String(), "test "+t.Name()+": a telegram bot token")
 	assert.NotContains(t, report.String(), "AAbb-cc_dd")
 
+	keys := newSecretScanner()
+	keys.register("codec keys", "k2:c2Vjb25kLWtleQ==,k1:Zmlyc3Qta2V5")
+	keys.scan("x", []byte(`level=INFO msg="codec ready" keys="k2,k1"`))
+	keys.scan("x", []byte(`level=ERROR msg=oops key=Zmlyc3Qta2V5`))
+	require.Len(t, keys.Hits(), 1, "a list's entries are each a secret, their IDs are not")
+	assert.Equal(t, "codec keys (an entry of its list) (its part after the colon)", keys.Hits()[0].Kind)
+
 	clean := newSecretScanner()
 	clean.register("slack signing secret", "quiet-secret")
 	clean.scan("x", []byte("level=INFO msg=fine"))

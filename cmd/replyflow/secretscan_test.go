@@ -60,15 +60,24 @@ func newSecretScanner() *secretScanner {
 
 // registerSecret adds a secret the tests use (a token, a signing secret,
 // a key) to the run's scan; kind names it in a report ("telegram bot
-// token"). The part after a colon is registered too: Telegram's token is
-// "<bot id>:<secret>", and the bot ID alone is in logs by design.
+// token"). Each entry of a comma-separated list (REPLYFLOW_CODEC_KEYS) is
+// registered too, and the part of each after a colon: Telegram's token
+// is "<bot id>:<secret>", a codec key "<id>:<key>", and the IDs alone are
+// in logs by design.
 func registerSecret(kind, secret string) { logScan.register(kind, secret) }
 
 func (s *secretScanner) register(kind, secret string) {
 	if len(secret) < minSecretLen {
 		panic(fmt.Sprintf("secret scan: the %s is shorter than %d bytes; give the test a longer one", kind, minSecretLen))
 	}
-	if _, tail, ok := strings.Cut(secret, ":"); ok && len(tail) >= minSecretLen {
+	if entries := strings.Split(secret, ","); len(entries) > 1 {
+		for _, e := range entries {
+			if len(e) >= minSecretLen {
+				s.register(kind+" (an entry of its list)", e)
+			}
+		}
+	}
+	if _, tail, ok := strings.Cut(secret, ":"); ok && len(tail) >= minSecretLen && !strings.Contains(tail, ",") {
 		s.register(kind+" (its part after the colon)", tail)
 	}
 	s.mu.Lock()
