@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"time"
@@ -24,7 +25,8 @@ const (
 
 // EventsHandler serves the Events API Request URL. In order: a request
 // without a good signature gets 401 with the reason, one over
-// MaxRequestBody 413, url_verification is answered with its challenge, a
+// MaxRequestBody 413, a signed one that is not JSON 415,
+// url_verification is answered with its challenge, a
 // body that is not a JSON object with a type 400. 200 is answered only
 // after the sink accepted the event (or the gateway's rate limits dropped
 // it, on purpose), 503 otherwise, and Slack delivers it
@@ -34,6 +36,10 @@ const (
 // way on every retry, and Slack would retry it forever.
 func (r *Receiver) EventsHandler(signingSecret string, now func() time.Time) http.Handler {
 	return r.signed(signingSecret, now, func(w http.ResponseWriter, req *http.Request, body []byte) {
+		if !hasMediaType(req, "application/json") {
+			http.Error(w, "Slack posts events as Content-Type: application/json", http.StatusUnsupportedMediaType)
+			return
+		}
 		var head struct {
 			Type      string `json:"type"`
 			Challenge string `json:"challenge"`
@@ -69,9 +75,13 @@ func (r *Receiver) EventsHandler(signingSecret string, now func() time.Time) htt
 // Action, answered 200 once accepted, well inside Slack's 3 s when the
 // sink is up; 503 otherwise (Slack shows the user an error and does not
 // retry a press, so the user presses again). Other interactions are
-// answered 200 and skipped.
+// answered 200 and skipped; a signed request that is no form, 415.
 func (r *Receiver) InteractivityHandler(signingSecret string, now func() time.Time) http.Handler {
 	return r.signed(signingSecret, now, func(w http.ResponseWriter, req *http.Request, body []byte) {
+		if !hasMediaType(req, "application/x-www-form-urlencoded") {
+			http.Error(w, "Slack posts interactions as Content-Type: application/x-www-form-urlencoded", http.StatusUnsupportedMediaType)
+			return
+		}
 		form, err := url.ParseQuery(string(body))
 		var cb slack.InteractionCallback
 		if err == nil {
@@ -91,6 +101,15 @@ func (r *Receiver) InteractivityHandler(signingSecret string, now func() time.Ti
 		}
 		w.WriteHeader(http.StatusOK)
 	})
+}
+
+// hasMediaType reports whether req's body is of the media type Slack
+// sends to that URL. It is checked after the signature, so a stranger
+// learns nothing from it; a signed request of another type is not one
+// of Slack's deliveries (415).
+func hasMediaType(req *http.Request, want string) bool {
+	media, _, err := mime.ParseMediaType(req.Header.Get("Content-Type"))
+	return err == nil && media == want
 }
 
 // signed reads a POST's body, at most MaxRequestBody, and checks Slack's

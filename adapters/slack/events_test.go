@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +101,43 @@ func TestEventsRefusesBadSignaturesStaleRequestsAndBigBodies(t *testing.T) {
 
 	calls, _, _ := to.snapshot()
 	assert.Zero(t, calls, "nothing refused reaches the sink")
+}
+
+// A signed request of a media type Slack never sends to that URL is none
+// of its deliveries: 415 with the type it takes, and nothing reaches the
+// sink. Unsigned, it is refused for the signature first.
+func TestSignedRequestsOfAnotherContentTypeAre415(t *testing.T) {
+	fake, to := startFake(t), newSink()
+	events, interactivity := serveEvents(t, fake, to, nil)
+	ctx := testContext(t)
+	_, evs := fake.AddMessage(slacktest.Post{Channel: "C1", User: "U1", Text: "<@" + fake.BotUserID + "> hi"})
+	press := fake.BlockActions(slacktest.BlockAction{Channel: "C1", User: "U1", MessageTS: "1.000001", Value: "approve:p1"})
+	form := []byte(url.Values{"payload": {string(press)}}.Encode())
+	for _, c := range []struct {
+		target, contentType string
+		body                []byte
+		want                string
+	}{
+		{events, "text/plain", fake.EventCallback(evs[0]), "application/json"},
+		{events, "application/x-www-form-urlencoded", form, "application/json"},
+		{events, "", fake.EventCallback(evs[0]), "application/json"},
+		{interactivity, "application/json", press, "application/x-www-form-urlencoded"},
+		{interactivity, "text/plain", form, "application/x-www-form-urlencoded"},
+	} {
+		status, body := do(t, fake.SignedRequest(ctx, c.target, c.contentType, c.body, slacktest.Redelivery{}))
+		assert.Equal(t, http.StatusUnsupportedMediaType, status, "%s as %q: %s", c.target, c.contentType, body)
+		assert.Contains(t, body, c.want)
+	}
+	unsigned, err := http.NewRequestWithContext(ctx, http.MethodPost, events, bytes.NewReader(fake.EventCallback(evs[0])))
+	require.NoError(t, err)
+	unsigned.Header.Set("Content-Type", "text/plain")
+	status, _ := do(t, unsigned)
+	assert.Equal(t, http.StatusUnauthorized, status, "the signature is checked before the content type")
+	calls, _, _ := to.snapshot()
+	assert.Zero(t, calls)
+	// Slack's own content types, with a charset, still go through.
+	status, body := do(t, fake.SignedRequest(ctx, events, "application/json; charset=utf-8", fake.EventCallback(evs[0]), slacktest.Redelivery{}))
+	assert.Equal(t, http.StatusOK, status, body)
 }
 
 func TestEventsURLVerificationAndBodiesThatAreNoEvents(t *testing.T) {

@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -98,6 +99,7 @@ func TestWebhookChecksTheSecretTheBodyAndTheSink(t *testing.T) {
 
 	post := func(secret, body string) int {
 		req, _ := http.NewRequest(http.MethodPost, hook.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
@@ -115,6 +117,42 @@ func TestWebhookChecksTheSecretTheBodyAndTheSink(t *testing.T) {
 	assert.Equal(t, http.StatusOK, post("s3cret", update))
 	require.Equal(t, 1, to.count())
 	assert.Equal(t, "hi", to.accepted[0].Text)
+}
+
+// What only a stranger holding the secret would send: not JSON (415), or
+// more than an update ever is (413, not a 400 that reads as "fix the
+// JSON"); neither reaches the sink, and both say why.
+func TestWebhookRefusesOtherContentTypesAndOversizedBodies(t *testing.T) {
+	fake := telegramtest.New(testToken)
+	defer fake.Close()
+	to := &sink{}
+	hook := httptest.NewServer(newTestReceiver(t, fake, to).WebhookHandler("s3cret"))
+	defer hook.Close()
+	fake.AddMessage(telegramtest.Incoming{Chat: telegramtest.Private(user42.ID), From: user42, Text: "hi"})
+	update := string(fake.Updates()[0])
+	big := `{"update_id":9,"message":{"text":"` + strings.Repeat("a", maxWebhookBody) + `"}}`
+	for _, c := range []struct {
+		contentType, body, reason string
+		want                      int
+	}{
+		{"text/plain", update, "application/json", http.StatusUnsupportedMediaType},
+		{"", update, "application/json", http.StatusUnsupportedMediaType},
+		{"application/x-www-form-urlencoded", "update=" + update, "application/json", http.StatusUnsupportedMediaType},
+		{"application/json", big, "larger than", http.StatusRequestEntityTooLarge},
+		{"application/json; charset=utf-8", `{"update_id":`, "not a Telegram update", http.StatusBadRequest},
+	} {
+		req, err := http.NewRequest(http.MethodPost, hook.URL, strings.NewReader(c.body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", c.contentType)
+		req.Header.Set("X-Telegram-Bot-Api-Secret-Token", "s3cret")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		answer, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, c.want, resp.StatusCode, "%q: %s", c.contentType, answer)
+		assert.Contains(t, string(answer), c.reason, c.contentType)
+	}
+	assert.Zero(t, to.count())
 }
 
 func TestButtonPressesAreAnsweredAndReactionsBecomeFeedback(t *testing.T) {
@@ -234,6 +272,7 @@ func TestARateLimitedUpdateIsHandledNotRedelivered(t *testing.T) {
 
 	for _, update := range fake.Updates() {
 		req, _ := http.NewRequest(http.MethodPost, hook.URL, strings.NewReader(string(update)))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Telegram-Bot-Api-Secret-Token", "s3cret")
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 
 	"github.com/go-telegram/bot"
@@ -31,8 +32,20 @@ func (r *Receiver) WebhookHandler(secret string) http.Handler {
 			http.Error(w, "wrong or missing X-Telegram-Bot-Api-Secret-Token", http.StatusUnauthorized)
 			return
 		}
+		// Telegram always posts JSON, and never 1 MiB: a request that
+		// has the secret but not these is no update (415, 413).
+		if media, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type")); media != "application/json" {
+			http.Error(w, "Telegram posts updates as Content-Type: application/json", http.StatusUnsupportedMediaType)
+			return
+		}
 		var u Update
 		data, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxWebhookBody))
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			r.logger.Warn("Telegram webhook body refused: over the limit", "limit_bytes", maxWebhookBody)
+			http.Error(w, "the update is larger than replyflow accepts from Telegram (1 MiB)", http.StatusRequestEntityTooLarge)
+			return
+		}
 		if err == nil {
 			err = json.Unmarshal(data, &u)
 		}

@@ -35,6 +35,7 @@ func FuzzWebhookUpdate(f *testing.F) {
 		to.accepted, to.feedback = nil, nil
 		to.mu.Unlock()
 		req := httptest.NewRequest(http.MethodPost, "/telegram/webhook", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Telegram-Bot-Api-Secret-Token", "secret")
 		rec := httptest.NewRecorder()
 		hook.ServeHTTP(rec, req)

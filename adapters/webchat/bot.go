@@ -49,7 +49,11 @@ type BotEdit struct {
 
 func (s *Server) patchBotMessage(w http.ResponseWriter, r *http.Request) {
 	var e BotEdit
-	if err := json.NewDecoder(r.Body).Decode(&e); err != nil || strings.TrimSpace(e.Text) == "" {
+	if err := json.NewDecoder(r.Body).Decode(&e); err != nil {
+		writeError(w, bodyStatus(err), "body is not a valid edit: "+err.Error())
+		return
+	}
+	if strings.TrimSpace(e.Text) == "" {
 		writeError(w, http.StatusBadRequest, "body must be {\"text\", \"buttons\"?} with text")
 		return
 	}
@@ -64,7 +68,7 @@ func (s *Server) patchBotMessage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) postBotMessage(w http.ResponseWriter, r *http.Request) {
 	var m BotMessage
 	if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
-		writeError(w, http.StatusBadRequest, "body is not a valid bot message: "+err.Error())
+		writeError(w, bodyStatus(err), "body is not a valid bot message: "+err.Error())
 		return
 	}
 	if strings.TrimSpace(m.Text) == "" || m.IdempotencyKey == "" {
@@ -88,7 +92,7 @@ type ReactionBody struct {
 func (s *Server) putReaction(w http.ResponseWriter, r *http.Request) {
 	var b ReactionBody
 	if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
-		writeError(w, http.StatusBadRequest, "body is not a valid reaction: "+err.Error())
+		writeError(w, bodyStatus(err), "body is not a valid reaction: "+err.Error())
 		return
 	}
 	message, ok := messageParam(w, r)
@@ -102,7 +106,7 @@ func (s *Server) putReaction(w http.ResponseWriter, r *http.Request) {
 func (s *Server) postTyping(w http.ResponseWriter, r *http.Request) {
 	var t TypingEvent
 	if err := json.NewDecoder(r.Body).Decode(&t); err != nil && !errors.Is(err, io.EOF) {
-		writeError(w, http.StatusBadRequest, "body is not a valid typing event: "+err.Error())
+		writeError(w, bodyStatus(err), "body is not a valid typing event: "+err.Error())
 		return
 	}
 	s.hub.publish(r.PathValue("chat"), "typing", t)

@@ -227,12 +227,7 @@ func (s *Server) postUserMessage(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
 	m, err := decodeUserMessage(r.Body)
 	if err != nil {
-		status := http.StatusBadRequest
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			status = http.StatusRequestEntityTooLarge
-		}
-		writeError(w, status, err.Error())
+		writeError(w, bodyStatus(err), err.Error())
 		return
 	}
 	if !speaksAs(w, who, &m.SenderID, &m.SenderName) {
@@ -352,7 +347,7 @@ func (s *Server) postAction(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err != nil {
-		writeError(w, http.StatusBadRequest, "body is not a valid action: "+err.Error())
+		writeError(w, bodyStatus(err), "body is not a valid action: "+err.Error())
 		return
 	}
 	if a.Action == "" || a.MessageID == "" {
@@ -409,6 +404,17 @@ func writeRateLimited(w http.ResponseWriter, err error) bool {
 	writeError(w, http.StatusTooManyRequests, fmt.Sprintf(
 		"too many messages (the gateway's %s limit): this one was dropped, not queued; send it again in %d s", limited.Limit, seconds))
 	return true
+}
+
+// bodyStatus is the status of a body that could not be read as what it
+// should be: 413 when it was over its limit (a client must not retry it
+// as it is), 400 otherwise.
+func bodyStatus(err error) int {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusBadRequest
 }
 
 func writeError(w http.ResponseWriter, status int, reason string) {

@@ -128,6 +128,35 @@ func TestBotAPINeedsTheToken(t *testing.T) {
 	}
 }
 
+// A body over its limit gets 413 on every route, not a 400 that reads as
+// "fix the JSON": the client must send less, not the same again.
+func TestOversizedBodiesAre413OnEveryRoute(t *testing.T) {
+	sink := &recordingSink{}
+	ts := newTestServer(t, sink)
+	big := strings.Repeat("x", maxBodyBytes)
+	for _, c := range []struct{ method, path, auth, body string }{
+		{http.MethodPost, "/api/chats/room/messages", "", `{"sender_id":"a","text":"` + big + `"}`},
+		{http.MethodPost, "/api/chats/room/actions", "", `{"sender_id":"a","message_id":"m1","action":"` + strings.Repeat("a", 8<<10) + `"}`},
+		{http.MethodPost, "/bot/chats/room/messages", "Bearer " + token, `{"idempotency_key":"k","text":"` + big + `"}`},
+		{http.MethodPatch, "/bot/chats/room/messages/m1", "Bearer " + token, `{"text":"` + big + `"}`},
+		{http.MethodPut, "/bot/chats/room/messages/m1/reaction", "Bearer " + token, `{"emoji":"` + big + `"}`},
+		{http.MethodPost, "/bot/chats/room/typing", "Bearer " + token, `{"x":"` + big + `"}`},
+	} {
+		req, err := http.NewRequest(c.method, ts.URL+c.path, strings.NewReader(c.body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", c.auth)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		var b strings.Builder
+		_, _ = bufio.NewReader(resp.Body).WriteTo(&b)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "%s %s: %s", c.method, c.path, b.String())
+		assert.Contains(t, b.String(), "too large", "%s %s", c.method, c.path)
+	}
+	assert.Empty(t, sink.accepted)
+}
+
 // readEvents reads n events (type and data line) from an open stream.
 func readEvents(t *testing.T, r *bufio.Reader, n int) []string {
 	t.Helper()

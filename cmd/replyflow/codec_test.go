@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -33,7 +31,7 @@ func TestCodecSettingsAreChecked(t *testing.T) {
 
 func TestCodecServerCommandRefusesUnsafeSettings(t *testing.T) {
 	cfg := testConfig(t)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := testLogger(t, "info")
 	ctx := context.Background()
 	assert.ErrorContains(t, codecServerCommand(ctx, cfg, nil, quiet), "needs REPLYFLOW_CODEC_KEYS")
 	cfg.CodecKeys = codecKeyEntry(t, "k1")
@@ -45,6 +43,7 @@ func TestCodecServerCommandRefusesUnsafeSettings(t *testing.T) {
 func TestCodecServerCommandServesWithTokenAndOrigins(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.CodecKeys, cfg.CodecToken = codecKeyEntry(t, "k1"), "cx-server-token"
+	registerConfigSecrets(cfg)
 	port, err := harness.FreePort()
 	require.NoError(t, err)
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
@@ -52,7 +51,7 @@ func TestCodecServerCommandServesWithTokenAndOrigins(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- codecServerCommand(ctx, cfg, []string{"--listen", "127.0.0.1:" + strconv.Itoa(port), "--ui-origin", "http://ui.example:8080"},
-			slog.New(slog.NewTextHandler(io.Discard, nil)))
+			testLogger(t, "debug"))
 	}()
 	preflight := func() (*http.Response, error) {
 		req, err := http.NewRequest(http.MethodOptions, base+"/default/decode", nil)

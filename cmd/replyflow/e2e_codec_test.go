@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -166,7 +165,8 @@ func dialWithCodec(t *testing.T, cfg Config) client.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := dialTemporal(ctx, cfg, temporalServer.FrontendHostPort(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	registerConfigSecrets(cfg)
+	c, err := dialTemporal(ctx, cfg, temporalServer.FrontendHostPort(), testLogger(t, "info"))
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c
@@ -177,7 +177,9 @@ func codecKeyEntry(t *testing.T, id string) string {
 	secret := make([]byte, codec.KeySize)
 	_, err := rand.Read(secret)
 	require.NoError(t, err)
-	return id + ":" + base64.StdEncoding.EncodeToString(secret)
+	entry := id + ":" + base64.StdEncoding.EncodeToString(secret)
+	registerSecret("codec key", entry)
+	return entry
 }
 
 // failingPrimary fails the primary model as a provider that echoes its

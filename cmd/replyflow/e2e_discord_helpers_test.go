@@ -47,6 +47,7 @@ func startDiscordStack(t *testing.T, cfg Config) *discordStack {
 func withDiscord(t *testing.T, cfg Config) (Config, *discordtest.Server) {
 	fake := discordtest.New(discordtest.Options{BotID: newSnowflake()})
 	t.Cleanup(fake.Close)
+	registerSecret("discord bot token", fake.Token)
 	cfg = cfg.withOwnPlatforms()
 	d := platformOf[*discord.Platform](cfg)
 	d.Token, d.APIURL = fake.Token, fake.APIURL()

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -197,7 +196,7 @@ func TestPendingProposalSurvivesADevServerRestart(t *testing.T) {
 	}
 	server := start()
 	t.Setenv("TEMPORAL_ADDRESS", hostPort)
-	c, err := dialTemporal(context.Background(), Config{}, hostPort, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c, err := dialTemporal(context.Background(), Config{}, hostPort, testLogger(t, "info"))
 	require.NoError(t, err)
 	defer c.Close()
 

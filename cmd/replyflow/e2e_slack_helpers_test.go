@@ -64,6 +64,9 @@ func withSlack(t *testing.T, cfg Config, mode string) (Config, *slacktest.Server
 func withSlackFake(t *testing.T, cfg Config, mode string, opts slacktest.Options) (Config, *slacktest.Server) {
 	fake := slacktest.New(opts)
 	t.Cleanup(fake.Close)
+	registerSecret("slack bot token", fake.BotToken)
+	registerSecret("slack app token", fake.AppToken)
+	registerSecret("slack signing secret", fake.SigningSecret)
 	cfg = cfg.withOwnPlatforms()
 	sl := platformOf[*slack.Platform](cfg)
 	sl.BotToken, sl.APIURL, sl.PostInterval, sl.Mode = fake.BotToken, fake.APIURL(), 0, mode

@@ -33,6 +33,7 @@ type telegramStack struct {
 func withTelegram(t *testing.T, cfg Config) (Config, *telegramtest.Server) {
 	fake := telegramtest.New(telegramTestToken)
 	t.Cleanup(fake.Close)
+	registerSecret("telegram bot token", fake.Token)
 	cfg = cfg.withOwnPlatforms()
 	tg := telegramOf(cfg)
 	tg.Token = fake.Token

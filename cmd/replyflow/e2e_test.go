@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/replyflow/replyflow/activities"
@@ -43,6 +45,12 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	if os.Getenv(plantSecretEnv) != "" {
+		plantSecretAndExit()
+	}
+	// Whatever logs through the standard loggers (log, and slog's
+	// default, which writes through log) is scanned for secrets too.
+	log.SetOutput(scanWriter{scanner: logScan, owner: "the log package (shared)", forward: os.Stderr})
 	cli := os.Getenv("REPLYFLOW_TEST_TEMPORAL_CLI")
 	if cli == "" {
 		cli, _ = filepath.Abs("../../bin/temporal")
@@ -58,7 +66,7 @@ func TestMain(m *testing.M) {
 	var err error
 	temporalServer, err = testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
 		ExistingPath:  cli,
-		ClientOptions: &client.Options{Namespace: "default"},
+		ClientOptions: &client.Options{Namespace: "default", Logger: tlog.NewStructuredLogger(sharedClientLogger())},
 		LogLevel:      "error",
 		ExtraArgs:     extra,
 	})
@@ -69,7 +77,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	_ = temporalServer.Stop()
-	os.Exit(code)
+	os.Exit(withLeakCheck(code))
 }
 
 // stack is one worker and one gateway on their own task queue.
@@ -94,6 +102,7 @@ func testConfig(t *testing.T) Config {
 	cfg.TypingInterval = time.Second
 	cfg.TurnHeartbeatTimeout = 5 * time.Second
 	webchatOf(cfg).BotToken = "test-bot-token"
+	registerSecret("web chat bot token", webchatOf(cfg).BotToken)
 	// The tests post as any sender_id, as none mode lets a loopback
 	// client do; e2e_webauth_test.go runs token mode.
 	webchatOf(cfg).Auth = "none"
@@ -125,10 +134,10 @@ func startStackOn(t *testing.T, cfg Config, c client.Client) *stack {
 	require.NoError(t, err)
 	cfg = cfg.withOwnPlatforms()
 	webchatOf(cfg).URL = "http://" + ln.Addr().String()
-	s := &stack{t: t, cfg: cfg, client: c, baseURL: webchatOf(cfg).URL, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	if testing.Verbose() {
-		s.logger = slog.Default()
-	}
+	// Whatever secret the test configured, its logs must not show it;
+	// cfg.LogLevel "debug" scans the debug lines too.
+	registerConfigSecrets(cfg)
+	s := &stack{t: t, cfg: cfg, client: c, baseURL: webchatOf(cfg).URL, logger: testLogger(t, cfg.LogLevel)}
 	s.startGateway(ln)
 	return s
 }
@@ -169,13 +178,20 @@ type testModel struct {
 
 func (*testModel) Name() string { return "test/model" }
 
-func (m *testModel) Complete(ctx context.Context, p models.Prompt) (models.Completion, error) {
+// lastUserText is the text of the prompt's last user message, without
+// its envelope.
+func lastUserText(p models.Prompt) string {
 	var text string
 	for _, msg := range p.Messages {
 		if msg.Role == "user" {
 			text = pipeline.StripEnvelope(msg.Text)
 		}
 	}
+	return text
+}
+
+func (m *testModel) Complete(ctx context.Context, p models.Prompt) (models.Completion, error) {
+	text := lastUserText(p)
 	if m.started != nil {
 		select {
 		case m.started <- text:
