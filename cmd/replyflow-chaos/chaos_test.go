@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"testing"
@@ -41,6 +43,11 @@ func TestShortChaosLosesNothing(t *testing.T) {
 	cfg.gap, cfg.killEvery = 2*time.Second, 2*time.Second
 	cfg.killServer, cfg.seed = true, shortChaosSeed
 	cfg.settle = 3 * time.Minute
+	// Encrypted, as production should run: kills must not leave a payload
+	// that a restarted process cannot read.
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	cfg.codecKeys = "chaos:" + base64.StdEncoding.EncodeToString(key)
 	if testing.Verbose() {
 		cfg.progress = os.Stderr
 	}
