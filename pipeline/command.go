@@ -76,6 +76,11 @@ func (p Parsed) IsDirective() bool { return p.Command != "" || p.Queue != nil ||
 // ParseMessage recognises commands and directives at the start of a
 // message. A leading "/" that names no known command is left as text, so
 // "/shrug" reaches the model untouched.
+//
+// It is frozen: sessions that started with it replay with it, so what it
+// answers must never change, nor may its helpers below (ParseMessageV2
+// shares them unchanged); TestParseMessageIsFrozen guards it. New commands
+// and directives go to ParseMessageV2.
 func ParseMessage(text string) Parsed {
 	trimmed := strings.TrimSpace(text)
 	if IsClaimCode(trimmed) {
