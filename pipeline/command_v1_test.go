@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // parseMessageFingerprint is the SHA-256 of ParseMessage's answers over
@@ -92,4 +93,14 @@ func frozenMessageInputs() []string {
 		out = append(out, b.String())
 	}
 	return out
+}
+
+// ParseMessage never sets ParseMessageV2's fields, so IsDirective, which
+// reads Directives too, answers for it what it always did.
+func TestParseMessageLeavesV2FieldsZero(t *testing.T) {
+	for _, text := range frozenMessageInputs() {
+		p := ParseMessage(text)
+		require.False(t, p.Directives.Any() || p.DirectivesOnly || p.Focus != "" || p.Send != nil, "%q: %+v", text, p)
+		require.Equal(t, p.Command != "" || p.Queue != nil || p.Error != "", p.IsDirective(), "%q", text)
+	}
 }
