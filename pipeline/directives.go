@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -186,7 +187,7 @@ func parseOnOff(args []string, use string) (bool, error) {
 
 func usageError(use string, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%s", use)
+		return errors.New(use)
 	}
 	return fmt.Errorf("%s (got %q)", use, CutBytes(strings.Join(args, " "), 40))
 }
@@ -197,14 +198,14 @@ func usageError(use string, args []string) error {
 func parseModelWord(args []string) (string, error) {
 	switch {
 	case len(args) != 1:
-		return "", fmt.Errorf("%s", useModel)
+		return "", errors.New(useModel)
 	case strings.EqualFold(args[0], "default") || strings.EqualFold(args[0], "reset"):
 		return "", fmt.Errorf("/model %s goes back to the default chain for the session: send it as a message of its own", strings.ToLower(args[0]))
 	case len(args[0]) > MaxModelNameBytes:
 		return "", fmt.Errorf("a model name is at most %d bytes; use /model provider/model", MaxModelNameBytes)
 	case strings.ContainsRune(args[0], '`'):
-		// A backtick would change which text is code once the directive
-		// is taken out.
+		// No model name holds one, and taking it out of the text with
+		// the directive would change what is code there.
 		return "", fmt.Errorf("model %q holds a backtick; use /model provider/model", CutBytes(args[0], 40))
 	}
 	if _, _, err := ParseModelName(args[0]); err != nil {
@@ -219,7 +220,7 @@ func parseModelWord(args []string) (string, error) {
 // no more), with ParseMessage's errors.
 func parseQueueWords(args []string) (*QueuePatch, error) {
 	if len(args) == 0 {
-		return nil, fmt.Errorf("%s", useQueue)
+		return nil, errors.New(useQueue)
 	}
 	if strings.EqualFold(args[0], "default") || strings.EqualFold(args[0], "reset") {
 		return nil, fmt.Errorf("/queue %s goes back to the default settings for the session: send it as a message of its own", strings.ToLower(args[0]))
