@@ -67,15 +67,38 @@ type Parsed struct {
 	// Error explains a directive that could not be understood; the
 	// session answers it instead of running a turn.
 	Error string `json:"error,omitempty"`
+
+	// The fields below are ParseMessageV2's; ParseMessage leaves them
+	// zero.
+
+	// Directives are the message's directives: for its own turn, or for
+	// the session when DirectivesOnly.
+	Directives Directives `json:"directives,omitzero"`
+	// DirectivesOnly: the message held nothing but directives, which set
+	// the session's settings and are acknowledged. Command is then the
+	// directive's command, or CommandDirectives for several.
+	DirectivesOnly bool `json:"directives_only,omitempty"`
+	// Focus is what /compact's summary is to keep in view ("" for none).
+	Focus string `json:"focus,omitempty"`
+	// Send is /send on (true) or off (false); nil asks for the setting.
+	Send *bool `json:"send,omitempty"`
 }
 
 // IsDirective is true when the message carried a directive or command,
-// which makes it skip the debounce window.
-func (p Parsed) IsDirective() bool { return p.Command != "" || p.Queue != nil || p.Error != "" }
+// which makes it skip the debounce window. (Directives is only ever set
+// by ParseMessageV2, so for ParseMessage's answers this is what it was.)
+func (p Parsed) IsDirective() bool {
+	return p.Command != "" || p.Queue != nil || p.Error != "" || p.Directives.Any()
+}
 
 // ParseMessage recognises commands and directives at the start of a
 // message. A leading "/" that names no known command is left as text, so
 // "/shrug" reaches the model untouched.
+//
+// It is frozen: sessions that started with it replay with it, so what it
+// answers must never change, nor may its helpers below (ParseMessageV2
+// shares them unchanged); TestParseMessageIsFrozen guards it. New commands
+// and directives go to ParseMessageV2.
 func ParseMessage(text string) Parsed {
 	trimmed := strings.TrimSpace(text)
 	if IsClaimCode(trimmed) {

@@ -97,6 +97,18 @@ func (in Inbound) Session() SessionKey {
 	return SessionKey{Channel: in.Channel, Account: in.Account, Chat: in.ChatID}
 }
 
+// SessionIn is the key of the session this message belongs to under
+// scope: per-sender gives each sender in a group chat a session of their
+// own. A direct chat has one sender, so its session stays the chat's and
+// switching the scope does not move it.
+func (in Inbound) SessionIn(scope SessionScope) SessionKey {
+	key := in.Session()
+	if scope == SessionScopePerSender && in.ChatType == ChatGroup {
+		key.Sender = in.SenderID
+	}
+	return key
+}
+
 // Thread is the conversation lane inside the session.
 func (in Inbound) Thread() ThreadKey { return ThreadKeyOf(in.ThreadID) }
 
