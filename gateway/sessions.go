@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -56,7 +55,7 @@ func (s *Sessions) OpenSessions(ctx context.Context, channel string) ([]adapters
 			return out, fmt.Errorf("list running %s sessions with %q: %w", channel, query, err)
 		}
 		for _, e := range resp.Executions {
-			key, ok := ParseWorkflowID(e.GetExecution().GetWorkflowId())
+			key, ok := pipeline.ParseWorkflowID(e.GetExecution().GetWorkflowId())
 			if !ok || key.Channel != channel {
 				continue
 			}
@@ -72,27 +71,6 @@ func (s *Sessions) OpenSessions(ctx context.Context, channel string) ([]adapters
 			return out, nil
 		}
 	}
-}
-
-// ParseWorkflowID reads a session key back from its workflow ID
-// (pipeline.SessionKey.WorkflowID): session:<channel>[:<account>]:<chat>.
-// IDs never contain ":" (pipeline.ValidateID), so the split is exact.
-func ParseWorkflowID(id string) (pipeline.SessionKey, bool) {
-	rest, ok := strings.CutPrefix(id, pipeline.WorkflowIDPrefix)
-	if !ok {
-		return pipeline.SessionKey{}, false
-	}
-	parts := strings.Split(rest, ":")
-	var key pipeline.SessionKey
-	switch len(parts) {
-	case 2:
-		key = pipeline.SessionKey{Channel: parts[0], Chat: parts[1]}
-	case 3:
-		key = pipeline.SessionKey{Channel: parts[0], Account: parts[1], Chat: parts[2]}
-	default:
-		return pipeline.SessionKey{}, false
-	}
-	return key, key.Validate() == nil
 }
 
 // attrTime reads a Datetime search attribute; zero when it is absent or

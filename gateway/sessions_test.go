@@ -18,22 +18,6 @@ import (
 	"github.com/replyflow/replyflow/pipeline"
 )
 
-func TestParseWorkflowIDReadsTheSessionKeyBack(t *testing.T) {
-	for _, key := range []pipeline.SessionKey{
-		{Channel: "discord", Account: "900000000000000001", Chat: "100000000000000200"},
-		{Channel: "webchat", Chat: "demo"},
-		{Channel: "telegram", Account: "mybot", Chat: "-100123"},
-	} {
-		got, ok := ParseWorkflowID(key.WorkflowID())
-		assert.True(t, ok, key.WorkflowID())
-		assert.Equal(t, key, got)
-	}
-	for _, id := range []string{"discord:1:2", "session:", "session:discord", "session:discord:a:b:c", "session:Discord:1:2", "session:discord:1:"} {
-		_, ok := ParseWorkflowID(id)
-		assert.False(t, ok, id)
-	}
-}
-
 func execution(t *testing.T, id string, started time.Time, lastInbound *time.Time) *workflow.WorkflowExecutionInfo {
 	t.Helper()
 	e := &workflow.WorkflowExecutionInfo{Execution: &commonpb.WorkflowExecution{WorkflowId: id}, StartTime: timestamppb.New(started)}
