@@ -59,7 +59,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the store: %w", err)
 	}
-	if err := s.db.PingContext(ctx); err != nil {
+	if err := s.reach(ctx); err != nil {
 		s.db.Close()
 		return nil, fmt.Errorf("reach the store (REPLYFLOW_STORE_DSN): %w", err)
 	}
@@ -68,6 +68,25 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// reach pings the store. On SQLite the first connection switches the file
+// to WAL, which SQLite answers with SQLITE_BUSY, without waiting on the busy
+// timeout, while another process creates the same file (several workers
+// started at once): that case is retried for up to the busy timeout.
+func (s *Store) reach(ctx context.Context) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := s.db.PingContext(ctx)
+		if err == nil || s.postgres || !strings.Contains(err.Error(), "SQLITE_BUSY") || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // Close closes the database.
