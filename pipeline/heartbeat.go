@@ -36,6 +36,20 @@ const (
 	ActivityReadHeartbeatChecklist = "ReadHeartbeatChecklist"
 )
 
+// Error types of the heartbeat activities (non-retryable; the message
+// is fit to show the person who asked).
+const (
+	// ErrHeartbeatRequest: the spec or the session cannot be scheduled
+	// (an unknown time zone, say).
+	ErrHeartbeatRequest = "HeartbeatRequest"
+	// ErrNoHeartbeat: the session has no heartbeat to trigger, pause or
+	// resume.
+	ErrNoHeartbeat = "NoHeartbeat"
+	// ErrChecklistUnreadable: the checklist file exists but cannot be
+	// read (permissions).
+	ErrChecklistUnreadable = "ChecklistUnreadable"
+)
+
 // HeartbeatSchedulePrefix starts every heartbeat schedule's ID, so an
 // operator finds them all (`replyflow heartbeat list`, the UI's
 // Schedules page); HeartbeatTickPrefix starts every tick workflow's ID.
@@ -246,7 +260,37 @@ func checkTimeZone(name string) error {
 // "every 30m", "every 30m 08:00-22:00 Europe/Berlin", "2h 22:00-06:00"
 // (a range across midnight). The word "every" is optional; the interval
 // comes first, the active hours and the time zone in any order after it.
+// The interval is held to what a chat may ask: HeartbeatMinEvery to
+// HeartbeatMaxEvery, in whole minutes.
 func ParseHeartbeat(text string) (HeartbeatSpec, error) {
+	spec, err := parseHeartbeatText(text)
+	if err != nil {
+		return spec, err
+	}
+	every := spec.Every.D()
+	if every < HeartbeatMinEvery || every > HeartbeatMaxEvery {
+		return HeartbeatSpec{}, fmt.Errorf("every must be from %s to %s, got %s",
+			shortDuration(HeartbeatMinEvery), shortDuration(HeartbeatMaxEvery), shortDuration(every))
+	}
+	if every%time.Minute != 0 {
+		return HeartbeatSpec{}, fmt.Errorf("every must be whole minutes, got %s", every)
+	}
+	return spec, spec.Validate()
+}
+
+// ReadHeartbeatSpec reads a spec's text (HeartbeatSpec.String) back,
+// held only to Validate: a schedule kept by the server may tick faster
+// than a chat may ask (a test's, an operator's).
+func ReadHeartbeatSpec(text string) (HeartbeatSpec, error) {
+	spec, err := parseHeartbeatText(text)
+	if err != nil {
+		return spec, err
+	}
+	return spec, spec.Validate()
+}
+
+// parseHeartbeatText reads the words of a spec, checking their syntax.
+func parseHeartbeatText(text string) (HeartbeatSpec, error) {
 	fields := strings.Fields(text)
 	if len(fields) > 0 && strings.EqualFold(fields[0], "every") {
 		fields = fields[1:]
@@ -257,13 +301,6 @@ func ParseHeartbeat(text string) (HeartbeatSpec, error) {
 	every, err := time.ParseDuration(strings.ToLower(fields[0]))
 	if err != nil {
 		return HeartbeatSpec{}, fmt.Errorf("%q is not an interval; write it like 30m, 2h or 1h30m", fields[0])
-	}
-	if every < HeartbeatMinEvery || every > HeartbeatMaxEvery {
-		return HeartbeatSpec{}, fmt.Errorf("every must be from %s to %s, got %s",
-			shortDuration(HeartbeatMinEvery), shortDuration(HeartbeatMaxEvery), shortDuration(every))
-	}
-	if every%time.Minute != 0 {
-		return HeartbeatSpec{}, fmt.Errorf("every must be whole minutes, got %s", every)
 	}
 	spec := HeartbeatSpec{Every: Duration(every)}
 	hours, zone := false, false
@@ -282,7 +319,7 @@ func ParseHeartbeat(text string) (HeartbeatSpec, error) {
 			return HeartbeatSpec{}, fmt.Errorf("%q is one word too many; write: every 30m [08:00-22:00] [time zone]", f)
 		}
 	}
-	return spec, spec.Validate()
+	return spec, nil
 }
 
 // parseActiveHours reads "08:00-22:00"; "24:00" may end a range.

@@ -75,6 +75,18 @@ func TestHeartbeatSpecString(t *testing.T) {
 	assert.Equal(t, "every 2s", HeartbeatSpec{Every: Duration(2 * time.Second)}.String(), "short intervals (tests) print as they are")
 }
 
+func TestReadHeartbeatSpecKeepsOnlyTheStructuralRules(t *testing.T) {
+	spec, err := ReadHeartbeatSpec("every 2s")
+	require.NoError(t, err)
+	assert.Equal(t, HeartbeatSpec{Every: Duration(2 * time.Second)}, spec)
+	_, err = ParseHeartbeat("every 2s")
+	assert.ErrorContains(t, err, "every must be from 5m to 24h", "a chat may not ask for it")
+	_, err = ReadHeartbeatSpec("every 2m 08:00-08:00")
+	assert.ErrorContains(t, err, "are empty")
+	_, err = ReadHeartbeatSpec("every 25h")
+	assert.ErrorContains(t, err, "every must be from 1s to 24h")
+}
+
 func TestHeartbeatSpecValidateAllowsShortIntervalsOnlyAllDay(t *testing.T) {
 	require.NoError(t, HeartbeatSpec{Every: Duration(2 * time.Second)}.Validate(), "a schedule may tick fast; only chats are held to 5m")
 	assert.ErrorContains(t, HeartbeatSpec{Every: Duration(500 * time.Millisecond)}.Validate(), "every must be from 1s to 24h")
