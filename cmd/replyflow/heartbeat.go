@@ -93,7 +93,6 @@ func heartbeatCommand(ctx context.Context, cfg Config, args []string, out io.Wri
 	}
 	defer c.Close()
 	hb := newHeartbeats(c, cfg, logger)
-	id := pipeline.HeartbeatScheduleID(h.session)
 	switch h.verb {
 	case "list":
 		return listHeartbeats(ctx, hb, out)
@@ -117,7 +116,7 @@ func heartbeatCommand(ctx context.Context, cfg Config, args []string, out io.Wri
 		return err
 	}
 	done := map[string]string{"pause": "paused", "resume": "resumed", "trigger": "triggered: a tick runs now", "off": "deleted"}[h.verb]
-	fmt.Fprintf(out, "Heartbeat schedule %s %s.\n", id, done)
+	fmt.Fprintf(out, "Heartbeat schedule %s %s.\n", pipeline.HeartbeatScheduleID(h.session), done)
 	return nil
 }
 
