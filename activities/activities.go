@@ -48,7 +48,10 @@ type Activities struct {
 	// ChannelSettings resolves a session's settings from the defaults
 	// (per-channel overrides); nil means Settings as they are.
 	ChannelSettings func(pipeline.SessionKey, pipeline.Settings) pipeline.Settings
-	Logger          *slog.Logger
+	// Heartbeats are the heartbeat schedule's activities; nil leaves them
+	// unregistered (they need a Temporal client, which the worker sets).
+	Heartbeats *Heartbeats
+	Logger     *slog.Logger
 }
 
 // ModelSource gives the model of a provider/model name; *models.Registry

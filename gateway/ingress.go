@@ -34,6 +34,14 @@ func (i *Ingress) Feedback(ctx context.Context, f pipeline.Feedback) error {
 	return i.signal(ctx, f.Session(), workflows.SignalFeedback, f)
 }
 
+// Heartbeat signals a heartbeat schedule's tick to the session's
+// workflow, starting it if it is not running: the worker's
+// activities.SessionSignaler, so a tick starts a session exactly as a
+// message does.
+func (i *Ingress) Heartbeat(ctx context.Context, key pipeline.SessionKey, tick pipeline.HeartbeatTick) error {
+	return i.signal(ctx, key, workflows.SignalHeartbeat, tick)
+}
+
 func (i *Ingress) signal(ctx context.Context, key pipeline.SessionKey, name string, payload any) error {
 	// No search attributes here: the session sets its channel and chat at
 	// its first task, and the server checks attributes on every call, even

@@ -69,14 +69,16 @@ func New(c client.Client, taskQueue string, acts *activities.Activities, stopTim
 	return &Worker{Worker: w, running: running}
 }
 
-// Register adds the session workflow and every activity to a registry (a
-// worker, a replayer or a test environment) under their contract names.
+// Register adds the session workflow, the heartbeat tick and every
+// activity to a registry (a worker, a replayer or a test environment)
+// under their contract names.
 func Register(r worker.Registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.SessionWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.HeartbeatTickWorkflow, workflow.RegisterOptions{Name: pipeline.WorkflowHeartbeatTick})
 	if acts == nil {
 		return
 	}
-	for name, fn := range map[string]any{
+	activities := map[string]any{
 		pipeline.ActivityLoadSettings:   acts.LoadSettings,
 		pipeline.ActivityAgentTurn:      acts.AgentTurn,
 		pipeline.ActivityDeliver:        acts.Deliver,
@@ -87,7 +89,16 @@ func Register(r worker.Registry, acts *activities.Activities) {
 		pipeline.ActivityEdit:           acts.EditMessage,
 		pipeline.ActivityGate:           acts.GateCheck,
 		pipeline.ActivityClaim:          acts.Claim,
-	} {
+	}
+	if hb := acts.Heartbeats; hb != nil {
+		activities[pipeline.ActivitySignalHeartbeat] = hb.SignalHeartbeat
+		activities[pipeline.ActivityUpsertHeartbeat] = hb.UpsertHeartbeat
+		activities[pipeline.ActivityDeleteHeartbeat] = hb.DeleteHeartbeat
+		activities[pipeline.ActivityTriggerHeartbeat] = hb.TriggerHeartbeat
+		activities[pipeline.ActivityDescribeHeartbeat] = hb.DescribeHeartbeat
+		activities[pipeline.ActivityReadHeartbeatChecklist] = hb.ReadHeartbeatChecklist
+	}
+	for name, fn := range activities {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
 }

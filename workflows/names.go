@@ -30,6 +30,10 @@ const (
 	// SignalFeedback carries a pipeline.Feedback: a user's reaction on a
 	// message, which the session records in the store.
 	SignalFeedback = "feedback"
+	// SignalHeartbeat carries a pipeline.HeartbeatTick from a heartbeat
+	// schedule's tick (HeartbeatTickWorkflow); its ID is the same for
+	// every delivery of one tick.
+	SignalHeartbeat = "heartbeat"
 )
 
 // Status is where a session stands, kept in the ReplyflowState search

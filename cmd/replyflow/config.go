@@ -31,6 +31,9 @@ type Config struct {
 	SystemPromptFile string `envconfig:"SYSTEM_PROMPT_FILE"`
 	ContextTokens    int    `envconfig:"CONTEXT_TOKENS" default:"8000"`
 	ToolsFile        string `envconfig:"TOOLS_FILE"`
+	// HeartbeatFile is the checklist a heartbeat turn looks at; without
+	// one (or with an empty one) heartbeat ticks are skipped.
+	HeartbeatFile string `envconfig:"HEARTBEAT_FILE"`
 	// AllowFrom lets senders talk to the agent: "provider:id" entries, or "*".
 	AllowFrom           []string          `envconfig:"ALLOW_FROM" default:"*"`
 	Activation          string            `envconfig:"ACTIVATION" default:"smart"`

@@ -14,6 +14,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	// The time zone database in the binary: heartbeat time zones and
+	// REPLYFLOW_TIMEZONE resolve on hosts without one (scratch images).
+	_ "time/tzdata"
 )
 
 const usage = `replyflow: a durable auto-reply gateway on Temporal
@@ -31,6 +35,10 @@ Usage:
                       resume a parked delivery (only the chunks not yet delivered)
   replyflow approve|reject [--reason text] <session> <proposal>
                       decide a pending proposal
+  replyflow heartbeat list | set <session> every 30m [08:00-22:00] [time zone]
+  replyflow heartbeat pause|resume [--reason text] <session> | trigger|off <session>
+                      a chat's heartbeat: its Temporal Schedule heartbeat:<channel>:<chat>
+                      (also on the Temporal UI's Schedules page)
   replyflow webchat token <sender> [--owner] [--name N] [--chat C]... [--ttl 720h]
                       print a web chat sign-in for sender: a Bearer token and a
                       one-time login link (needs REPLYFLOW_WEBCHAT_AUTH_KEY, not Temporal)
@@ -81,6 +89,8 @@ func run(args []string) error {
 		return retryCommand(ctx, cfg, args[1:], os.Stdout, quietLogger(cfg))
 	case "codec-server":
 		return codecServerCommand(ctx, cfg, args[1:], logger)
+	case "heartbeat":
+		return heartbeatCommand(ctx, cfg, args[1:], os.Stdout, quietLogger(cfg))
 	case "approve", "reject":
 		return decideCommand(ctx, cfg, args[0], args[1:], os.Stdout, quietLogger(cfg))
 	case "webchat":

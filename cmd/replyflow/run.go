@@ -140,6 +140,9 @@ func location(name string) *time.Location {
 // then stops polling and lets the running activities finish for up to
 // REPLYFLOW_WORKER_STOP_TIMEOUT before it returns.
 func runWorker(ctx context.Context, c client.Client, cfg Config, acts *activities.Activities) error {
+	if acts.Heartbeats == nil {
+		acts.Heartbeats = newHeartbeats(c, cfg, acts.Logger)
+	}
 	workers.SetWorkflowCacheSize(cfg.WorkflowCacheSize)
 	w := workers.New(c, cfg.TaskQueue, acts, cfg.WorkerStopTimeout)
 	if err := w.Start(); err != nil {
@@ -148,6 +151,19 @@ func runWorker(ctx context.Context, c client.Client, cfg Config, acts *activitie
 	<-ctx.Done()
 	stopWorker(w, cfg, acts.Logger)
 	return nil
+}
+
+// newHeartbeats are the heartbeat schedules' activities on c: ticks run
+// on the sessions' task queue and reach a session the way the gateway's
+// messages do.
+func newHeartbeats(c client.Client, cfg Config, logger *slog.Logger) *activities.Heartbeats {
+	return &activities.Heartbeats{
+		Schedules:     c.ScheduleClient(),
+		TaskQueue:     cfg.TaskQueue,
+		Sessions:      &gateway.Ingress{Client: c, TaskQueue: cfg.TaskQueue},
+		ChecklistFile: cfg.HeartbeatFile,
+		Logger:        logger,
+	}
 }
 
 // stopWorker stops w, saying what it waits for and what it had to cancel.
