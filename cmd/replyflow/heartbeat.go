@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/replyflow/replyflow/activities"
-	"github.com/replyflow/replyflow/gateway"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -70,7 +69,7 @@ func parseHeartbeatArgs(args []string) (heartbeatArgs, error) {
 		}
 	}
 	if h.verb != "list" {
-		key, ok := gateway.ParseWorkflowID(sessionID(fs.Arg(0)))
+		key, ok := pipeline.ParseWorkflowID(sessionID(fs.Arg(0)))
 		if !ok {
 			return h, fmt.Errorf("%q is not a session; give its workflow ID (session:webchat:demo) or <channel>:<chat>", fs.Arg(0))
 		}
