@@ -49,8 +49,7 @@ type BotEdit struct {
 
 func (s *Server) patchBotMessage(w http.ResponseWriter, r *http.Request) {
 	var e BotEdit
-	if err := json.NewDecoder(r.Body).Decode(&e); err != nil {
-		writeError(w, bodyStatus(err), "body is not a valid edit: "+err.Error())
+	if !decodeBody(w, r, &e, "edit") {
 		return
 	}
 	if strings.TrimSpace(e.Text) == "" {
@@ -67,8 +66,7 @@ func (s *Server) patchBotMessage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) postBotMessage(w http.ResponseWriter, r *http.Request) {
 	var m BotMessage
-	if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
-		writeError(w, bodyStatus(err), "body is not a valid bot message: "+err.Error())
+	if !decodeBody(w, r, &m, "bot message") {
 		return
 	}
 	if strings.TrimSpace(m.Text) == "" || m.IdempotencyKey == "" {
@@ -91,8 +89,7 @@ type ReactionBody struct {
 
 func (s *Server) putReaction(w http.ResponseWriter, r *http.Request) {
 	var b ReactionBody
-	if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
-		writeError(w, bodyStatus(err), "body is not a valid reaction: "+err.Error())
+	if !decodeBody(w, r, &b, "reaction") {
 		return
 	}
 	message, ok := messageParam(w, r)
@@ -121,4 +118,14 @@ func messageParam(w http.ResponseWriter, r *http.Request) (string, bool) {
 		return "", false
 	}
 	return message, true
+}
+
+// decodeBody reads the JSON body into v, or answers 400 (413 when too
+// large) saying the body is not a valid what.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, what string) bool {
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		writeError(w, bodyStatus(err), "body is not a valid "+what+": "+err.Error())
+		return false
+	}
+	return true
 }
