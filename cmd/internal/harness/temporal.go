@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -24,22 +25,42 @@ type Temporal struct {
 // database at dbFile (in memory when empty) and replyflow's flags (see
 // devserver), and waits until it answers.
 func StartTemporal(ctx context.Context, cli, dbFile, log string, extraArgs ...string) (*Temporal, error) {
-	port, err := FreePort()
+	// Ports are picked free, then bound by the server a moment later; in
+	// between another process (or the server itself, which picks its HTTP
+	// port the same way) may take one. Such a start fails at once with
+	// "address already in use", and is tried again on other ports.
+	var lastErr error
+	for range 3 {
+		t, err := startTemporalOnce(ctx, cli, dbFile, log, extraArgs)
+		if err == nil {
+			return t, nil
+		}
+		lastErr = err
+		if !strings.Contains(err.Error(), "address already in use") {
+			return nil, err
+		}
+		t.Stop()
+	}
+	return nil, lastErr
+}
+
+func startTemporalOnce(ctx context.Context, cli, dbFile, log string, extraArgs []string) (*Temporal, error) {
+	ports, err := FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--headless",
-		"--log-level", "error", "--namespace", "default"}
+	port, httpPort := ports[0], ports[1]
+	// The HTTP port is named too, so a restart after a kill binds the
+	// same two ports instead of drawing a new one that may be taken.
+	args := []string{"server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--http-port", strconv.Itoa(httpPort), "--headless", "--log-level", "error", "--namespace", "default"}
 	if dbFile != "" {
 		args = append(args, "--db-filename", dbFile)
 	}
 	args = append(args, devserver.Args()...)
 	args = append(args, extraArgs...)
 	t := &Temporal{Proc: NewProc("temporal", cli, args, nil, log), Address: "127.0.0.1:" + strconv.Itoa(port)}
-	if err := t.Restart(ctx); err != nil {
-		return nil, err
-	}
-	return t, nil
+	return t, t.Restart(ctx)
 }
 
 // Restart starts the server (again) and waits until it answers.
@@ -62,7 +83,7 @@ func (t *Temporal) WaitReady(ctx context.Context) error {
 				return nil
 			}
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
+		if time.Now().After(deadline) || ctx.Err() != nil || !t.Running() {
 			return fmt.Errorf("the Temporal dev server at %s did not come up: %v\n%s", t.Address, err, t.Tail())
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -71,12 +92,26 @@ func (t *Temporal) WaitReady(ctx context.Context) error {
 
 // FreePort is a TCP port on 127.0.0.1 nobody listens on now.
 func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := FreePorts(1)
 	if err != nil {
 		return 0, err
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
+}
+
+// FreePorts are n distinct TCP ports on 127.0.0.1 nobody listens on now
+// (all held open together while they are picked, so none repeats).
+func FreePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }
 
 // quietLogger drops the SDK's logs; the programs print their own.
