@@ -138,3 +138,18 @@ func AsRateLimited(err error) (*RateLimitedError, bool) {
 
 // SlowDownNotice is what a rate-limited sender is told, once per window.
 const SlowDownNotice = "⏳ You're sending messages faster than I can read them; I skipped some. Try again in a minute."
+
+// File is a document to send: /export's transcript.
+type File struct {
+	Name        string
+	ContentType string
+	Data        []byte
+}
+
+// FileSender is an Outbound that can send a document as a file, under
+// d's reply and thread, with d.Text as its caption. It returns the
+// platform's message ID. An Outbound that is no FileSender gets the
+// document as chunked text replies.
+type FileSender interface {
+	SendFile(ctx context.Context, d pipeline.Delivery, f File) (string, error)
+}

@@ -29,6 +29,12 @@ type SessionSettings struct {
 	ModelOverride string      `json:"model_override,omitempty"`
 	Activation    string      `json:"activation,omitempty"`
 	Queue         *QueuePatch `json:"queue,omitempty"`
+	// Think, Verbose, Usage and Muted are /think, /verbose, /usage and
+	// /send off (issue 18).
+	Think   ThinkLevel `json:"think,omitempty"`
+	Verbose bool       `json:"verbose,omitempty"`
+	Usage   UsageMode  `json:"usage,omitempty"`
+	Muted   bool       `json:"muted,omitempty"`
 }
 
 // Settings are the knobs a session run works with. The workflow loads them
@@ -82,6 +88,12 @@ type Settings struct {
 	// re-arms the window still gets a batch at least this often. Zero
 	// takes the workflow's default; a window longer than it is kept whole.
 	DebounceMaxWait Duration `json:"debounce_max_wait,omitempty"`
+	// ResetWords are whole messages that start a new transcript as /new
+	// does (REPLYFLOW_RESET_WORDS); ParseOptions reads them.
+	ResetWords []string `json:"reset_words,omitempty"`
+	// ReplyPrefix is the template put in front of every reply
+	// (REPLYFLOW_REPLY_PREFIX, RenderReplyPrefix).
+	ReplyPrefix string `json:"reply_prefix,omitempty"`
 	// Saved are the session's own settings from its session entry.
 	Saved SessionSettings `json:"saved"`
 }
@@ -120,6 +132,9 @@ type TurnRequest struct {
 	// has run for the reaction coalescing window; a faster step never
 	// shows it, so a quick turn does not flicker.
 	ThinkingOn []string `json:"thinking_on,omitempty"`
+	// Think is the reasoning effort to ask for (/think); "" asks for
+	// none, as before.
+	Think ThinkLevel `json:"think,omitempty"`
 }
 
 // TurnResult is what the agent answered, and which model answered it.
@@ -129,6 +144,11 @@ type TurnResult struct {
 	// ToolCalls ask for tools to run; their results go to the next model
 	// step, where messages steered into the turn are injected too.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// Usage is what the step cost, where the provider said.
+	Usage *Usage `json:"usage,omitempty"`
+	// ThinkIgnored is set when the request asked for a reasoning effort
+	// the answering model's provider does not take.
+	ThinkIgnored bool `json:"think_ignored,omitempty"`
 }
 
 // Built-in tools: staying silent this turn, and stepping back from a
