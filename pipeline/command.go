@@ -82,6 +82,10 @@ type Parsed struct {
 	Focus string `json:"focus,omitempty"`
 	// Send is /send on (true) or off (false); nil asks for the setting.
 	Send *bool `json:"send,omitempty"`
+	// HeartbeatAction is /heartbeat's (HeartbeatSet, HeartbeatOff,
+	// HeartbeatNow, "" to show it); Heartbeat the spec it sets.
+	HeartbeatAction string         `json:"heartbeat_action,omitempty"`
+	Heartbeat       *HeartbeatSpec `json:"heartbeat,omitempty"`
 }
 
 // IsDirective is true when the message carried a directive or command,

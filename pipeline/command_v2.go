@@ -34,6 +34,10 @@ const (
 	CommandSend CommandName = "send"
 	// CommandExport is /export: the transcript as a Markdown document.
 	CommandExport CommandName = "export"
+	// CommandHeartbeat is /heartbeat [every 30m [08:00-22:00] [zone] | off
+	// | now]: owners turn the chat's heartbeat on, off, or run it now;
+	// alone it shows it (Parsed.Heartbeat, Parsed.HeartbeatAction).
+	CommandHeartbeat CommandName = "heartbeat"
 	// CommandDirectives is a message of several directives and nothing
 	// else (Parsed.DirectivesOnly), or one with too many.
 	CommandDirectives CommandName = "directives"
@@ -163,6 +167,8 @@ func parseWholeCommand(trimmed string) (Parsed, bool) {
 				"the focus of /compact is at most %d characters, this one has %d; shorten it", MaxCompactFocusRunes, n)}, true
 		}
 		return Parsed{Command: CommandCompact, Focus: rest}, true
+	case "heartbeat":
+		return parseHeartbeatCommand(rest), true
 	case "send":
 		if rest == "" {
 			return Parsed{Command: CommandSend}, true
@@ -187,6 +193,31 @@ func parseWholeCommand(trimmed string) (Parsed, bool) {
 		}
 	}
 	return Parsed{}, false
+}
+
+// Actions of /heartbeat (Parsed.HeartbeatAction); "" shows the
+// heartbeat.
+const (
+	HeartbeatSet = "set"
+	HeartbeatOff = "off"
+	HeartbeatNow = "now"
+)
+
+func parseHeartbeatCommand(rest string) Parsed {
+	p := Parsed{Command: CommandHeartbeat}
+	switch word := strings.ToLower(strings.TrimRight(rest, ".!")); word {
+	case "":
+	case HeartbeatOff, HeartbeatNow:
+		p.HeartbeatAction = word
+	default:
+		spec, err := ParseHeartbeat(rest)
+		if err != nil {
+			p.Error = CutBytes("/heartbeat: "+err.Error()+" (use /heartbeat every 30m [08:00-22:00] [time zone], off or now)", maxErrorBytes)
+			return p
+		}
+		p.HeartbeatAction, p.Heartbeat = HeartbeatSet, &spec
+	}
+	return p
 }
 
 // parseDirectives reads the directives anywhere in text. Taking one out

@@ -111,6 +111,10 @@ type StatusInfo struct {
 	LastTurn    time.Duration
 	LastOutcome string
 	TurnsTotal  int
+	// Heartbeat is the last heartbeat tick and its outcome ("" leaves
+	// the line out: runs before issue 18); Muted is /send off.
+	Heartbeat string
+	Muted     bool
 }
 
 // RenderStatus is the /status reply.
@@ -123,6 +127,13 @@ func RenderStatus(s StatusInfo) string {
 	if s.Fallback != "" {
 		model += " (after " + s.Fallback + ")"
 	}
-	return fmt.Sprintf("Session %s\nModel: %s\nQueue: %s (depth %d)\nState: %s\nLast turn: %s (turns so far: %d)",
+	text := fmt.Sprintf("Session %s\nModel: %s\nQueue: %s (depth %d)\nState: %s\nLast turn: %s (turns so far: %d)",
 		s.Session, model, s.Queue.Describe(), s.QueueDepth, s.State, last, s.TurnsTotal)
+	if s.Muted {
+		text += "\nReplies: muted (/send on unmutes)"
+	}
+	if s.Heartbeat != "" {
+		text += "\nHeartbeat: " + s.Heartbeat
+	}
+	return text
 }

@@ -11,6 +11,9 @@ import (
 // band: a running turn or a full queue does not delay it.
 func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 	s.counters.Commands++
+	if s.runControlCommand(in, p) {
+		return
+	}
 	var text string
 	switch {
 	case p.Error != "":
@@ -63,9 +66,18 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 		text = "Queue settings: " + s.intake.queueSettings().Describe() + ". Change them with /queue <mode> [debounce:2s] [cap:25] [drop:old|new|summarize]."
 	}
 	if p.Command == pipeline.CommandModel || p.Command == pipeline.CommandQueue || p.Command == pipeline.CommandActivation {
-		s.replies.save(pipeline.SessionSettings{ModelOverride: s.st.ModelOverride, Queue: s.st.QueueOverride, Activation: s.st.ActivationOverride})
+		s.saveSettings()
 	}
 	s.replies.answer(in.MessageID, in.ThreadID, text)
+}
+
+// saveSettings keeps the chat's settings in its session entry.
+func (s *session) saveSettings() {
+	saved := pipeline.SessionSettings{ModelOverride: s.st.ModelOverride, Queue: s.st.QueueOverride, Activation: s.st.ActivationOverride}
+	if s.v.control {
+		saved = s.control.saved(saved)
+	}
+	s.replies.save(saved)
 }
 
 // pressButton applies a button press; a refusal is told to the presser

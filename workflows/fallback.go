@@ -22,6 +22,9 @@ type Cooldown struct {
 // chain is the models to try for a turn: the one the user chose with
 // /model (strict: no fallback), else the configured chain.
 func (s *turns) chain() (models []string, strict bool) {
+	if a := s.st.Active; a != nil && a.Options != nil && a.Options.Model != "" {
+		return []string{a.Options.Model}, true // a /model directive, for this turn
+	}
 	if s.st.ModelOverride != "" {
 		return []string{s.st.ModelOverride}, true
 	}

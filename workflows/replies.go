@@ -91,6 +91,21 @@ func (s *replies) claim(in pipeline.Inbound, code string) {
 	})
 }
 
+// work runs a command's activities in a coroutine (continue-as-new
+// waits for it) and answers the command with what do returns; "" marks
+// it ✅ without an answer (the answer was the work itself: an export).
+func (s *replies) work(in pipeline.Inbound, do func(ctx workflow.Context) string) {
+	s.inFlight++
+	workflow.Go(s.ctx, func(ctx workflow.Context) {
+		defer func() { s.inFlight-- }()
+		if text := do(ctx); text != "" {
+			s.answer(in.MessageID, in.ThreadID, text)
+			return
+		}
+		s.react([]msgRef{{ID: in.MessageID, Thread: in.ThreadID}}, pipeline.ReactionDone)
+	})
+}
+
 // save stores the chat's settings in its session entry, so they outlive
 // this workflow run.
 func (s *replies) save(settings pipeline.SessionSettings) {

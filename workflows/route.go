@@ -31,7 +31,10 @@ func (s *session) accept(in pipeline.Inbound) {
 		s.pressButton(in)
 		return
 	}
-	parsed := pipeline.ParseMessage(in.Text)
+	parsed := s.parse(in.Text)
+	if s.v.control {
+		s.control.touched()
+	}
 	key := pipeline.BufferKeyOf(in)
 	if parsed.Command != "" {
 		// No 👀: the answer comes at once and ✅ would replace it
@@ -51,6 +54,11 @@ func (s *session) accept(in pipeline.Inbound) {
 	if s.engagement.gatePending() {
 		s.engagement.dropGateBuffer(now)
 	}
+	if refusal := s.refuseDirectives(in, parsed.Directives); refusal != "" {
+		s.intake.flushBuffer(key)
+		s.replies.answer(in.MessageID, in.ThreadID, refusal)
+		return
+	}
 	s.reactions.react(refsOf(in), pipeline.ReactionReceived)
 	in.Text = parsed.Text
 	settings := parsed.Queue.Apply(s.intake.queueSettings())
@@ -58,10 +66,35 @@ func (s *session) accept(in pipeline.Inbound) {
 		// Commands, directives and media skip the window, after what
 		// was pending for their key, so the order holds.
 		s.intake.flushBuffer(key)
-		s.turns.dispatch(Batch{Messages: []pipeline.Inbound{in}, Queue: settings})
+		b := Batch{Messages: []pipeline.Inbound{in}, Queue: settings}
+		if parsed.Directives.Any() {
+			b.Directives = &parsed.Directives
+		}
+		s.turns.dispatch(b)
 		return
 	}
 	s.intake.bufferMessage(in, key, settings.Debounce.D())
+}
+
+// parse reads a message as this run does: with ParseMessageV2 and the
+// configured reset words from changeControl on (the words come from the
+// settings recorded in history, so a replay reads the same), else with
+// the frozen ParseMessage.
+func (s *session) parse(text string) pipeline.Parsed {
+	if s.v.control {
+		return pipeline.ParseMessageV2(text, pipeline.ParseOptions{ResetWords: s.settings.ResetWords})
+	}
+	return pipeline.ParseMessage(text)
+}
+
+// refuseDirectives is the answer to a message whose directives its
+// sender may not give ("" when it may run): a /model outside the open
+// models, for someone who is not an owner.
+func (s *session) refuseDirectives(in pipeline.Inbound, d pipeline.Directives) string {
+	if d.Model != nil && s.v.security && !s.isOwner(in) && !s.modelOpen(*d.Model) {
+		return "⚠️ /model may choose only " + strings.Join(s.openModels(), ", ") + " here; owners may choose any model. Nothing was sent to the model."
+	}
+	return ""
 }
 
 // msgRef names a user message whose reaction the session manages.

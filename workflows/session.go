@@ -47,6 +47,7 @@ type session struct {
 	retries    workflow.ReceiveChannel
 	disengages workflow.ReceiveChannel
 	feedback   workflow.ReceiveChannel
+	heartbeats workflow.ReceiveChannel
 	turns      *turns
 	reactions  *reactions
 	proposals  *proposals
@@ -54,6 +55,10 @@ type session struct {
 	intake     *intake
 	engagement *engagement
 	visibility *visibility
+	control    *control
+	// heartbeatReads counts checklist reads under way, which end of a
+	// run waits for.
+	heartbeatReads int
 }
 
 // SessionWorkflow serves one conversation until it has been idle for the
@@ -73,6 +78,7 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 		retries:    workflow.GetSignalChannel(ctx, SignalRetry),
 		disengages: workflow.GetSignalChannel(ctx, SignalDisengage),
 		feedback:   workflow.GetSignalChannel(ctx, SignalFeedback),
+		heartbeats: workflow.GetSignalChannel(ctx, SignalHeartbeat),
 	}
 	fresh := s.st == nil
 	if fresh {
@@ -98,6 +104,18 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 		// A session that starts again picks up what its entry saved.
 		s.st.ModelOverride, s.st.QueueOverride = s.settings.Saved.ModelOverride, s.settings.Saved.Queue
 		s.st.ActivationOverride = s.settings.Saved.Activation
+		if s.v.control {
+			s.control.restore(s.settings.Saved)
+			if s.inbound.Len() > 0 || s.heartbeats.Len() == 0 {
+				// Not started by a heartbeat tick alone, which keeps
+				// no session alive past its turn.
+				s.control.touched()
+			}
+		}
+	} else if s.v.control && s.st.IdleFrom.IsZero() {
+		// Carried from a run before changeControl: the idle TTL counts
+		// from now, as that run's idle timer would have.
+		s.control.touched()
 	}
 	s.resume()
 	workflow.Go(ctx, s.reactions.apply)
@@ -107,6 +125,7 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 // wire builds the session's parts over its State and connects them: the
 // only place where one part learns how to reach another.
 func (s *session) wire() {
+	s.control = &control{runEnv: &s.runEnv, st: &s.st.ControlState}
 	s.reactions = &reactions{
 		runEnv:         &s.runEnv,
 		st:             &s.st.ReactionsState,
@@ -146,6 +165,7 @@ func (s *session) wire() {
 		approvals:     s.proposals,
 		notice:        s.replies.notice,
 		queueSettings: s.intake.queueSettings,
+		chat:          s.control,
 	}
 	s.visibility = &visibility{
 		runEnv:           &s.runEnv,
@@ -155,6 +175,7 @@ func (s *session) wire() {
 		activation:       s.engagement.activation,
 		queueSettings:    s.intake.queueSettings,
 		primaryModel:     s.turns.primaryModel,
+		heartbeatLine:    s.control.heartbeatLine,
 	}
 }
 
@@ -215,7 +236,7 @@ func (s *session) run() error {
 			continue
 		}
 		err := workflow.Await(s.ctx, func() bool {
-			return s.inbound.Len() > 0 || s.retries.Len() > 0 || s.proposals.decisions.Len() > 0 || s.disengages.Len() > 0 || s.feedback.Len() > 0 || s.attrsDirty || s.idle() ||
+			return s.inbound.Len() > 0 || s.retries.Len() > 0 || (s.v.control && s.heartbeats.Len() > 0) || s.proposals.decisions.Len() > 0 || s.disengages.Len() > 0 || s.feedback.Len() > 0 || s.attrsDirty || s.idle() ||
 				s.turns.ready() ||
 				(s.shouldContinueAsNew() && s.atQuietPoint())
 		})
@@ -248,9 +269,18 @@ func (s *session) takeInbound() {
 	for {
 		var in pipeline.Inbound
 		if !s.inbound.ReceiveAsync(&in) {
-			return
+			break
 		}
 		s.accept(in)
+	}
+	// After the messages: a tick that arrives with a message is skipped
+	// for it, as the message would wait for the heartbeat turn otherwise.
+	for s.v.control {
+		var t pipeline.HeartbeatTick
+		if !s.heartbeats.ReceiveAsync(&t) {
+			break
+		}
+		s.takeHeartbeat(t)
 	}
 }
 
@@ -258,14 +288,15 @@ func (s *session) takeInbound() {
 // complete.
 func (s *session) idle() bool {
 	return s.atQuietPoint() && !s.turns.queued() && !s.intake.buffering() && !s.engagement.gatePending() &&
-		!s.reactions.pending() && s.inbound.Len() == 0 && s.retries.Len() == 0 && s.proposals.decisions.Len() == 0 && s.feedback.Len() == 0
+		!s.reactions.pending() && s.inbound.Len() == 0 && s.retries.Len() == 0 && s.proposals.decisions.Len() == 0 && s.feedback.Len() == 0 &&
+		(!s.v.control || s.heartbeats.Len() == 0)
 }
 
 // atQuietPoint is true between turns with no side effect under way: the
 // moment to continue as new. Buffers, the queue and scheduled clears are
 // carried in State and re-armed by the next run.
 func (s *session) atQuietPoint() bool {
-	return !s.turns.running() && !s.reactions.busy() && !s.replies.busy() && !s.engagement.busy()
+	return !s.turns.running() && !s.reactions.busy() && !s.replies.busy() && !s.engagement.busy() && s.heartbeatReads == 0
 }
 
 // waitWhileIdle waits for work, or for the idle TTL to pass. The timer is
@@ -273,7 +304,15 @@ func (s *session) atQuietPoint() bool {
 func (s *session) waitWhileIdle() (expired bool, err error) {
 	timerCtx, cancel := workflow.WithCancel(s.ctx)
 	defer cancel()
-	timer := workflow.NewTimerWithOptions(timerCtx, s.settings.IdleTTL.D(), workflow.TimerOptions{
+	wait := s.settings.IdleTTL.D()
+	if s.v.control {
+		// Counted from the last thing a person did: a heartbeat turn
+		// does not keep the session alive.
+		if wait = s.control.idleLeft(workflow.Now(s.ctx)); wait <= 0 {
+			return true, nil
+		}
+	}
+	timer := workflow.NewTimerWithOptions(timerCtx, wait, workflow.TimerOptions{
 		Summary: "idle; the session completes after " + s.settings.IdleTTL.String(),
 	})
 	err = workflow.Await(s.ctx, func() bool {

@@ -34,6 +34,7 @@ type State struct {
 	ReactionsState
 	ProposalsState
 	RepliesState
+	ControlState
 	// Status is what the search attributes last said; the main loop keeps
 	// it.
 	Status Status `json:"status"`
@@ -70,6 +71,9 @@ type Batch struct {
 	Queued bool `json:"queued,omitempty"`
 	// NoAnchor: the reply anchors no message (a gate-forwarded batch).
 	NoAnchor bool `json:"no_anchor,omitempty"`
+	// Directives are the batch's messages' directives, for its turn
+	// only (runs with changeControl).
+	Directives *pipeline.Directives `json:"directives,omitempty"`
 }
 
 // Text is the batch's turn text.
@@ -121,6 +125,19 @@ type ActiveTurn struct {
 	// RetryRequested is set by the retry signal while parked.
 	RetryRequested bool      `json:"retry_requested,omitempty"`
 	StartedAt      time.Time `json:"started_at"`
+	// Options are the chat settings the turn runs with (nil in runs
+	// before changeControl: all off).
+	Options *TurnOptions `json:"options,omitempty"`
+	// Heartbeat is the tick ID of a heartbeat turn.
+	Heartbeat string `json:"heartbeat,omitempty"`
+}
+
+// options are the turn's chat settings; all off when it has none.
+func (a *ActiveTurn) options() TurnOptions {
+	if a.Options == nil {
+		return TurnOptions{}
+	}
+	return *a.Options
 }
 
 func (a *ActiveTurn) threadID() string { return a.Messages[len(a.Messages)-1].ThreadID }
@@ -155,6 +172,23 @@ type TurnRecord struct {
 	Steps      int       `json:"steps"`
 	Chunks     int       `json:"chunks"`
 	Delivered  int       `json:"delivered"`
+	// Heartbeat marks a heartbeat turn.
+	Heartbeat bool `json:"heartbeat,omitempty"`
+	// Usage is what the turn's model steps cost, where the providers
+	// said; ThinkIgnored that its model took no reasoning effort.
+	Usage        *pipeline.Usage `json:"usage,omitempty"`
+	ThinkIgnored bool            `json:"think_ignored,omitempty"`
+}
+
+func (t *TurnRecord) addUsage(u *pipeline.Usage) {
+	if u == nil {
+		return
+	}
+	sum := *u
+	if t.Usage != nil {
+		sum = t.Usage.Add(*u)
+	}
+	t.Usage = &sum
 }
 
 // Duration is how long the turn took, or zero while it runs.

@@ -29,6 +29,16 @@ type turns struct {
 	approvals     turnApprovals
 	notice        func(messageID, threadID, text string)
 	queueSettings func() pipeline.QueueSettings
+	chat          turnChat
+}
+
+// turnChat is what a turn asks of the control part (the chat settings
+// and heartbeats).
+type turnChat interface {
+	turnOptions(d *pipeline.Directives) TurnOptions
+	addUsage(u *pipeline.Usage)
+	heartbeatDone(tickID, outcome, turnID string)
+	touched()
 }
 
 // TurnState is the durable state of the turns part.
@@ -116,6 +126,11 @@ func (s *turns) startTurn() {
 	if batches[0].Queue.Mode == pipeline.QueueCollect && batches[0].Queued {
 		text = pipeline.RenderCollected(texts)
 	}
+	var opts *TurnOptions
+	if s.v.control {
+		o := s.chat.turnOptions(mergedDirectives(batches))
+		opts = &o
+	}
 	refs := refsOf(msgs...)
 	text = s.engagement.engagedText(text, workflow.Now(s.ctx), msgs[len(msgs)-1].ChatType == pipeline.ChatGroup)
 	if s.st.AbortedLastRun {
@@ -131,6 +146,13 @@ func (s *turns) startTurn() {
 		}
 		s.st.Overflow = nil
 	}
+	a := s.begin(msgs, batches[0].NoAnchor, opts)
+	s.reactions.react(refs, pipeline.ReactionThinking)
+	s.launch(a, text, refs)
+}
+
+// begin makes msgs the running turn.
+func (s *turns) begin(msgs []pipeline.Inbound, noAnchor bool, opts *TurnOptions) *ActiveTurn {
 	s.st.TurnSeq++
 	s.counters.Turns++
 	now := workflow.Now(s.ctx)
@@ -138,17 +160,39 @@ func (s *turns) startTurn() {
 		TurnID:    workflow.GetInfo(s.ctx).FirstRunID + "." + strconv.Itoa(s.st.TurnSeq),
 		Messages:  msgs,
 		Phase:     PhaseModel,
-		NoAnchor:  batches[0].NoAnchor,
+		NoAnchor:  noAnchor,
 		StartedAt: now,
+		Options:   opts,
 	}
-	rec := &TurnRecord{TurnID: a.TurnID, StartedAt: now, Outcome: "running"}
+	s.st.Active = a
+	s.attrsDirty = true
+	return a
+}
+
+// launch runs the turn a in a coroutine.
+func (s *turns) launch(a *ActiveTurn, text string, refs []msgRef) {
+	rec := &TurnRecord{TurnID: a.TurnID, StartedAt: a.StartedAt, Outcome: "running", Heartbeat: a.Heartbeat != ""}
 	for _, r := range refs {
 		rec.MessageIDs = append(rec.MessageIDs, r.ID)
 	}
-	s.st.Active, s.st.LastTurn = a, rec
-	s.attrsDirty = true
-	s.reactions.react(refs, pipeline.ReactionThinking)
+	s.st.LastTurn = rec
 	workflow.Go(s.ctx, func(ctx workflow.Context) { s.runTurn(ctx, a, rec, text, refs) })
+}
+
+// startHeartbeat runs a heartbeat turn for tick with the checklist: no
+// message anchors it and no reaction shows it; a reply that only
+// acknowledges the heartbeat is recorded, not sent.
+func (s *turns) startHeartbeat(tick pipeline.HeartbeatTick, checklist string) {
+	o := s.chat.turnOptions(nil)
+	o.Verbose = false // tool lines would speak where the heartbeat stays silent
+	msg := pipeline.Inbound{
+		Channel: s.key.Channel, Account: s.key.Account, ChatID: s.key.Chat,
+		MessageID: "heartbeat/" + tick.ID, SenderID: "heartbeat", SenderName: "heartbeat",
+		Text: pipeline.RenderHeartbeatPrompt(checklist, tick.ScheduledAt), ReceivedAt: tick.ScheduledAt,
+	}
+	a := s.begin([]pipeline.Inbound{msg}, true, &o)
+	a.Heartbeat = tick.ID
+	s.launch(a, msg.Text, nil)
 }
 
 // runTurn runs the model steps of a turn, then delivers the reply chunk by
@@ -159,7 +203,13 @@ func (s *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, te
 		s.st.Active, s.cancelTurn = nil, nil
 		rec.FinishedAt = workflow.Now(ctx)
 		s.attrsDirty = true
+		if a.Heartbeat != "" {
+			s.chat.heartbeatDone(a.Heartbeat, heartbeatOutcome(rec.Outcome), a.TurnID)
+		} else if s.v.control {
+			s.chat.touched()
+		}
 	}()
+	opts := a.options()
 	anchor := a.Messages[len(a.Messages)-1]
 	thinkingOn := idsOf(refs)
 	var result pipeline.TurnResult
@@ -173,7 +223,7 @@ func (s *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, te
 			Session: s.key, TurnID: a.TurnID, ThreadID: anchor.ThreadID, Step: a.Step,
 			Text: text, Messages: turnMessages(a.Messages), ThinkingOn: thinkingOn,
 			Group: anchor.ChatType == pipeline.ChatGroup, NewTranscript: newTranscript,
-			Rounds: rounds, NoTools: a.Step >= maxSteps-1,
+			Rounds: rounds, NoTools: a.Step >= maxSteps-1, Think: opts.Think,
 		}
 		newTranscript = false
 		stepCtx, cancel := workflow.WithCancel(ctx)
@@ -186,7 +236,7 @@ func (s *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, te
 			// a /stop or an interrupt cancels like any step.
 			reset = true
 			s.counters.Resets++
-			s.notice(anchor.MessageID, anchor.ThreadID, pipeline.ReplyContextReset)
+			s.turnNotice(a, anchor, pipeline.ReplyContextReset)
 			req.NewTranscript = true
 			retryCtx := ctx
 			if s.v.hardened {
@@ -212,11 +262,16 @@ func (s *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, te
 				return
 			}
 			s.failTurn(rec, refs, "agent turn failed", err)
-			s.notice(anchor.MessageID, anchor.ThreadID, failureReply(modelErrorType(err)))
+			s.turnNotice(a, anchor, failureReply(modelErrorType(err)))
 			return
 		}
 		a.Step++
 		rec.Steps, rec.Model = a.Step, result.Model
+		if s.v.control {
+			rec.addUsage(result.Usage)
+			s.chat.addUsage(result.Usage)
+			rec.ThinkIgnored = rec.ThinkIgnored || result.ThinkIgnored
+		}
 		if len(result.ToolCalls) == 0 {
 			break
 		}
@@ -230,6 +285,9 @@ func (s *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, te
 		var waited bool
 		round.Results, waited = s.runTools(toolCtx, a, result.ToolCalls, anchor, refs)
 		cancelTools()
+		if opts.Verbose && !a.stopped() {
+			s.turnNotice(a, anchor, toolLines(round))
+		}
 		if a.stopped() {
 			if s.v.hardened {
 				s.endStopped(a, rec, refs)
@@ -259,6 +317,20 @@ func (s *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, te
 
 func (s *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, reply string, anchor pipeline.Inbound, refs []msgRef) {
 	text, deliver := pipeline.NormalizeReply(reply)
+	opts := a.options()
+	switch {
+	case a.Heartbeat != "" && pipeline.HeartbeatAck(reply):
+		rec.Outcome = outcomeHeartbeatOK
+		return
+	case deliver && opts.Muted:
+		// /send off: the turn ran and is in the transcript; nothing is
+		// sent, and the messages show they were handled.
+		rec.Outcome = outcomeMuted
+		s.reactions.react(refs, pipeline.ReactionDone)
+		return
+	case deliver && s.v.control:
+		text = s.dressReply(text, rec, opts)
+	}
 	var chunks []string
 	if deliver {
 		chunks = s.chunk(text)
@@ -297,7 +369,7 @@ func (s *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecor
 	rec.Outcome, rec.Error = "answered", ""
 	if len(chunks) == 0 {
 		rec.Outcome = "silent"
-	} else {
+	} else if a.Heartbeat == "" {
 		s.engagement.grantSticky(a.Messages, anchor.ThreadID)
 	}
 	s.reactions.react(refs, pipeline.ReactionDone)

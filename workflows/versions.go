@@ -29,6 +29,14 @@ const (
 	// gate; /model picks only a model of the chain or of
 	// REPLYFLOW_MODEL_ALLOW unless the sender is an owner.
 	changeSecurity = "security-2026-11"
+	// changeControl (issue 18): messages are read with
+	// pipeline.ParseMessageV2 and the configured reset words (/help,
+	// /whoami, /usage, /context, /compact, /think, /verbose, /send,
+	// /export, /heartbeat, inline directives); turns run with the chat's
+	// options (reasoning effort, tool lines, usage footer, mute, reply
+	// prefix); heartbeat ticks run heartbeat turns; the idle TTL counts
+	// from the last thing a person did.
+	changeControl = "control-2026-11"
 )
 
 // versions are the changes this run took.
@@ -36,6 +44,7 @@ type versions struct {
 	hardened bool
 	slack    bool
 	security bool
+	control  bool
 }
 
 // readVersions records (or, on replay, reads back) the change versions of
@@ -44,4 +53,5 @@ func (s *runEnv) readVersions() {
 	s.v.hardened = workflow.GetVersion(s.ctx, changeHardening, workflow.DefaultVersion, 1) >= 1
 	s.v.slack = workflow.GetVersion(s.ctx, changeSlack, workflow.DefaultVersion, 1) >= 1
 	s.v.security = workflow.GetVersion(s.ctx, changeSecurity, workflow.DefaultVersion, 1) >= 1
+	s.v.control = workflow.GetVersion(s.ctx, changeControl, workflow.DefaultVersion, 1) >= 1
 }

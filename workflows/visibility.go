@@ -26,6 +26,7 @@ type visibility struct {
 	activation       func() string
 	queueSettings    func() pipeline.QueueSettings
 	primaryModel     func() string
+	heartbeatLine    func() string
 }
 
 // published is what the search attributes last said, so only changes are
@@ -152,7 +153,10 @@ type Snapshot struct {
 	TurnSeq       int                       `json:"turn_seq"`
 	SeenMessages  int                       `json:"seen_messages"`
 	LastInboundAt time.Time                 `json:"last_inbound_at,omitzero"`
-	HistoryLength int                       `json:"history_length"`
+	// Chat is what /think, /verbose, /usage and /send set, the usage
+	// totals and the last heartbeat (runs with changeControl).
+	Chat          *ChatView `json:"chat,omitempty"`
+	HistoryLength int       `json:"history_length"`
 }
 
 // BufferView, BatchView and ActiveView show messages by ID and sender only.
@@ -167,6 +171,16 @@ type (
 		Mode       pipeline.QueueMode `json:"mode"`
 		MessageIDs []string           `json:"message_ids"`
 		Senders    []string           `json:"senders"`
+	}
+	// ChatView is the chat settings and heartbeat part of the state query.
+	ChatView struct {
+		Think         pipeline.ThinkLevel `json:"think,omitempty"`
+		Verbose       bool                `json:"verbose"`
+		Usage         pipeline.UsageMode  `json:"usage,omitempty"`
+		Muted         bool                `json:"muted"`
+		UsageTotal    pipeline.Usage      `json:"usage_total"`
+		LastHeartbeat *HeartbeatRecord    `json:"last_heartbeat,omitempty"`
+		IdleFrom      time.Time           `json:"idle_from,omitzero"`
 	}
 	ActiveView struct {
 		TurnID      string    `json:"turn_id"`
@@ -190,6 +204,11 @@ func (s *visibility) snapshot() (Snapshot, error) {
 		Deliveries: s.st.Deliveries, Counters: s.st.Counters, TurnSeq: s.st.TurnSeq,
 		SeenMessages: len(s.st.Seen), LastInboundAt: s.st.LastInboundAt,
 		HistoryLength: workflow.GetInfo(s.ctx).GetCurrentHistoryLength(),
+	}
+	if s.v.control {
+		c := s.st.ControlState
+		snap.Chat = &ChatView{Think: c.Think, Verbose: c.Verbose, Usage: c.UsageMode, Muted: c.Muted,
+			UsageTotal: c.UsageTotal, LastHeartbeat: c.LastHeartbeat, IdleFrom: c.IdleFrom}
 	}
 	for _, b := range s.st.Buffers {
 		snap.Buffers = append(snap.Buffers, BufferView{Sender: b.Key.Sender, Thread: string(b.Key.Thread), MessageIDs: messageIDs(b.Messages), FlushAt: b.FlushAt})
@@ -225,6 +244,10 @@ func (s *visibility) statusInfo() pipeline.StatusInfo {
 		QueueDepth: len(s.st.Queue),
 		State:      string(s.currentStatus()),
 		TurnsTotal: s.st.Counters.Turns,
+	}
+	if s.v.control {
+		info.Heartbeat = s.heartbeatLine()
+		info.Muted = s.st.Muted
 	}
 	if t := s.st.LastTurn; t != nil {
 		if t.Model != "" {
