@@ -285,8 +285,8 @@ func (s *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, te
 		var waited bool
 		round.Results, waited = s.runTools(toolCtx, a, result.ToolCalls, anchor, refs)
 		cancelTools()
-		if opts.Verbose && !a.stopped() {
-			s.turnNotice(a, anchor, toolLines(round))
+		if opts.Verbose && !opts.Muted && !a.stopped() {
+			s.showToolLines(ctx, a, anchor, round)
 		}
 		if a.stopped() {
 			if s.v.hardened {

@@ -1,7 +1,10 @@
 package workflows
 
 import (
+	"fmt"
 	"strings"
+
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/replyflow/replyflow/pipeline"
 )
@@ -91,6 +94,23 @@ func (s *turns) dressReply(text string, rec *TurnRecord, opts TurnOptions) strin
 		text += "\n\n" + strings.Join(footer, "\n")
 	}
 	return text
+}
+
+// showToolLines sends a round's /verbose lines under the turn's anchor
+// before the turn goes on, so they come before its answer. A failure is
+// logged and the turn goes on: the lines are a courtesy.
+func (s *turns) showToolLines(ctx workflow.Context, a *ActiveTurn, anchor pipeline.Inbound, round pipeline.ToolRound) {
+	d := pipeline.Delivery{
+		Session:        s.key,
+		IdempotencyKey: fmt.Sprintf("%s/%s/tools/%d", s.key.WorkflowID(), a.TurnID, a.Step),
+		ThreadID:       anchor.ThreadID,
+		ReplyTo:        anchor.MessageID,
+		Text:           toolLines(round),
+		Total:          1,
+	}
+	if _, err := s.deliver(ctx, d); err != nil {
+		s.log.Warn("Tool lines not delivered (/verbose)", "turn_id", a.TurnID, "error", err)
+	}
 }
 
 // toolLines are the /verbose lines of one tool round, one per call.
