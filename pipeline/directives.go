@@ -3,7 +3,6 @@ package pipeline
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 )
 
@@ -151,15 +150,26 @@ func (d *Directives) set(name string, args []string) error {
 		if err != nil {
 			return err
 		}
-		return mergeOne(name, &d.Queue, patch)
+		return mergeQueue(&d.Queue, patch)
 	}
 	return fmt.Errorf("/%s is no directive", name)
 }
 
 // mergeOne sets *have to next unless it holds another value already.
-func mergeOne[T any](name string, have **T, next *T) error {
-	if *have != nil && !reflect.DeepEqual(**have, *next) {
+// (No reflect.DeepEqual: the session workflow parses messages, and the
+// determinism checker rightly cannot prove reflection deterministic.)
+func mergeOne[T comparable](name string, have **T, next *T) error {
+	if *have != nil && **have != *next {
 		return fmt.Errorf("/%s is given twice with different settings; keep one", name)
+	}
+	*have = next
+	return nil
+}
+
+// mergeQueue is mergeOne for a /queue patch, compared by what it says.
+func mergeQueue(have **QueuePatch, next *QueuePatch) error {
+	if *have != nil && (*have).describe() != next.describe() {
+		return errors.New("/queue is given twice with different settings; keep one")
 	}
 	*have = next
 	return nil
