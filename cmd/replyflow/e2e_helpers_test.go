@@ -156,7 +156,7 @@ func recordHistory(t *testing.T, c client.Client, chat, name string) {
 // newest change in workflows/versions.go. Each series records every path
 // once more under the code of its time, next to the older series; when a
 // new change is added there, bump this too and run make record-histories.
-const historySeries = "security-2026-11"
+const historySeries = "control-2026-11"
 
 // recordHistoryOf saves every run of the session's history as
 // <name>@<series>_run<N>.json. A history already recorded under that name
