@@ -38,7 +38,6 @@ Usage:
   replyflow heartbeat list | set <session> every 30m [08:00-22:00] [time zone]
   replyflow heartbeat pause|resume [--reason text] <session> | trigger|off <session>
                       a chat's heartbeat: its Temporal Schedule heartbeat:<channel>:<chat>
-                      (schedules only: sessions do not run heartbeat turns yet)
                       (also on the Temporal UI's Schedules page)
   replyflow webchat token <sender> [--owner] [--name N] [--chat C]... [--ttl 720h]
                       print a web chat sign-in for sender: a Bearer token and a
