@@ -73,6 +73,8 @@ func (a *Activities) LoadSettings(ctx context.Context, key pipeline.SessionKey) 
 			return s, err
 		}
 		s.Saved.ModelOverride, s.Saved.Activation = entry.ModelOverride, entry.Activation
+		s.Saved.Think, s.Saved.Verbose = pipeline.ThinkLevel(entry.ThinkLevel), entry.Verbose
+		s.Saved.Usage, s.Saved.Muted = pipeline.UsageMode(entry.UsageMode), entry.Muted
 		claimed, err := a.Store.Owners(ctx)
 		if err != nil {
 			return s, err

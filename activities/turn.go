@@ -155,6 +155,7 @@ func (a *Activities) SaveSessionSettings(ctx context.Context, key pipeline.Sessi
 		return err
 	}
 	entry.ModelOverride, entry.Activation = s.ModelOverride, s.Activation
+	entry.ThinkLevel, entry.Verbose, entry.UsageMode, entry.Muted = string(s.Think), s.Verbose, string(s.Usage), s.Muted
 	entry.QueueJSON = ""
 	if s.Queue != nil {
 		entry.QueueJSON = mustJSON(s.Queue)

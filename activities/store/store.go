@@ -201,7 +201,11 @@ type Entry struct {
 	ThinkLevel    string
 	QueueJSON     string
 	Activation    string
-	UpdatedAt     time.Time
+	// Verbose, UsageMode and Muted are /verbose, /usage and /send off.
+	Verbose   bool
+	UsageMode string
+	Muted     bool
+	UpdatedAt time.Time
 }
 
 // SessionEntry returns the session's entry, creating it (with a first
@@ -214,8 +218,8 @@ func (s *Store) SessionEntry(ctx context.Context, sessionID string) (Entry, erro
 		return Entry{}, fmt.Errorf("create the session entry of %s: %w", sessionID, err)
 	}
 	e := Entry{SessionID: sessionID}
-	err = s.db.QueryRowContext(ctx, s.q(`SELECT transcript_id, model_override, think_level, queue_json, activation, updated_at FROM sessions WHERE session_id = ?`), sessionID).
-		Scan(&e.TranscriptID, &e.ModelOverride, &e.ThinkLevel, &e.QueueJSON, &e.Activation, &e.UpdatedAt)
+	err = s.db.QueryRowContext(ctx, s.q(`SELECT transcript_id, model_override, think_level, queue_json, activation, tool_lines, usage_mode, muted, updated_at FROM sessions WHERE session_id = ?`), sessionID).
+		Scan(&e.TranscriptID, &e.ModelOverride, &e.ThinkLevel, &e.QueueJSON, &e.Activation, &e.Verbose, &e.UsageMode, &e.Muted, &e.UpdatedAt)
 	if err != nil {
 		return Entry{}, fmt.Errorf("read the session entry of %s: %w", sessionID, err)
 	}
@@ -227,8 +231,8 @@ func (s *Store) SaveSettings(ctx context.Context, e Entry) error {
 	if _, err := s.SessionEntry(ctx, e.SessionID); err != nil {
 		return err
 	}
-	_, err := s.db.ExecContext(ctx, s.q(`UPDATE sessions SET model_override = ?, think_level = ?, queue_json = ?, activation = ?, updated_at = ? WHERE session_id = ?`),
-		e.ModelOverride, e.ThinkLevel, e.QueueJSON, e.Activation, time.Now().UTC(), e.SessionID)
+	_, err := s.db.ExecContext(ctx, s.q(`UPDATE sessions SET model_override = ?, think_level = ?, queue_json = ?, activation = ?, tool_lines = ?, usage_mode = ?, muted = ?, updated_at = ? WHERE session_id = ?`),
+		e.ModelOverride, e.ThinkLevel, e.QueueJSON, e.Activation, e.Verbose, e.UsageMode, e.Muted, time.Now().UTC(), e.SessionID)
 	if err != nil {
 		return fmt.Errorf("save the settings of %s: %w", e.SessionID, err)
 	}

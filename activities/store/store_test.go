@@ -79,6 +79,7 @@ func runSuite(t *testing.T, dsn func(*testing.T) string) {
 		require.NoError(t, err)
 		assert.Equal(t, "session:webchat:a#1", e.TranscriptID)
 		e.ModelOverride, e.QueueJSON = "anthropic/x", `{"mode":"collect"}`
+		e.ThinkLevel, e.Verbose, e.UsageMode, e.Muted = "high", true, "full", true
 		require.NoError(t, s.SaveSettings(ctx, e))
 		id, err := s.StartTranscript(ctx, "session:webchat:a", "turn-7")
 		require.NoError(t, err)
@@ -90,6 +91,10 @@ func runSuite(t *testing.T, dsn func(*testing.T) string) {
 		assert.Equal(t, id, e.TranscriptID)
 		assert.Equal(t, "anthropic/x", e.ModelOverride)
 		assert.Equal(t, `{"mode":"collect"}`, e.QueueJSON)
+		assert.Equal(t, "high", e.ThinkLevel)
+		assert.True(t, e.Verbose)
+		assert.Equal(t, "full", e.UsageMode)
+		assert.True(t, e.Muted, "the chat settings of issue 18 outlive a workflow run too")
 	})
 
 	t.Run("transcripts are idempotent and ordered", func(t *testing.T) {
