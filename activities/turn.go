@@ -58,27 +58,10 @@ func (a *Activities) transcript(ctx context.Context, req pipeline.TurnRequest) (
 // the conversation happens, the transcript window that fits the token
 // budget, and the new user turn, each user message in its envelope.
 func (a *Activities) prompt(req pipeline.TurnRequest, history []store.Message, now time.Time) models.Prompt {
-	system := pipeline.SystemContext(req.Session.Channel, req.Session.Chat, req.Group, now, a.Location)
-	if a.SystemPrompt != "" {
-		system = a.SystemPrompt + "\n\n" + system
-	}
+	system := a.systemText(req.Session, req.Group, now)
 	last := lastMessage(req)
 	current := pipeline.Envelope(a.envelope(req, last.SenderName, last.At, prevTime(history)), req.Text)
-
-	texts := make([]string, len(history))
-	for i, m := range history {
-		texts[i] = m.Body
-	}
-	budget := a.ContextTokens
-	if budget <= 0 {
-		budget = 8000
-	}
-	keep := pipeline.FitBudget(texts, budget, pipeline.EstimateTokens(system)+pipeline.EstimateTokens(current))
-	history = history[len(history)-keep:]
-	// A window opens on a user message (providers require it).
-	for len(history) > 0 && history[0].Role != "user" {
-		history = history[1:]
-	}
+	history = a.window(history, pipeline.EstimateTokens(system)+pipeline.EstimateTokens(current))
 
 	p := models.Prompt{System: system}
 	var prev time.Time
@@ -98,6 +81,38 @@ func (a *Activities) prompt(req pipeline.TurnRequest, history []store.Message, n
 		}
 	}
 	return p
+}
+
+// systemText is the system prompt: the persona, then where and when the
+// conversation happens.
+func (a *Activities) systemText(key pipeline.SessionKey, group bool, now time.Time) string {
+	system := pipeline.SystemContext(key.Channel, key.Chat, group, now, a.Location)
+	if a.SystemPrompt != "" {
+		system = a.SystemPrompt + "\n\n" + system
+	}
+	return system
+}
+
+// budget is the prompt's token budget (REPLYFLOW_CONTEXT_TOKENS).
+func (a *Activities) budget() int {
+	if a.ContextTokens <= 0 {
+		return 8000
+	}
+	return a.ContextTokens
+}
+
+// window is the newest part of history that fits the budget beside
+// reserved tokens, opening on a user message (providers require it).
+func (a *Activities) window(history []store.Message, reserved int) []store.Message {
+	texts := make([]string, len(history))
+	for i, m := range history {
+		texts[i] = m.Body
+	}
+	history = history[len(history)-pipeline.FitBudget(texts, a.budget(), reserved):]
+	for len(history) > 0 && history[0].Role != "user" {
+		history = history[1:]
+	}
+	return history
 }
 
 func (a *Activities) envelope(req pipeline.TurnRequest, sender string, at, prev time.Time) pipeline.EnvelopeFields {

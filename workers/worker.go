@@ -89,6 +89,10 @@ func Register(r worker.Registry, acts *activities.Activities) {
 		pipeline.ActivityEdit:           acts.EditMessage,
 		pipeline.ActivityGate:           acts.GateCheck,
 		pipeline.ActivityClaim:          acts.Claim,
+		// Issue 18's commands.
+		pipeline.ActivityDescribeContext:   acts.DescribeContext,
+		pipeline.ActivityCompactTranscript: acts.CompactTranscript,
+		pipeline.ActivityExportTranscript:  acts.ExportTranscript,
 	}
 	if hb := acts.Heartbeats; hb != nil {
 		activities[pipeline.ActivitySignalHeartbeat] = hb.SignalHeartbeat
