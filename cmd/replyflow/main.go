@@ -39,6 +39,9 @@ Usage:
   replyflow heartbeat pause|resume [--reason text] <session> | trigger|off <session>
                       a chat's heartbeat: its Temporal Schedule heartbeat:<channel>:<chat>
                       (also on the Temporal UI's Schedules page)
+  replyflow export [--out file] <session>
+                      print the session's transcript as Markdown, as /export sends it
+                      (reads the store, REPLYFLOW_STORE_DSN; needs no Temporal)
   replyflow webchat token <sender> [--owner] [--name N] [--chat C]... [--ttl 720h]
                       print a web chat sign-in for sender: a Bearer token and a
                       one-time login link (needs REPLYFLOW_WEBCHAT_AUTH_KEY, not Temporal)
@@ -95,6 +98,8 @@ func run(args []string) error {
 		return decideCommand(ctx, cfg, args[0], args[1:], os.Stdout, quietLogger(cfg))
 	case "webchat":
 		return webchatCommand(args[1:], cfg, os.Stdout, os.Stderr, time.Now())
+	case "export":
+		return exportCommand(ctx, cfg, args[1:], os.Stdout, time.Now())
 	}
 	return fmt.Errorf("unknown command %q; run `replyflow help`", args[0])
 }
