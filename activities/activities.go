@@ -132,6 +132,7 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 		return pipeline.TurnResult{}, fmt.Errorf("load the transcript of %s: %w", req.Session.WorkflowID(), err)
 	}
 	prompt := a.prompt(req, history, time.Now())
+	prompt.Think = req.Think
 	if !req.NoTools {
 		prompt.Tools = a.Tools.specs()
 	}
@@ -142,7 +143,10 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 		}
 		return pipeline.TurnResult{}, modelError(req, err)
 	}
-	result := pipeline.TurnResult{Reply: answer.Text, Model: req.Model, ToolCalls: answer.ToolCalls}
+	result := pipeline.TurnResult{Reply: answer.Text, Model: req.Model, ToolCalls: answer.ToolCalls, ThinkIgnored: answer.ThinkIgnored}
+	if answer.Usage != (pipeline.Usage{}) {
+		result.Usage = &answer.Usage
+	}
 	for i := range result.ToolCalls {
 		result.ToolCalls[i].RequiresApproval = a.Tools.requiresApproval(result.ToolCalls[i].Name)
 	}

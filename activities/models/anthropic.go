@@ -31,6 +31,12 @@ func (m *anthropicModel) Name() string { return m.name }
 
 func (m *anthropicModel) Complete(ctx context.Context, p Prompt) (Completion, error) {
 	params := anthropic.MessageNewParams{Model: anthropic.Model(m.model), MaxTokens: m.maxTokens}
+	if budget := thinkingBudget[p.Think]; budget > 0 && !hasToolResults(p) {
+		// The budget comes out of max_tokens, which must exceed it: the
+		// answer keeps the room it had without thinking.
+		params.Thinking = anthropic.ThinkingConfigParamOfEnabled(budget)
+		params.MaxTokens = m.maxTokens + budget
+	}
 	if p.System != "" {
 		params.System = []anthropic.TextBlockParam{{Text: p.System}}
 	}
@@ -102,5 +108,26 @@ func (m *anthropicModel) Complete(ctx context.Context, p Prompt) (Completion, er
 		}
 	}
 	out.Text = strings.TrimSpace(b.String())
+	out.Usage = pipeline.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}
 	return out, nil
+}
+
+// hasToolResults: a step after tool calls. Anthropic wants the earlier
+// step's thinking blocks back with its tool use when thinking is on, and
+// the turn does not keep them; such a step runs without thinking.
+func hasToolResults(p Prompt) bool {
+	for _, m := range p.Messages {
+		if m.Role == "tool" {
+			return true
+		}
+	}
+	return false
+}
+
+// thinkingBudget is the extended-thinking budget of each reasoning
+// effort (Anthropic's minimum is 1024 tokens).
+var thinkingBudget = map[pipeline.ThinkLevel]int64{
+	pipeline.ThinkLow:    1024,
+	pipeline.ThinkMedium: 4096,
+	pipeline.ThinkHigh:   16384,
 }

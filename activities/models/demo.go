@@ -36,5 +36,8 @@ func (m Demo) Complete(ctx context.Context, p Prompt) (Completion, error) {
 			last = msg.Text
 		}
 	}
-	return Completion{Text: "You said: " + strings.TrimSpace(pipeline.StripEnvelope(last)) + "\n\n(demo model: set REPLYFLOW_MODEL to talk to a real one)"}, nil
+	text := "You said: " + strings.TrimSpace(pipeline.StripEnvelope(last)) + "\n\n(demo model: set REPLYFLOW_MODEL to talk to a real one)"
+	// The demo takes no reasoning effort, and reports no usage: it costs
+	// nothing, and an estimate would pass for a provider's count.
+	return Completion{Text: text, ThinkIgnored: p.thinks()}, nil
 }

@@ -48,12 +48,23 @@ type Prompt struct {
 	System   string
 	Messages []Message
 	Tools    []Tool
+	// Think is the reasoning effort asked for (/think); "" and off ask
+	// for none.
+	Think pipeline.ThinkLevel
 }
+
+// thinks is true when p asks for reasoning effort.
+func (p Prompt) thinks() bool { return p.Think != "" && p.Think != pipeline.ThinkOff }
 
 // Completion is a model's answer: text, tool calls, or both.
 type Completion struct {
 	Text      string
 	ToolCalls []pipeline.ToolCall
+	// Usage is what the provider reported the call cost.
+	Usage pipeline.Usage
+	// ThinkIgnored: the prompt asked for reasoning effort this model's
+	// provider does not take.
+	ThinkIgnored bool
 }
 
 // Model produces a completion of a prompt.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/openai/openai-go/v3"
@@ -66,6 +67,9 @@ func (m *openAIModel) Complete(ctx context.Context, p Prompt) (Completion, error
 	if m.maxTokens > 0 {
 		params.MaxCompletionTokens = openai.Int(m.maxTokens)
 	}
+	if p.thinks() {
+		params.ReasoningEffort = shared.ReasoningEffort(p.Think)
+	}
 	resp, err := m.client.Chat.Completions.New(ctx, params)
 	if err != nil {
 		var apiErr *openai.Error
@@ -85,7 +89,7 @@ func (m *openAIModel) Complete(ctx context.Context, p Prompt) (Completion, error
 	if choice.FinishReason == "content_filter" {
 		return Completion{}, &Error{Type: pipeline.ErrContentFilter, Model: m.name, Err: errors.New("the reply was withheld by the provider's content filter")}
 	}
-	out := Completion{Text: strings.TrimSpace(choice.Message.Content)}
+	out := Completion{Text: strings.TrimSpace(choice.Message.Content), Usage: openAIUsage(resp.Usage)}
 	for _, c := range choice.Message.ToolCalls {
 		out.ToolCalls = append(out.ToolCalls, pipeline.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
 	}
@@ -93,4 +97,18 @@ func (m *openAIModel) Complete(ctx context.Context, p Prompt) (Completion, error
 		return Completion{}, &Error{Type: pipeline.ErrContentFilter, Model: m.name, Err: fmt.Errorf("the model refused: %s", choice.Message.Refusal)}
 	}
 	return out, nil
+}
+
+// openAIUsage reads the tokens, and the cost where an OpenAI-compatible
+// provider adds one (OpenRouter's usage.cost, in USD).
+func openAIUsage(u openai.CompletionUsage) pipeline.Usage {
+	out := pipeline.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	// An unknown field is kept raw; the SDK marks it not Valid, as it
+	// has no type to decode it into.
+	if f, ok := u.JSON.ExtraFields["cost"]; ok {
+		if cost, err := strconv.ParseFloat(f.Raw(), 64); err == nil && cost >= 0 {
+			out.CostUSD, out.HasCost = cost, true
+		}
+	}
+	return out
 }

@@ -26,6 +26,12 @@ type Step struct {
 	Latency      time.Duration
 	// ToolCalls are returned instead of (or with) text.
 	ToolCalls []ToolCall
+	// InputTokens and OutputTokens are the usage reported (1 and 1 when
+	// zero); Cost, when set, is added as OpenRouter does (usage.cost).
+	InputTokens, OutputTokens int
+	Cost                      *float64
+	// Thinking is an Anthropic thinking block sent before the text.
+	Thinking string
 }
 
 // ToolCall is a tool the scripted model asks to call.
@@ -40,6 +46,12 @@ type Request struct {
 	Model    string
 	System   string
 	Messages []string // "role: text"
+	// ReasoningEffort is OpenAI's reasoning_effort; ThinkingBudget is
+	// Anthropic's thinking.budget_tokens (0 when not enabled);
+	// MaxTokens is max_tokens (Anthropic) or max_completion_tokens.
+	ReasoningEffort string
+	ThinkingBudget  int
+	MaxTokens       int
 }
 
 // Server is a fake provider.
@@ -85,10 +97,17 @@ type wireMessage struct {
 }
 
 type wireRequest struct {
-	Stream   bool            `json:"stream"`
-	Model    string          `json:"model"`
-	System   json.RawMessage `json:"system"`
-	Messages []wireMessage   `json:"messages"`
+	Stream          bool            `json:"stream"`
+	Model           string          `json:"model"`
+	System          json.RawMessage `json:"system"`
+	Messages        []wireMessage   `json:"messages"`
+	ReasoningEffort string          `json:"reasoning_effort"`
+	Thinking        *struct {
+		Type         string `json:"type"`
+		BudgetTokens int    `json:"budget_tokens"`
+	} `json:"thinking"`
+	MaxTokens           int `json:"max_tokens"`
+	MaxCompletionTokens int `json:"max_completion_tokens"`
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
@@ -106,7 +125,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
 		return
 	}
-	seen := Request{Model: req.Model, System: text(req.System)}
+	seen := Request{Model: req.Model, System: text(req.System), ReasoningEffort: req.ReasoningEffort, MaxTokens: max(req.MaxTokens, req.MaxCompletionTokens)}
+	if req.Thinking != nil && req.Thinking.Type == "enabled" {
+		seen.ThinkingBudget = req.Thinking.BudgetTokens
+	}
 	last := ""
 	for _, m := range req.Messages {
 		t := text(m.Content)
@@ -165,6 +187,9 @@ func (s *Server) successBody(model, reply string, step Step) any {
 	finish := step.FinishReason
 	if s.anthropic {
 		content := []map[string]any{}
+		if step.Thinking != "" {
+			content = append(content, map[string]any{"type": "thinking", "thinking": step.Thinking, "signature": "sig"})
+		}
 		if reply != "" {
 			content = append(content, map[string]any{"type": "text", "text": reply})
 		}
@@ -178,7 +203,7 @@ func (s *Server) successBody(model, reply string, step Step) any {
 			}
 		}
 		return map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "model": model,
-			"content": content, "stop_reason": finish, "usage": map[string]int{"input_tokens": 1, "output_tokens": 1}}
+			"content": content, "stop_reason": finish, "usage": map[string]int{"input_tokens": or1(step.InputTokens), "output_tokens": or1(step.OutputTokens)}}
 	}
 	message := map[string]any{"role": "assistant", "content": reply}
 	if len(step.ToolCalls) > 0 {
@@ -196,7 +221,23 @@ func (s *Server) successBody(model, reply string, step Step) any {
 	}
 	return map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": model,
 		"choices": []map[string]any{{"index": 0, "message": message, "finish_reason": finish}},
-		"usage":   map[string]int{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+		"usage":   s.openAIUsage(step)}
+}
+
+func (s *Server) openAIUsage(step Step) map[string]any {
+	in, out := or1(step.InputTokens), or1(step.OutputTokens)
+	usage := map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out}
+	if step.Cost != nil {
+		usage["cost"] = *step.Cost
+	}
+	return usage
+}
+
+func or1(n int) int {
+	if n == 0 {
+		return 1
+	}
+	return n
 }
 
 // stream answers as Server-Sent Events, the reply split into word-sized
