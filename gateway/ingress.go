@@ -17,6 +17,9 @@ import (
 type Ingress struct {
 	Client    client.Client
 	TaskQueue string
+	// Scope is the session scope of a channel's group chats
+	// (REPLYFLOW_SESSION_SCOPE); nil shares one session per chat.
+	Scope func(channel string) pipeline.SessionScope
 }
 
 var (
@@ -26,10 +29,20 @@ var (
 
 // Accept signals the session's workflow, starting it if it is not running.
 func (i *Ingress) Accept(ctx context.Context, in pipeline.Inbound) error {
-	return i.signal(ctx, in.Session(), workflows.SignalInbound, in)
+	return i.signal(ctx, i.SessionOf(in), workflows.SignalInbound, in)
 }
 
-// Feedback signals a reaction to the session's workflow, which records it.
+// SessionOf is the session a message goes to: under per-sender scope, a
+// group message goes to its sender's session of the chat.
+func (i *Ingress) SessionOf(in pipeline.Inbound) pipeline.SessionKey {
+	if i.Scope == nil {
+		return in.Session()
+	}
+	return in.SessionIn(i.Scope(in.Channel))
+}
+
+// Feedback signals a reaction to the session's workflow, which records it
+// (the chat's session: a reaction names no sender's session).
 func (i *Ingress) Feedback(ctx context.Context, f pipeline.Feedback) error {
 	return i.signal(ctx, f.Session(), workflows.SignalFeedback, f)
 }

@@ -39,9 +39,17 @@ type Config struct {
 	Activation          string            `envconfig:"ACTIVATION" default:"smart"`
 	ActivationByChannel map[string]string `envconfig:"ACTIVATION_BY_CHANNEL"`
 	Aliases             []string          `envconfig:"ALIASES"`
-	ObservedMaxAge      time.Duration     `envconfig:"OBSERVED_MAX_AGE" default:"6h"`
-	GateModel           string            `envconfig:"GATE_MODEL"`
-	GateTimeout         time.Duration     `envconfig:"GATE_TIMEOUT" default:"2500ms"`
+	// SessionScope is what one session is in a group chat: shared (the
+	// chat) or per-sender; SessionScopeByChannel overrides it per channel.
+	SessionScope          string            `envconfig:"SESSION_SCOPE" default:"shared"`
+	SessionScopeByChannel map[string]string `envconfig:"SESSION_SCOPE_BY_CHANNEL"`
+	// ResetWords are whole messages that start a new transcript as /new
+	// does; ReplyPrefix goes in front of every reply ("[{model}] ").
+	ResetWords     []string      `envconfig:"RESET_WORDS"`
+	ReplyPrefix    string        `envconfig:"REPLY_PREFIX"`
+	ObservedMaxAge time.Duration `envconfig:"OBSERVED_MAX_AGE" default:"6h"`
+	GateModel      string        `envconfig:"GATE_MODEL"`
+	GateTimeout    time.Duration `envconfig:"GATE_TIMEOUT" default:"2500ms"`
 	// Owners may decide proposals: "provider:id" entries, or "*".
 	Owners             []string      `envconfig:"OWNERS"`
 	RequesterMayDecide bool          `envconfig:"REQUESTER_MAY_DECIDE" default:"true"`
@@ -193,6 +201,7 @@ func (c Config) validate() error {
 		}
 	}
 	check(c.GateTimeout > 0, "REPLYFLOW_GATE_TIMEOUT must be positive")
+	errs = append(errs, c.validateSessionSettings()...)
 	check(c.ProposalTTL >= time.Minute, "REPLYFLOW_PROPOSAL_TTL must be at least 1m, got %s", c.ProposalTTL)
 	check(c.MaxSteps >= 1 && c.MaxSteps <= 50, "REPLYFLOW_MAX_STEPS must be from 1 to 50, got %d", c.MaxSteps)
 	check(c.ContextTokens >= 256, "REPLYFLOW_CONTEXT_TOKENS must be at least 256, got %d", c.ContextTokens)
@@ -318,6 +327,8 @@ func (c Config) settings() pipeline.Settings {
 		ProposalTTL:          pipeline.Duration(c.ProposalTTL),
 		Queue:                c.queueDefaults(),
 		DebounceMaxWait:      pipeline.Duration(c.DebounceMaxWait),
+		ResetWords:           c.ResetWords,
+		ReplyPrefix:          c.ReplyPrefix,
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/replyflow/replyflow/gateway"
+	"github.com/replyflow/replyflow/pipeline"
 )
 
 // TestREADMEListsEveryVariable keeps the README's configuration table, the
@@ -77,4 +78,34 @@ func TestRateLimitDefaultsAreTheGatewaysAndABadOneIsNamed(t *testing.T) {
 	cfg.RateChat, cfg.RateNewSessions = "off", "off"
 	require.NoError(t, cfg.validate())
 	assert.True(t, cfg.limits().Sender.Off())
+}
+
+func TestSessionSettingsAreCheckedAtStart(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.SessionScope = "per-user"
+	cfg.SessionScopeByChannel = map[string]string{"telegram": "per-sender", "slack": "everyone"}
+	cfg.ResetWords = []string{"start over", "/status"}
+	cfg.ReplyPrefix = "[{model}]\n"
+	err := cfg.validate()
+	require.Error(t, err)
+	for _, want := range []string{
+		`REPLYFLOW_SESSION_SCOPE: unknown session scope "per-user"`,
+		`REPLYFLOW_SESSION_SCOPE_BY_CHANNEL for slack: unknown session scope "everyone"`,
+		`REPLYFLOW_RESET_WORDS: reset word "/status" already means something else here (/status)`,
+		"REPLYFLOW_REPLY_PREFIX must be one line",
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+	assert.NotContains(t, err.Error(), "for telegram")
+
+	cfg = testConfig(t)
+	cfg.SessionScopeByChannel = map[string]string{"telegram": "per-sender"}
+	cfg.ResetWords = []string{"start over"}
+	cfg.ReplyPrefix = "[{model}] "
+	require.NoError(t, cfg.validate())
+	assert.Equal(t, pipeline.SessionScopePerSender, cfg.sessionScope("telegram"))
+	assert.Equal(t, pipeline.SessionScopeShared, cfg.sessionScope("slack"))
+	s := cfg.settings()
+	assert.Equal(t, []string{"start over"}, s.ResetWords, "reset words reach sessions through their recorded settings")
+	assert.Equal(t, "[{model}] ", s.ReplyPrefix)
 }

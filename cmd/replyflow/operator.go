@@ -26,8 +26,11 @@ type sessionsOptions struct {
 	stuck      bool
 	stuckAfter time.Duration
 	channel    string
-	all        bool
-	limit      int
+	// chat finds every session of a chat: the shared one and, under
+	// per-sender scope, each sender's (they share ReplyflowChat).
+	chat  string
+	all   bool
+	limit int
 }
 
 // sessionsQuery is the visibility query behind `replyflow sessions`; the
@@ -39,6 +42,9 @@ func sessionsQuery(o sessionsOptions, now time.Time) string {
 	}
 	if o.channel != "" {
 		parts = append(parts, fmt.Sprintf("%s = %q", workflows.AttrChannel.GetName(), o.channel))
+	}
+	if o.chat != "" {
+		parts = append(parts, fmt.Sprintf("%s = %q", workflows.AttrChat.GetName(), o.chat))
 	}
 	if o.stuck {
 		cutoff := now.Add(-o.stuckAfter).UTC().Format(time.RFC3339)
@@ -55,6 +61,7 @@ func sessionsCommand(ctx context.Context, cfg Config, args []string, out io.Writ
 	fs.BoolVar(&o.stuck, "stuck", false, "only sessions that look stuck: delivery failed, busy or queued with no new message for --stuck-after, or never run by a worker")
 	fs.DurationVar(&o.stuckAfter, "stuck-after", 10*time.Minute, "how long a busy session may go before it counts as stuck")
 	fs.StringVar(&o.channel, "channel", "", "only this channel (webchat, telegram, ...)")
+	fs.StringVar(&o.chat, "chat", "", "only this chat's sessions (each sender's too, under per-sender scope)")
 	fs.BoolVar(&o.all, "all", false, "include sessions that completed or continued as new")
 	fs.IntVar(&o.limit, "limit", 100, "at most this many rows")
 	if err := fs.Parse(args); err != nil {

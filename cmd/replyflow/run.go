@@ -202,7 +202,7 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	limits := cfg.limits()
-	sink := gateway.NewLimiter(&gateway.Ingress{Client: c, TaskQueue: cfg.TaskQueue}, limits, logger)
+	sink := gateway.NewLimiter(&gateway.Ingress{Client: c, TaskQueue: cfg.TaskQueue, Scope: cfg.sessionScope}, limits, logger)
 	defer sink.Wait() // the slow-down notices in flight, a few seconds at most
 	logger.Info("Inbound rate limits (REPLYFLOW_RATE_*)", "sender", limits.Sender.String(), "chat", limits.Chat.String(), "new_sessions", limits.NewSessions.String())
 	mux := http.NewServeMux()
