@@ -232,7 +232,11 @@ func (a *Activities) ExportTranscript(ctx context.Context, req pipeline.ExportRe
 
 func (a *Activities) exportFile(ctx context.Context, files adapters.FileSender, req pipeline.ExportRequest) (pipeline.ExportResult, error) {
 	now := time.Now()
-	doc, n, err := ExportDocument(ctx, a.Store, req.Session, maxExportBytes, now)
+	limit := maxExportBytes
+	if bounded, ok := files.(interface{ MaxFileBytes() int }); ok {
+		limit = min(limit, bounded.MaxFileBytes())
+	}
+	doc, n, err := ExportDocument(ctx, a.Store, req.Session, limit, now)
 	if err != nil || n == 0 {
 		return pipeline.ExportResult{}, err
 	}

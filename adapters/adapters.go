@@ -149,7 +149,9 @@ type File struct {
 // FileSender is an Outbound that can send a document as a file, under
 // d's reply and thread, with d.Text as its caption. It returns the
 // platform's message ID. An Outbound that is no FileSender gets the
-// document as chunked text replies.
+// document as chunked text replies. One that takes less than 1 MiB says
+// how much with a method MaxFileBytes() int, and the document is cut to
+// it (the oldest messages go first).
 type FileSender interface {
 	SendFile(ctx context.Context, d pipeline.Delivery, f File) (string, error)
 }

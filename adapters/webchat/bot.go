@@ -16,7 +16,11 @@ import (
 // guards it; the users' sign-in has no part in it.
 
 // bot guards the bot API with the shared token.
-func (s *Server) bot(next http.HandlerFunc) http.HandlerFunc {
+func (s *Server) bot(next http.HandlerFunc) http.HandlerFunc { return s.botSized(maxBodyBytes, next) }
+
+// botSized is bot with a body bound of its own (a file is larger than a
+// message).
+func (s *Server) botSized(limit int64, next http.HandlerFunc) http.HandlerFunc {
 	want := []byte("Bearer " + s.cfg.BotToken)
 	return func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
@@ -27,7 +31,7 @@ func (s *Server) bot(next http.HandlerFunc) http.HandlerFunc {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		next(w, r)
 	}
 }
@@ -39,6 +43,9 @@ type BotMessage struct {
 	ThreadID       string            `json:"thread_id,omitempty"`
 	ReplyTo        string            `json:"reply_to,omitempty"`
 	Buttons        []pipeline.Button `json:"buttons,omitempty"`
+	// File is a document sent with the text as its caption (POST
+	// /bot/chats/{chat}/files only).
+	File *FileEvent `json:"file,omitempty"`
 }
 
 // BotEdit is the body of PATCH /bot/chats/{chat}/messages/{message}.
@@ -77,6 +84,30 @@ func (s *Server) postBotMessage(w http.ResponseWriter, r *http.Request) {
 	id, fresh := s.sends.claim(chat+"\x00"+m.IdempotencyKey, func() string { return randomID("b-") })
 	if fresh {
 		s.hub.publish(chat, "message", MessageEvent{MessageID: id, Text: m.Text, ThreadID: m.ThreadID, ReplyTo: m.ReplyTo, Buttons: m.Buttons})
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"message_id": id})
+}
+
+// postBotFile sends a document: a message whose text is the caption, with
+// the file in the event (base64 in JSON), which the page offers as a
+// download and never renders.
+func (s *Server) postBotFile(w http.ResponseWriter, r *http.Request) {
+	var m BotMessage
+	if !decodeBody(w, r, &m, "bot file") {
+		return
+	}
+	if m.File == nil || m.IdempotencyKey == "" {
+		writeError(w, http.StatusBadRequest, "file and idempotency_key are required")
+		return
+	}
+	if err := m.File.check(); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	chat := r.PathValue("chat")
+	id, fresh := s.sends.claim(chat+"\x00"+m.IdempotencyKey, func() string { return randomID("b-") })
+	if fresh {
+		s.hub.publish(chat, "message", MessageEvent{MessageID: id, Text: m.Text, ThreadID: m.ThreadID, ReplyTo: m.ReplyTo, File: m.File})
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"message_id": id})
 }

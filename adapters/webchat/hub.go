@@ -26,6 +26,7 @@ type (
 		ThreadID  string            `json:"thread_id,omitempty"`
 		ReplyTo   string            `json:"reply_to,omitempty"`
 		Buttons   []pipeline.Button `json:"buttons,omitempty"`
+		File      *FileEvent        `json:"file,omitempty"`
 	}
 	ReactionEvent struct {
 		MessageID string `json:"message_id"`

@@ -105,6 +105,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	s.mux.HandleFunc("POST /api/chats/{chat}/messages", s.postUserMessage)
 	s.mux.HandleFunc("GET /api/chats/{chat}/events", s.streamEvents)
 	s.mux.HandleFunc("POST /bot/chats/{chat}/messages", s.bot(s.postBotMessage))
+	s.mux.HandleFunc("POST /bot/chats/{chat}/files", s.botSized(maxFileBodyBytes, s.postBotFile))
 	s.mux.HandleFunc("PUT /bot/chats/{chat}/messages/{message}/reaction", s.bot(s.putReaction))
 	s.mux.HandleFunc("PATCH /bot/chats/{chat}/messages/{message}", s.bot(s.patchBotMessage))
 	s.mux.HandleFunc("POST /api/chats/{chat}/actions", s.postAction)
