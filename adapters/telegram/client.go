@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -310,3 +311,45 @@ func (c *Client) Typing(ctx context.Context, key pipeline.SessionKey, threadID s
 	}
 	return nil
 }
+
+var _ adapters.FileSender = (*Client)(nil)
+
+// SendFile uploads a document with d.Text as its plain caption, in the
+// inbound's topic and anchored as Send does. Like Send it remembers what
+// this worker sent under the idempotency key.
+func (c *Client) SendFile(ctx context.Context, d pipeline.Delivery, f adapters.File) (string, error) {
+	if id, ok := c.sent.Get(d.IdempotencyKey); ok {
+		return id, nil
+	}
+	chat, err := chatOf(d.Session)
+	if err != nil {
+		return "", err
+	}
+	if len(f.Data) > maxUploadBytes {
+		return "", &adapters.Error{Kind: adapters.Permanent, Op: "telegram sendDocument", Err: fmt.Errorf("the file is %d bytes; bots upload at most %d MB", len(f.Data), maxUploadBytes>>20)}
+	}
+	params := &bot.SendDocumentParams{
+		ChatID:   chat,
+		Document: &models.InputFileUpload{Filename: f.Name, Data: bytes.NewReader(f.Data)},
+		Caption:  PlainText(d.Text),
+	}
+	if topic, ok := topicOf(d.ThreadID); ok {
+		params.MessageThreadID = topic
+	}
+	if anchor := c.anchor(ctx, d); anchor > 0 {
+		params.ReplyParameters = &models.ReplyParameters{MessageID: anchor, AllowSendingWithoutReply: true}
+	}
+	if err := c.pace.wait(ctx, chat); err != nil {
+		return "", err
+	}
+	msg, err := c.bot.SendDocument(ctx, params)
+	if err != nil {
+		return "", c.failed(chat, "sendDocument", err)
+	}
+	id := strconv.Itoa(msg.ID)
+	c.sent.Put(d.IdempotencyKey, id)
+	return id, nil
+}
+
+// maxUploadBytes is the Bot API's bound on a file a bot uploads.
+const maxUploadBytes = 50 << 20

@@ -40,6 +40,9 @@ type Message struct {
 	Edits      int
 	// Reaction is the bot's reaction on the message now.
 	Reaction []string
+	// File is a document the bot sent (sendDocument); Text is then its
+	// caption.
+	File *SentFile
 	date     int64
 	topic    bool // a topic's first (service) message
 	caption  bool

@@ -235,6 +235,19 @@ func decodeParams(r *http.Request) (map[string]string, error) {
 		for k, v := range r.MultipartForm.Value {
 			params[k] = v[0]
 		}
+		for k, files := range r.MultipartForm.File {
+			// An uploaded file: its bytes, and its name beside them.
+			f, err := files[0].Open()
+			if err != nil {
+				return nil, err
+			}
+			data, err := io.ReadAll(f)
+			f.Close()
+			if err != nil {
+				return nil, err
+			}
+			params[k], params[k+uploadNameSuffix] = string(data), files[0].Filename
+		}
 	case "application/x-www-form-urlencoded":
 		body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
 		if err != nil {

@@ -1,0 +1,59 @@
+package telegramtest
+
+import (
+	"encoding/json"
+	"strconv"
+	"unicode/utf16"
+)
+
+// uploadNameSuffix marks the file name of an uploaded multipart field in
+// decodeParams' map ("document" holds the bytes, "document\x00name" the
+// name).
+const uploadNameSuffix = "\x00name"
+
+// maxCaptionLength is Telegram's limit on a caption, in UTF-16 code units.
+const maxCaptionLength = 1024
+
+// SentFile is a document the bot uploaded.
+type SentFile struct {
+	Name string
+	Data []byte
+}
+
+// sendDocument takes an uploaded document (a file ID or URL is not
+// supported by this fake), with an optional plain caption, in a topic
+// and as a reply as sendMessage does.
+func (s *Server) sendDocument(p map[string]string) (int, wireResponse) {
+	st, bad := s.chatOf(p)
+	if bad != nil {
+		return bad.status, bad.resp
+	}
+	name, uploaded := p["document"+uploadNameSuffix]
+	if !uploaded {
+		return badRequest("there is no document in the request")
+	}
+	if p["document"] == "" {
+		return badRequest("file must be non-empty")
+	}
+	if len(utf16.Encode([]rune(p["caption"]))) > maxCaptionLength {
+		return badRequest("message caption is too long")
+	}
+	m := &Message{From: s.Bot, Text: p["caption"], caption: true, date: s.now().Unix(), File: &SentFile{Name: name, Data: []byte(p["document"])}}
+	m.document = &wireDocument{FileID: "doc-" + strconv.Itoa(st.nextID+1), FileUniqueID: "u-doc", FileName: name, MimeType: "text/markdown"}
+	if raw := p["message_thread_id"]; raw != "" {
+		m.ThreadID, _ = strconv.Atoi(raw)
+	}
+	if raw := p["reply_parameters"]; raw != "" {
+		var rp struct {
+			MessageID int `json:"message_id"`
+		}
+		if err := json.Unmarshal([]byte(raw), &rp); err != nil {
+			return badRequest("can't parse reply parameters JSON object")
+		}
+		if st.messages[rp.MessageID] != nil {
+			m.ReplyTo = rp.MessageID
+		}
+	}
+	st.add(m)
+	return ok(st.wire(m, 0))
+}
