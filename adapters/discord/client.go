@@ -241,6 +241,8 @@ func (c *Client) Typing(ctx context.Context, session pipeline.SessionKey, thread
 type request struct {
 	op, method, url, bucket string
 	body                    any    // sent as JSON; nil for none
+	// files, when set, send body as payload_json with them (multipart).
+	files []*discordgo.File
 	secret                  string // a token in url, kept out of errors
 	wait                    bool   // wait up to maxInlineWait for the bucket
 }
@@ -250,9 +252,16 @@ type request struct {
 // any. Errors come back classified.
 func (c *Client) call(ctx context.Context, r request, out any) error {
 	var payload []byte
+	contentType := "application/json"
 	if r.body != nil {
 		var err error
 		if payload, err = discordgo.Marshal(r.body); err != nil {
+			return &adapters.Error{Kind: adapters.Permanent, Op: r.op, Err: err}
+		}
+	}
+	if len(r.files) > 0 {
+		var err error
+		if contentType, payload, err = discordgo.MultipartBodyWithJSON(r.body, r.files); err != nil {
 			return &adapters.Error{Kind: adapters.Permanent, Op: r.op, Err: err}
 		}
 	}
@@ -261,7 +270,7 @@ func (c *Client) call(ctx context.Context, r request, out any) error {
 		return err
 	}
 	defer release()
-	resp, err := c.dg.RequestWithLockedBucket(r.method, r.url, "application/json", payload, bucket, 0, discordgo.WithContext(ctx))
+	resp, err := c.dg.RequestWithLockedBucket(r.method, r.url, contentType, payload, bucket, 0, discordgo.WithContext(ctx))
 	if err != nil {
 		return classify(r.op, r.bucket, err, r.secret)
 	}

@@ -45,8 +45,14 @@ func (s *Server) handler(pattern string, h func(*request) (int, any)) http.Handl
 				req.Vars[v] = val
 			}
 		}
+		if isMultipart(r) {
+			// A message with files: the JSON is the payload_json part.
+			if payload, files, err := readMultipart(r.Header.Get("Content-Type"), raw); err == nil {
+				req.Raw, req.Files = payload, files
+			}
+		}
 		var body map[string]any
-		if len(raw) > 0 && json.Unmarshal(raw, &body) == nil {
+		if len(req.Raw) > 0 && json.Unmarshal(req.Raw, &body) == nil {
 			req.Body = body
 		}
 		s.mu.Lock()

@@ -113,7 +113,11 @@ func (s *Server) send(r *request) (int, any) {
 	}
 	m := &message{Message: Message{ChannelID: st.ch.ID, GuildID: st.ch.GuildID, Author: s.user(s.BotID),
 		Nonce: nonce, EnforceNonce: p.EnforceNonce}}
-	if status, resp := s.compose(m, p, true); status != 0 {
+	for _, f := range r.Files {
+		f.ID = s.snowflake(s.Now())
+		m.Attachments = append(m.Attachments, f)
+	}
+	if status, resp := s.composeWithFiles(m, p, len(r.Files) > 0); status != 0 {
 		return status, resp
 	}
 	key := nonceKey{st.ch.ID, nonce}

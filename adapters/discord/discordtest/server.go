@@ -133,8 +133,10 @@ type Call struct {
 	Vars   map[string]string // the route's variables: channel, message, emoji…
 	Query  url.Values
 	Body   map[string]any // the JSON body decoded; nil without one
-	Raw    []byte         // the body as sent
+	Raw    []byte         // the body as sent (a multipart body's payload_json)
 	Auth   string         // the Authorization header
+	// Files are a multipart body's files, in order.
+	Files []Attachment
 	// Status is the HTTP status answered, 0 when the fake hung up; Code
 	// Discord's JSON error code when there was one.
 	Status int

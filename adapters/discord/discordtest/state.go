@@ -48,6 +48,8 @@ type User struct {
 type Attachment struct {
 	ID, Filename, ContentType string
 	Size                      int
+	// Data is an uploaded file's content (the bot's uploads only).
+	Data []byte
 }
 
 // URL is where Discord's CDN would serve the attachment.
