@@ -44,7 +44,11 @@ type Metadata struct {
 }
 
 // File is a file shared in a message.
-type File struct{ ID, Name, Mimetype string }
+type File struct {
+	ID, Name, Mimetype string
+	// Data is an uploaded file's content (the bot's uploads only).
+	Data []byte
+}
 
 // Status is one assistant.threads.setStatus the fake applied.
 type Status struct {

@@ -29,6 +29,10 @@ func (s *Server) dispatch(method string, p map[string]string) answer {
 		return s.react(method == "reactions.add", p)
 	case "assistant.threads.setStatus":
 		return s.setStatus(p)
+	case "files.getUploadURLExternal":
+		return s.getUploadURL(p)
+	case "files.completeUploadExternal":
+		return s.completeUpload(p)
 	}
 	return slackErr("unknown_method")
 }

@@ -86,7 +86,8 @@ type Server struct {
 	faults   map[string][]Fault
 	statuses []Status
 	ephemera []Ephemeral
-	nextID   int // for event and envelope IDs
+	uploads  map[string]*upload // files.getUploadURLExternal's, by file ID
+	nextID   int                // for event and envelope IDs
 	socket   socketState
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -152,6 +153,7 @@ func New(opts Options) *Server {
 	s.socket.init()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.serveAPI)
+	mux.HandleFunc("POST /upload/{file}", s.serveUpload)
 	mux.HandleFunc("/socket", s.serveSocket)
 	s.http = httptest.NewServer(mux)
 	go s.redeliverLoop()
