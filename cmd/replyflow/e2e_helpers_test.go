@@ -29,6 +29,8 @@ type sseEvent struct {
 	Text      string `json:"text"`
 	Emoji     string `json:"emoji"`
 	ReplyTo   string `json:"reply_to"`
+	// File is a document sent with the message (/export).
+	File *fileEvent `json:"file"`
 }
 
 type eventStream struct{ ch chan sseEvent }
