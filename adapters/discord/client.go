@@ -240,11 +240,11 @@ func (c *Client) Typing(ctx context.Context, session pipeline.SessionKey, thread
 // request is one REST call.
 type request struct {
 	op, method, url, bucket string
-	body                    any    // sent as JSON; nil for none
+	body                    any // sent as JSON; nil for none
 	// files, when set, send body as payload_json with them (multipart).
-	files []*discordgo.File
-	secret                  string // a token in url, kept out of errors
-	wait                    bool   // wait up to maxInlineWait for the bucket
+	files  []*discordgo.File
+	secret string // a token in url, kept out of errors
+	wait   bool   // wait up to maxInlineWait for the bucket
 }
 
 // call makes r through discordgo with the bucket taken here (see the

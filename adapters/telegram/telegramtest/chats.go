@@ -42,7 +42,7 @@ type Message struct {
 	Reaction []string
 	// File is a document the bot sent (sendDocument); Text is then its
 	// caption.
-	File *SentFile
+	File     *SentFile
 	date     int64
 	topic    bool // a topic's first (service) message
 	caption  bool
