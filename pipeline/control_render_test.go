@@ -98,3 +98,14 @@ func TestRenderHeartbeatInfo(t *testing.T) {
 	info := HeartbeatInfo{On: true, Paused: true, Note: "paused by ops\nfor the night", Spec: "every 30m", NextRun: time.Date(2026, 1, 1, 8, 30, 0, 0, time.UTC)}
 	assert.Equal(t, "Heartbeat: every 30m (paused: paused by ops for the night); next at 08:30 UTC. Last: none yet.", RenderHeartbeatInfo(info, "none yet"))
 }
+
+func TestDirectivesOverEarlierOnes(t *testing.T) {
+	high, low, on := ThinkHigh, ThinkLow, true
+	first := Directives{Think: &high, Verbose: &on}
+	later := Directives{Think: &low}
+	got := later.Over(&first)
+	assert.Equal(t, ThinkLow, *got.Think, "the later message's wins")
+	assert.True(t, *got.Verbose, "what it leaves unset is the earlier one's")
+	assert.Nil(t, got.Model)
+	assert.Equal(t, later, later.Over(nil))
+}

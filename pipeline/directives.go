@@ -53,6 +53,31 @@ func (d Directives) Any() bool {
 	return d.Think != nil || d.Verbose != nil || d.Model != nil || d.Queue != nil || d.Usage != nil
 }
 
+// Over is d with base's settings where d sets none: a later message's
+// directives over an earlier one's, for a turn that answers both.
+func (d Directives) Over(base *Directives) Directives {
+	if base == nil {
+		return d
+	}
+	out := *base
+	if d.Think != nil {
+		out.Think = d.Think
+	}
+	if d.Verbose != nil {
+		out.Verbose = d.Verbose
+	}
+	if d.Model != nil {
+		out.Model = d.Model
+	}
+	if d.Queue != nil {
+		out.Queue = d.Queue
+	}
+	if d.Usage != nil {
+		out.Usage = d.Usage
+	}
+	return out
+}
+
 // Describe renders the set directives for an acknowledgement, in a fixed
 // order: "think high, verbose on, model openai/gpt-4o, queue collect cap 3,
 // usage full".

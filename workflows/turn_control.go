@@ -37,24 +37,9 @@ func heartbeatOutcome(turnOutcome string) string {
 func mergedDirectives(batches []Batch) *pipeline.Directives {
 	var out *pipeline.Directives
 	for _, b := range batches {
-		d := b.Directives
-		if d == nil {
-			continue
-		}
-		if out == nil {
-			out = &pipeline.Directives{}
-		}
-		if d.Think != nil {
-			out.Think = d.Think
-		}
-		if d.Verbose != nil {
-			out.Verbose = d.Verbose
-		}
-		if d.Model != nil {
-			out.Model = d.Model
-		}
-		if d.Usage != nil {
-			out.Usage = d.Usage
+		if b.Directives != nil {
+			merged := b.Directives.Over(out)
+			out = &merged
 		}
 	}
 	return out

@@ -146,12 +146,7 @@ func (c *Client) Send(ctx context.Context, d pipeline.Delivery) (string, error) 
 		ReplyMarkup:        keyboard(d.Buttons),
 	}
 	params.Text, params.ParseMode = formatted(d.Text)
-	if topic, ok := topicOf(d.ThreadID); ok {
-		params.MessageThreadID = topic
-	}
-	if anchor := c.anchor(ctx, d); anchor > 0 {
-		params.ReplyParameters = &models.ReplyParameters{MessageID: anchor, AllowSendingWithoutReply: true}
-	}
+	params.MessageThreadID, params.ReplyParameters = c.placement(ctx, d)
 	if err := c.pace.wait(ctx, chat); err != nil {
 		return "", err
 	}
@@ -167,6 +162,16 @@ func (c *Client) Send(ctx context.Context, d pipeline.Delivery) (string, error) 
 	id := strconv.Itoa(msg.ID)
 	c.sent.Put(d.IdempotencyKey, id)
 	return id, nil
+}
+
+// placement is where a delivery goes: its topic (0 for none) and the
+// message it answers (nil for none).
+func (c *Client) placement(ctx context.Context, d pipeline.Delivery) (int, *models.ReplyParameters) {
+	topic, _ := topicOf(d.ThreadID)
+	if anchor := c.anchor(ctx, d); anchor > 0 {
+		return topic, &models.ReplyParameters{MessageID: anchor, AllowSendingWithoutReply: true}
+	}
+	return topic, nil
 }
 
 // formatted is a text as Telegram HTML, or as plain text when its HTML
@@ -333,12 +338,7 @@ func (c *Client) SendFile(ctx context.Context, d pipeline.Delivery, f adapters.F
 		Document: &models.InputFileUpload{Filename: f.Name, Data: bytes.NewReader(f.Data)},
 		Caption:  PlainText(d.Text),
 	}
-	if topic, ok := topicOf(d.ThreadID); ok {
-		params.MessageThreadID = topic
-	}
-	if anchor := c.anchor(ctx, d); anchor > 0 {
-		params.ReplyParameters = &models.ReplyParameters{MessageID: anchor, AllowSendingWithoutReply: true}
-	}
+	params.MessageThreadID, params.ReplyParameters = c.placement(ctx, d)
 	if err := c.pace.wait(ctx, chat); err != nil {
 		return "", err
 	}
