@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,13 @@ func TestHeartbeatScheduleTicksReachTheSession(t *testing.T) {
 	s.startWorker(nil)
 	ctx := context.Background()
 	key := pipeline.SessionKey{Channel: "webchat", Chat: "hb-tick"}
+	// A person starts the session: ticks alone keep none alive (without
+	// a checklist each would complete its run, and the ticks would be
+	// spread over runs this test does not follow).
+	events := subscribe(t, s.baseURL, key.Chat)
+	code, body := s.post(key.Chat, `{"message_id":"hb-hello","sender_id":"alice","text":"hello"}`)
+	require.Equal(t, http.StatusAccepted, code, body)
+	events.collectUntil(t, 30*time.Second, isReplyTo("hb-hello"))
 	hb := newHeartbeats(s.client, s.cfg, s.logger)
 	t.Cleanup(func() { _ = hb.DeleteHeartbeat(context.Background(), key) })
 	// An earlier run of this test (-count) left the session with ticks.
