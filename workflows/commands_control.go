@@ -49,11 +49,15 @@ func (s *session) runControlCommand(in pipeline.Inbound, p pipeline.Parsed) bool
 		s.replies.work(in, func(ctx workflow.Context) string { return s.describeContext(ctx, in) })
 		return true
 	case pipeline.CommandCompact:
-		if s.turns.running() || s.turns.queued() {
+		if s.turns.running() || s.turns.queued() || s.intake.buffering() || s.compacting {
 			text = "⚠️ A turn is running or waiting; send /compact again once it is answered."
 			break
 		}
-		s.replies.work(in, func(ctx workflow.Context) string { return s.compact(ctx, in, p.Focus) })
+		s.compacting = true
+		s.replies.work(in, func(ctx workflow.Context) string {
+			defer func() { s.compacting = false }()
+			return s.compact(ctx, in, p.Focus)
+		})
 		return true
 	case pipeline.CommandExport:
 		s.replies.work(in, func(ctx workflow.Context) string { return s.export(ctx, in) })

@@ -1,11 +1,13 @@
 package workflows
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 
 	"github.com/replyflow/replyflow/pipeline"
@@ -326,4 +328,20 @@ func TestHeartbeatTurnsDoNotKeepAnIdleSessionAlive(t *testing.T) {
 	// from then. Without the rule the hourly ticks would keep it alive.
 	assert.Equal(t, 24*time.Hour+time.Minute+time.Second, ended.Round(time.Second))
 	assert.Equal(t, 24, len(p.turnTexts())-1, "the ticks before the TTL ran")
+}
+
+func TestAMessageDuringCompactWaitsForTheNewTranscript(t *testing.T) {
+	c := &controlFake{}
+	env, p := newEnv(t, withControl(c))
+	env.OnActivity(pipeline.ActivityCompactTranscript, mock.Anything, mock.Anything).After(10 * time.Second).Return(
+		func(_ context.Context, req pipeline.CompactRequest) (pipeline.CompactResult, error) {
+			return pipeline.CompactResult{Summarized: 3, SummaryTokens: 20, Model: req.Model}, nil
+		})
+	signalAt(env, time.Second, inbound("k1", "/compact"))
+	signalAt(env, 2*time.Second, inbound("m1", "next question"))
+	run(t, env, nil)
+
+	require.Len(t, p.steps, 1)
+	assert.GreaterOrEqual(t, p.steps[0].At, 11*time.Second, "the turn waited for the compaction to end")
+	assert.Contains(t, p.answersTo()["k1"][0], "Compacted: 3 message(s)")
 }

@@ -40,5 +40,5 @@ func (s *session) takeHeartbeat(t pipeline.HeartbeatTick) {
 // a heartbeat then has nothing to add.
 func (s *session) busyForHeartbeat() bool {
 	return s.turns.running() || s.turns.queued() || s.intake.buffering() || s.engagement.gatePending() ||
-		s.inbound.Len() > 0
+		s.inbound.Len() > 0 || s.compacting
 }

@@ -59,6 +59,9 @@ type session struct {
 	// heartbeatReads counts checklist reads under way, which end of a
 	// run waits for.
 	heartbeatReads int
+	// compacting holds new turns while /compact replaces the transcript,
+	// so none reads the old one and writes after the switch.
+	compacting bool
 }
 
 // SessionWorkflow serves one conversation until it has been idle for the
@@ -205,7 +208,7 @@ func (s *session) resume() {
 func (s *session) run() error {
 	for {
 		s.takeInbound()
-		if s.turns.ready() {
+		if s.turns.ready() && !s.compacting {
 			s.turns.startTurn()
 		}
 		s.visibility.updateStatus()
@@ -237,7 +240,7 @@ func (s *session) run() error {
 		}
 		err := workflow.Await(s.ctx, func() bool {
 			return s.inbound.Len() > 0 || s.retries.Len() > 0 || (s.v.control && s.heartbeats.Len() > 0) || s.proposals.decisions.Len() > 0 || s.disengages.Len() > 0 || s.feedback.Len() > 0 || s.attrsDirty || s.idle() ||
-				s.turns.ready() ||
+				(s.turns.ready() && !s.compacting) ||
 				(s.shouldContinueAsNew() && s.atQuietPoint())
 		})
 		if err != nil {
