@@ -71,6 +71,13 @@ func TestADirectiveAppliesToItsOwnTurnOnly(t *testing.T) {
 	assert.Equal(t, []string{"echo and 3+3?"}, got["m2"])
 }
 
+func TestAUsageFooterSaysWhenTheModelReportedNone(t *testing.T) {
+	env, p := newEnv(t)
+	signalAt(env, time.Second, inbound("m1", "hi /usage full"))
+	run(t, env, nil)
+	assert.Equal(t, []string{"echo hi\n\n— usage not reported by demo/echo"}, p.answersTo()["m1"])
+}
+
 func TestAMessageOfDirectivesOnlySetsTheSessionAndIsAcknowledged(t *testing.T) {
 	env, p := newEnv(t)
 	p.agent = func(req pipeline.TurnRequest) (pipeline.TurnResult, error) {

@@ -65,12 +65,12 @@ func (s *turns) dressReply(text string, rec *TurnRecord, opts TurnOptions) strin
 		}) + text
 	}
 	var footer []string
-	if opts.Usage == pipeline.UsageTokens || opts.Usage == pipeline.UsageFull {
-		var u pipeline.Usage
-		if rec.Usage != nil {
-			u = *rec.Usage
-		}
-		footer = append(footer, pipeline.UsageFooter(u, opts.Usage))
+	switch {
+	case opts.Usage != pipeline.UsageTokens && opts.Usage != pipeline.UsageFull:
+	case rec.Usage == nil:
+		footer = append(footer, "— usage not reported by "+rec.Model)
+	default:
+		footer = append(footer, pipeline.UsageFooter(*rec.Usage, opts.Usage))
 	}
 	if opts.ThinkNote && rec.ThinkIgnored && opts.Think != "" && opts.Think != pipeline.ThinkOff {
 		footer = append(footer, "— /think "+string(opts.Think)+" was ignored: "+rec.Model+" takes no reasoning effort")
