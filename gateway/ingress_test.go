@@ -1,11 +1,18 @@
 package gateway
 
 import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workers/telemetry"
 )
 
 func TestPerSenderScopeGivesEachGroupSenderASession(t *testing.T) {
@@ -25,4 +32,32 @@ func TestPerSenderScopeGivesEachGroupSenderASession(t *testing.T) {
 	other.Channel = "slack"
 	assert.Equal(t, "session:slack:bot:-100", i.SessionOf(other).WorkflowID(), "the scope is per channel")
 	assert.Equal(t, "session:telegram:bot:-100", (&Ingress{}).SessionOf(group).WorkflowID(), "no scope: shared")
+}
+
+type refusingSink struct{ err error }
+
+func (s refusingSink) Accept(context.Context, pipeline.Inbound) error { return s.err }
+
+func TestCountedSinkCountsByOutcomeAndReason(t *testing.T) {
+	tel, err := telemetry.New()
+	require.NoError(t, err)
+	in := pipeline.Inbound{Channel: "telegram"}
+	for _, next := range []refusingSink{{}, {}, {&adapters.RateLimitedError{Limit: "sender"}}, {errors.New("unavailable")}} {
+		_ = (&Counted{Next: next, Metrics: tel.MetricsHandler()}).Accept(context.Background(), in)
+	}
+	rec := httptest.NewRecorder()
+	tel.Mux().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	page := rec.Body.String()
+	assert.Regexp(t, `replyflow_inbound\{channel="telegram",outcome="accepted",reason=""[^}]*\} 2`, page)
+	assert.Regexp(t, `replyflow_inbound\{channel="telegram",outcome="rejected",reason="rate_limit_sender"[^}]*\} 1`, page)
+	assert.Regexp(t, `replyflow_inbound\{channel="telegram",outcome="rejected",reason="temporal_unavailable"[^}]*\} 1`, page)
+}
+
+func TestPlatformsAreReadyOnlyWhenEveryOneIsUp(t *testing.T) {
+	s := NewStatus()
+	assert.NoError(t, s.Ready(context.Background()))
+	s.Report("webchat", adapters.Health{State: adapters.StateUp})
+	s.Report("telegram", adapters.Health{State: adapters.StateConnecting})
+	s.Report("slack", adapters.Health{State: adapters.StateFailed})
+	assert.EqualError(t, s.Ready(context.Background()), "slack is failed, telegram is connecting")
 }

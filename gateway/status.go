@@ -1,8 +1,12 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"sort"
+	"strings"
 	"sync"
 
 	"github.com/replyflow/replyflow/adapters"
@@ -43,4 +47,22 @@ func (s *Status) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(append(body, '\n'))
+}
+
+// Ready is the platforms' readiness check: every enabled platform's
+// connection is up (a platform still connecting, or failed, is named).
+func (s *Status) Ready(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var down []string
+	for channel, h := range s.platforms {
+		if h.State != adapters.StateUp {
+			down = append(down, channel+" is "+h.State)
+		}
+	}
+	if len(down) == 0 {
+		return nil
+	}
+	sort.Strings(down)
+	return errors.New(strings.Join(down, ", "))
 }

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -181,6 +182,8 @@ func (s *control) heartbeatDone(tickID, outcome, turnID string) {
 		s.attrsDirty = true
 	}
 	s.log.Info("Heartbeat tick done", "tick", tickID, "outcome", outcome)
+	reason, _, _ := strings.Cut(outcome, ":")
+	s.count(MetricHeartbeats, map[string]string{"outcome": reason})
 }
 
 // heartbeatLine is the heartbeat line of /status: "" before the first

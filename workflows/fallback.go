@@ -53,6 +53,7 @@ func (s *turns) askModels(ctx workflow.Context, req pipeline.TurnRequest, rec *T
 			req.Model = model
 			result, err := s.modelAttempt(ctx, req, len(rec.Fallback)+1)
 			if err == nil {
+				s.modelAttempted(model, "")
 				s.cooledDown(model)
 				return result, nil
 			}
@@ -61,7 +62,11 @@ func (s *turns) askModels(ctx workflow.Context, req pipeline.TurnRequest, rec *T
 				return pipeline.TurnResult{}, err
 			}
 			typ := modelErrorType(err)
+			s.modelAttempted(model, typ)
 			rec.Fallback = append(rec.Fallback, model+": "+typ)
+			if pipeline.MovesToNextModel(typ) && !strict {
+				s.count(MetricFallbacks, map[string]string{"reason": typ})
+			}
 			if pipeline.CoolsDown(typ) {
 				s.coolDown(model, nextRetryDelay(err), workflow.Now(ctx))
 			}

@@ -203,6 +203,7 @@ func (s *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, te
 		s.st.Active, s.cancelTurn = nil, nil
 		rec.FinishedAt = workflow.Now(ctx)
 		s.attrsDirty = true
+		s.turnEnded(rec.Outcome, rec.Duration())
 		if a.Heartbeat != "" {
 			s.chat.heartbeatDone(a.Heartbeat, heartbeatOutcome(rec.Outcome), a.TurnID)
 		} else if s.v.control {
@@ -357,12 +358,14 @@ func (s *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecor
 		}
 		platformID, err := s.deliver(ctx, d)
 		if err != nil {
+			s.count(MetricDeliveries, map[string]string{"channel": s.key.Channel, "outcome": "failed"})
 			if !s.park(ctx, a, rec, refs, i, err) {
 				return
 			}
 			continue // the same chunk (or the abort), with the same idempotency key
 		}
 		s.st.recordDelivery(DeliveryRecord{TurnID: a.TurnID, Chunk: i, PlatformMessageID: platformID})
+		s.count(MetricDeliveries, map[string]string{"channel": s.key.Channel, "outcome": "delivered"})
 		rec.Delivered++
 		i++
 	}
@@ -395,6 +398,7 @@ func (s *turns) park(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, refs 
 	s.failTurn(rec, refs, fmt.Sprintf("delivery of chunk %d/%d failed", chunk+1, rec.Chunks), err)
 	rec.Outcome = "delivery_failed"
 	a.Phase = PhaseParked
+	s.count(MetricParked, map[string]string{"channel": s.key.Channel})
 	s.attrsDirty = true
 	s.log.Error("Delivery parked: fix the cause, then `replyflow retry` this session", "turn_id", a.TurnID, "chunk", chunk+1)
 	if werr := workflow.Await(ctx, func() bool { return a.RetryRequested || a.Aborted }); werr != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/gateway"
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workers/telemetry"
 )
 
 // Config is every REPLYFLOW_ variable. The README's configuration table
@@ -91,6 +92,12 @@ type Config struct {
 	// platforms' webhooks (Telegram's, Slack's Events API) and /healthz,
 	// so a webhook exposed to the internet exposes nothing else.
 	WebhookAddr string `envconfig:"WEBHOOK_ADDR"`
+	// MetricsAddr, when set, serves /metrics (Prometheus), /healthz and
+	// /readyz for the worker and the gateway (each process its own).
+	MetricsAddr string `envconfig:"METRICS_ADDR"`
+	// tel is the process's telemetry when MetricsAddr is set (or a test
+	// sets it): Temporal clients dialled with this Config report to it.
+	tel *telemetry.Telemetry
 	// HTTPTimeout bounds how long a request may take to arrive and its
 	// answer to be written (event streams bound each write instead).
 	HTTPTimeout time.Duration `envconfig:"HTTP_TIMEOUT" default:"30s"`

@@ -77,6 +77,13 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 
+	if cfg.MetricsAddr != "" && (args[0] == "dev" || args[0] == "worker" || args[0] == "gateway") {
+		stopTelemetry, err := startTelemetry(&cfg, logger)
+		if err != nil {
+			return err
+		}
+		defer stopTelemetry()
+	}
 	switch args[0] {
 	case "dev":
 		return runDev(ctx, cfg, logger)

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -20,6 +22,7 @@ import (
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/gateway"
 	"github.com/replyflow/replyflow/workers"
+	"github.com/replyflow/replyflow/workers/telemetry"
 )
 
 // dialTemporal connects with the options every Temporal tool reads:
@@ -36,6 +39,9 @@ func dialTemporal(ctx context.Context, cfg Config, hostPort string, logger *slog
 		opts.HostPort = hostPort
 	}
 	opts.Logger = tlog.NewStructuredLogger(logger)
+	if cfg.tel != nil {
+		opts.MetricsHandler = cfg.tel.MetricsHandler()
+	}
 	if err := cfg.applyCodec(&opts); err != nil {
 		return nil, err
 	}
@@ -148,6 +154,17 @@ func runWorker(ctx context.Context, c client.Client, cfg Config, acts *activitie
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start the worker on task queue %q: %w", cfg.TaskQueue, err)
 	}
+	if cfg.tel != nil {
+		cfg.tel.AddCheck("temporal", telemetry.TemporalCheck(c))
+		var stopping atomic.Bool
+		defer stopping.Store(true)
+		cfg.tel.AddCheck("worker "+cfg.TaskQueue, func(context.Context) error {
+			if stopping.Load() {
+				return errors.New("the worker is stopping")
+			}
+			return nil
+		})
+	}
 	<-ctx.Done()
 	stopWorker(w, cfg, acts.Logger)
 	return nil
@@ -208,10 +225,24 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 	mux := http.NewServeMux()
 	status := gateway.NewStatus()
 	mux.Handle("GET /healthz", status)
+	ready := cfg.tel
+	if ready == nil {
+		var err error
+		if ready, err = telemetry.New(); err != nil {
+			return err
+		}
+	}
+	ready.AddCheck("temporal", telemetry.TemporalCheck(c))
+	ready.AddCheck("platforms", status.Ready)
+	mux.Handle("GET /readyz", ready.ReadyHandler())
 	listeners := []net.Listener{ln}
 	muxes := []*http.ServeMux{mux}
+	var accepted adapters.Sink = sink
+	if cfg.tel != nil {
+		accepted = &gateway.Counted{Next: sink, Metrics: cfg.tel.MetricsHandler()}
+	}
 	side := adapters.GatewaySide{
-		Mux: mux, Sink: sink, Feedback: sink, Health: status, Logger: logger, WriteTimeout: cfg.HTTPTimeout,
+		Mux: mux, Sink: accepted, Feedback: sink, Health: status, Logger: logger, WriteTimeout: cfg.HTTPTimeout,
 		Sessions: &gateway.Sessions{Client: c},
 	}
 	if cfg.WebhookAddr != "" {

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/replyflow/replyflow/workers/telemetry"
+	"github.com/replyflow/replyflow/workflows"
+)
+
+// scrape reads a /metrics page.
+func scrape(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(body)
+}
+
+// sample is the value of the series named name whose labels include each
+// of labels ("k=\"v\""); -1 when there is none.
+func sample(page, name string, labels ...string) float64 {
+	line := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `\{([^}]*)\} (\S+)$`)
+	for _, m := range line.FindAllStringSubmatch(page, -1) {
+		all := true
+		for _, l := range labels {
+			if !regexp.MustCompile(`(^|,)` + regexp.QuoteMeta(l) + `(,|$)`).MatchString(m[1]) {
+				all = false
+			}
+		}
+		if all {
+			v, _ := strconv.ParseFloat(m[2], 64)
+			return v
+		}
+	}
+	return -1
+}
+
+func TestMetricsShowTheSDKsAndReplyflowsSeriesAfterAConversation(t *testing.T) {
+	tel, err := telemetry.New()
+	require.NoError(t, err)
+	cfg := testConfig(t)
+	cfg.tel = tel
+	c, err := dialTemporal(context.Background(), cfg, temporalServer.FrontendHostPort(), testLogger(t, "info"))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	s := startStackOn(t, cfg, c)
+	s.startWorker(nil)
+	metrics := httptest.NewServer(tel.Mux())
+	t.Cleanup(metrics.Close)
+
+	chat := "tm-metrics"
+	events := subscribe(t, s.baseURL, chat)
+	code, body := s.post(chat, `{"message_id":"m1","sender_id":"alice","text":"hello"}`)
+	require.Equal(t, http.StatusAccepted, code, body)
+	events.collectUntil(t, 30*time.Second, isReplyTo("m1"))
+
+	var page string
+	counted := assert.Eventually(t, func() bool {
+		page = scrape(t, metrics.URL+"/metrics")
+		return sample(page, workflows.MetricTurns, `outcome="answered"`) >= 1
+	}, 30*time.Second, 200*time.Millisecond, "the turn is counted")
+	if !counted {
+		t.Fatalf("the series on the page:\n%s", seriesNames(page))
+	}
+	assert.Equal(t, 1.0, sample(page, workflows.MetricTurns, `channel="webchat"`, `outcome="answered"`), "once: replays record nothing")
+	assert.Equal(t, 1.0, sample(page, "replyflow_inbound", `channel="webchat"`, `outcome="accepted"`))
+	assert.Equal(t, 1.0, sample(page, workflows.MetricModelAttempts, `model="demo/echo"`, `provider="demo"`, `error="none"`))
+	assert.Equal(t, 1.0, sample(page, workflows.MetricDeliveries, `outcome="delivered"`))
+	assert.Regexp(t, `(?m)^replyflow_turn_duration\S*_count\{[^}]*outcome="answered"[^}]*\} 1$`, page, "turn duration is a histogram")
+	assert.Regexp(t, `(?m)^temporal_workflow_task_execution_latency\S*_count\{`, page, "the SDK's own series come through its handler")
+	assert.Regexp(t, `(?m)^temporal_activity_execution_latency\S*_count\{[^}]*activity_type="AgentTurn"`, page)
+
+	resp, err := http.Get(metrics.URL + "/readyz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "the worker's checks pass")
+	assert.Equal(t, []string{"platforms", "temporal", "worker " + s.cfg.TaskQueue}, tel.Names(), "the gateway and the worker of this process")
+}
+
+func TestReadyzFollowsTheTemporalServer(t *testing.T) {
+	cli, _ := filepath.Abs("../../bin/temporal")
+	if env := os.Getenv("REPLYFLOW_TEST_TEMPORAL_CLI"); env != "" {
+		cli = env
+	}
+	hostPort := freeHostPort(t)
+	db := filepath.Join(t.TempDir(), "temporal.db")
+	start := func() *testsuite.DevServer {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
+			ExistingPath: cli, DBFilename: db, LogLevel: "error",
+			ClientOptions: &client.Options{HostPort: hostPort, Namespace: "default"},
+		})
+		require.NoError(t, err)
+		return srv
+	}
+	server := start()
+	c, err := dialTemporal(context.Background(), Config{}, hostPort, testLogger(t, "info"))
+	require.NoError(t, err)
+	defer c.Close()
+	s := startStackOn(t, testConfig(t), c)
+
+	ready := func() (int, map[string]any) {
+		resp, err := http.Get(s.baseURL + "/readyz")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var body map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+		return resp.StatusCode, body
+	}
+	require.Eventually(t, func() bool { code, _ := ready(); return code == http.StatusOK }, 30*time.Second, 100*time.Millisecond,
+		"ready with Temporal up and the web chat serving")
+
+	require.NoError(t, server.Stop())
+	var body map[string]any
+	require.Eventually(t, func() bool {
+		var code int
+		code, body = ready()
+		return code == http.StatusServiceUnavailable
+	}, 30*time.Second, 200*time.Millisecond, "unready while Temporal is down")
+	failing, _ := body["failing"].(map[string]any)
+	assert.Contains(t, failing["temporal"], "Temporal is not reachable")
+
+	server = start()
+	defer server.Stop()
+	require.Eventually(t, func() bool { code, _ := ready(); return code == http.StatusOK }, 60*time.Second, 200*time.Millisecond,
+		"ready again once Temporal is back")
+}
+
+// seriesNames are the distinct series names of a page, for a failure.
+func seriesNames(page string) string {
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range regexp.MustCompile(`(?m)^([a-z_]+)`).FindAllString(page, -1) {
+		if !seen[m] {
+			seen[m] = true
+			out = append(out, m)
+		}
+	}
+	return strings.Join(out, "\n")
+}

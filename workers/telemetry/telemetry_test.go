@@ -1,0 +1,51 @@
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestReadyzSaysWhatFails(t *testing.T) {
+	tel, err := New()
+	require.NoError(t, err)
+	srv := httptest.NewServer(tel.Mux())
+	t.Cleanup(srv.Close)
+	get := func(path string) (int, map[string]any) {
+		resp, err := http.Get(srv.URL + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var body map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+		return resp.StatusCode, body
+	}
+
+	code, _ := get("/readyz")
+	assert.Equal(t, http.StatusOK, code, "nothing to check is ready")
+	tel.AddCheck("ok", func(context.Context) error { return nil })
+	tel.AddCheck("store", func(context.Context) error { return errors.New("the store is read-only") })
+	tel.AddCheck("slow", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+	code, body := get("/readyz")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, map[string]any{"store": "the store is read-only", "slow": "no answer within 2s"}, body["failing"])
+	code, body = get("/healthz")
+	assert.Equal(t, http.StatusOK, code, "alive whatever readiness says")
+	assert.Equal(t, true, body["alive"])
+	assert.Equal(t, []string{"ok", "slow", "store"}, tel.Names())
+}
+
+func TestReplyflowSeriesReachMetrics(t *testing.T) {
+	tel, err := New()
+	require.NoError(t, err)
+	tel.MetricsHandler().WithTags(map[string]string{"channel": "webchat"}).Counter("replyflow_test_things").Inc(3)
+	rec := httptest.NewRecorder()
+	tel.Mux().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	assert.Contains(t, rec.Body.String(), `replyflow_test_things{channel="webchat"`)
+	assert.Regexp(t, `replyflow_test_things\{channel="webchat"[^}]*\} 3`, rec.Body.String())
+}
