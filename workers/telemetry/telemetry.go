@@ -114,7 +114,9 @@ func (t *Telemetry) Ready(ctx context.Context) map[string]string {
 func (t *Telemetry) Mux() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(t.registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, map[string]any{"alive": true}) })
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"alive": true})
+	})
 	mux.Handle("GET /readyz", t.ReadyHandler())
 	return mux
 }
