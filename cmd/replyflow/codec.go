@@ -72,18 +72,18 @@ func explainEncrypted(err error) error {
 	return err
 }
 
-// originList is a repeatable flag.
-type originList []string
+// repeated is a repeatable string flag.
+type repeated []string
 
-func (o *originList) String() string     { return strings.Join(*o, ",") }
-func (o *originList) Set(v string) error { *o = append(*o, v); return nil }
+func (o *repeated) String() string     { return strings.Join(*o, ",") }
+func (o *repeated) Set(v string) error { *o = append(*o, v); return nil }
 
 // codecServerCommand is `replyflow codec-server`: the codec over HTTP for
 // the Temporal UI and CLI, with the same keys as the worker.
 func codecServerCommand(ctx context.Context, cfg Config, args []string, logger *slog.Logger) error {
 	fs := flag.NewFlagSet("codec-server", flag.ContinueOnError)
 	listen := fs.String("listen", cfg.CodecServerAddr, "address to serve on (REPLYFLOW_CODEC_SERVER_ADDR)")
-	var origins originList
+	var origins repeated
 	fs.Var(&origins, "ui-origin", "a Temporal UI origin allowed to call it, such as http://localhost:8080; repeatable (REPLYFLOW_CODEC_UI_ORIGINS)")
 	if err := fs.Parse(args); err != nil {
 		return err

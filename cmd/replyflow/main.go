@@ -39,6 +39,9 @@ Usage:
   replyflow heartbeat pause|resume [--reason text] <session> | trigger|off <session>
                       a chat's heartbeat: its Temporal Schedule heartbeat:<channel>:<chat>
                       (also on the Temporal UI's Schedules page)
+  replyflow status [--ready URL]...
+                      is Temporal reachable, are the gateway and the worker ready
+                      (their /readyz: REPLYFLOW_WEBCHAT_ADDR, REPLYFLOW_METRICS_ADDR)
   replyflow export [--out file] <session>
                       print the session's transcript as Markdown, as /export sends it
                       (reads the store, REPLYFLOW_STORE_DSN; needs no Temporal)
@@ -107,6 +110,8 @@ func run(args []string) error {
 		return webchatCommand(args[1:], cfg, os.Stdout, os.Stderr, time.Now())
 	case "export":
 		return exportCommand(ctx, cfg, args[1:], os.Stdout, time.Now())
+	case "status":
+		return statusCommand(ctx, cfg, args[1:], os.Stdout, quietLogger(cfg))
 	}
 	return fmt.Errorf("unknown command %q; run `replyflow help`", args[0])
 }
