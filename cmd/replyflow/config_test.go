@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -20,18 +19,9 @@ import (
 func TestREADMEListsEveryVariable(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	require.NoError(t, err)
-	var fields []reflect.StructField
-	for _, settings := range append([]any{Config{}}, anys(gateway.Platforms())...) {
-		typ := reflect.Indirect(reflect.ValueOf(settings)).Type()
-		for i := range typ.NumField() {
-			if f := typ.Field(i); f.IsExported() && f.Tag.Get("ignored") != "true" {
-				fields = append(fields, f)
-			}
-		}
-	}
-	require.Greater(t, len(fields), 60, "every variable is seen")
-	for _, f := range fields {
-		name := "REPLYFLOW_" + f.Tag.Get("envconfig")
+	known := knownVariables()
+	require.Greater(t, len(known), 60, "every variable is seen")
+	for name, f := range known {
 		row := "| `" + name + "` | "
 		idx := strings.Index(string(readme), row)
 		if !assert.GreaterOrEqual(t, idx, 0, "README has no row for %s", name) {

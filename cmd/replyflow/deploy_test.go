@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/replyflow/replyflow/gateway"
+)
+
+// productionNeeds are the variables a worker and a gateway outside a
+// laptop cannot do without: without the store DSN a worker keeps its
+// store in the container; without codec keys Temporal holds clear text;
+// the web chat's worker and gateway share the bot token, the worker must
+// find the gateway, and the gateway signs users in with the key and
+// listens beyond loopback.
+var productionNeeds = map[string][]string{
+	"worker":  {"REPLYFLOW_STORE_DSN", "REPLYFLOW_CODEC_KEYS", "REPLYFLOW_WEBCHAT_BOT_TOKEN", "REPLYFLOW_WEBCHAT_URL"},
+	"gateway": {"REPLYFLOW_CODEC_KEYS", "REPLYFLOW_WEBCHAT_BOT_TOKEN", "REPLYFLOW_WEBCHAT_AUTH_KEY", "REPLYFLOW_WEBCHAT_ADDR"},
+}
+
+// knownVariables are the REPLYFLOW_ variables the configuration reads.
+func knownVariables() map[string]reflect.StructField {
+	known := map[string]reflect.StructField{}
+	for _, settings := range append([]any{Config{}}, anys(gateway.Platforms())...) {
+		typ := reflect.Indirect(reflect.ValueOf(settings)).Type()
+		for i := range typ.NumField() {
+			if f := typ.Field(i); f.IsExported() && f.Tag.Get("ignored") != "true" {
+				known["REPLYFLOW_"+f.Tag.Get("envconfig")] = f
+			}
+		}
+	}
+	return known
+}
+
+var replyflowVar = regexp.MustCompile(`^REPLYFLOW_[A-Z0-9_]+$`)
+
+// TestDeployFilesSetOnlyKnownVariablesAndWhatEachProcessNeeds reads
+// every file under deploy/: a variable the configuration does not know
+// is a typo that silently changes nothing, and a process without what it
+// needs fails (or worse, runs insecurely) only once deployed.
+func TestDeployFilesSetOnlyKnownVariablesAndWhatEachProcessNeeds(t *testing.T) {
+	known := knownVariables()
+	roles := map[string]map[string]bool{} // file:process → variables
+	seen := 0
+	err := filepath.WalkDir("../../deploy", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		var sets map[string][]string
+		switch name := d.Name(); {
+		case strings.HasSuffix(name, ".yaml") && strings.Contains(path, "compose"):
+			sets = composeVariables(t, path, data)
+		case strings.HasSuffix(name, ".yaml") && strings.Contains(path, "kubernetes"):
+			sets = kubernetesVariables(t, path, data)
+		case strings.HasSuffix(name, ".yaml"):
+			var v any
+			require.NoError(t, yaml.Unmarshal(data, &v), "%s is YAML", path)
+		case name == "Dockerfile":
+			sets = map[string][]string{"image": prefixed(data, "ENV ")}
+		case strings.HasSuffix(name, ".service"):
+			sets = map[string][]string{"unit": prefixed(data, "Environment=")}
+		case strings.Contains(name, ".env"):
+			sets = map[string][]string{"env": envFileVariables(data)}
+		}
+		for role, vars := range sets {
+			for _, v := range vars {
+				seen++
+				if strings.HasPrefix(v, "REPLYFLOW_") {
+					_, ok := known[v]
+					assert.True(t, ok && replyflowVar.MatchString(v), "%s sets %s (%s), which the configuration does not read", path, v, role)
+				}
+				if roles[path+":"+role] == nil {
+					roles[path+":"+role] = map[string]bool{}
+				}
+				roles[path+":"+role][v] = true
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Greater(t, seen, 20, "the deploy files set variables")
+	for _, process := range []string{"worker", "gateway"} {
+		for _, deployment := range []string{"../../deploy/compose/compose.yaml", "../../deploy/kubernetes/" + process + ".yaml"} {
+			set := roles[deployment+":"+process]
+			require.NotNil(t, set, "%s runs a %s", deployment, process)
+			for _, need := range productionNeeds[process] {
+				assert.True(t, set[need], "the %s of %s misses %s", process, deployment, need)
+			}
+		}
+	}
+}
+
+// composeVariables are each service's variables: its environment (with
+// the anchors merged) and its env_file (the committed example of it).
+func composeVariables(t *testing.T, path string, data []byte) map[string][]string {
+	var doc struct {
+		Services map[string]struct {
+			Command     []string       `yaml:"command"`
+			Environment map[string]any `yaml:"environment"`
+			EnvFile     string         `yaml:"env_file"`
+		} `yaml:"services"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &doc), "%s is a compose file", path)
+	out := map[string][]string{}
+	for name, svc := range doc.Services {
+		var vars []string
+		for k := range svc.Environment {
+			vars = append(vars, k)
+		}
+		if svc.EnvFile != "" {
+			example, err := os.ReadFile(filepath.Join(filepath.Dir(path), svc.EnvFile+".example"))
+			require.NoError(t, err, "%s's env_file %s has a committed .example", name, svc.EnvFile)
+			vars = append(vars, envFileVariables(example)...)
+		}
+		role := name
+		if len(svc.Command) > 0 && (svc.Command[0] == "worker" || svc.Command[0] == "gateway") {
+			role = svc.Command[0]
+		}
+		out[role] = append(out[role], vars...)
+	}
+	return out
+}
+
+// kubernetesVariables are the variables of each Deployment's container
+// (its env, and the ConfigMap and Secret it reads, from this folder's
+// configmap.yaml and secret.example.yaml), and of the ConfigMap and
+// Secret themselves.
+func kubernetesVariables(t *testing.T, path string, data []byte) map[string][]string {
+	out := map[string][]string{}
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	for {
+		var obj struct {
+			Kind       string            `yaml:"kind"`
+			Data       map[string]string `yaml:"data"`
+			StringData map[string]string `yaml:"stringData"`
+			Spec       struct {
+				Template struct {
+					Spec struct {
+						Containers []struct {
+							Args    []string `yaml:"args"`
+							Env     []struct{ Name string } `yaml:"env"`
+							EnvFrom []struct {
+								ConfigMapRef *struct{ Name string } `yaml:"configMapRef"`
+								SecretRef    *struct{ Name string } `yaml:"secretRef"`
+							} `yaml:"envFrom"`
+						} `yaml:"containers"`
+					} `yaml:"spec"`
+				} `yaml:"template"`
+			} `yaml:"spec"`
+		}
+		if err := dec.Decode(&obj); err != nil {
+			require.ErrorContains(t, err, "EOF", "%s is YAML", path)
+			return out
+		}
+		switch obj.Kind {
+		case "ConfigMap":
+			out["configmap"] = append(out["configmap"], keys(obj.Data)...)
+		case "Secret":
+			out["secret"] = append(out["secret"], keys(obj.StringData)...)
+		case "Deployment":
+			for _, c := range obj.Spec.Template.Spec.Containers {
+				role := strings.Join(c.Args, " ")
+				for _, e := range c.Env {
+					out[role] = append(out[role], e.Name)
+				}
+				for _, from := range c.EnvFrom {
+					file := "configmap.yaml"
+					if from.SecretRef != nil {
+						file = "secret.example.yaml"
+					}
+					other, err := os.ReadFile(filepath.Join(filepath.Dir(path), file))
+					require.NoError(t, err)
+					for _, vars := range kubernetesVariables(t, file, other) {
+						out[role] = append(out[role], vars...)
+					}
+				}
+			}
+		}
+	}
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// envFileVariables are an env file's names, commented-out ones too.
+func envFileVariables(data []byte) []string {
+	var out []string
+	s := bufio.NewScanner(strings.NewReader(string(data)))
+	for s.Scan() {
+		line := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(s.Text()), "#"))
+		if name, _, ok := strings.Cut(line, "="); ok && regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`).MatchString(name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// prefixed are the NAME of lines "<prefix>NAME=..." (a Dockerfile's ENV,
+// a unit's Environment=).
+func prefixed(data []byte, prefix string) []string {
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+			name, _, _ := strings.Cut(strings.Trim(rest, `"`), "=")
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// TestComposeFileIsValidForDockerCompose asks Docker Compose itself,
+// where it is installed (the parse test above runs everywhere).
+func TestComposeFileIsValidForDockerCompose(t *testing.T) {
+	if exec.Command("docker", "compose", "version").Run() != nil {
+		t.Skip("docker compose is not installed here; TestDeployFilesSetOnlyKnownVariablesAndWhatEachProcessNeeds parses the file instead")
+	}
+	dir := t.TempDir()
+	example, err := os.ReadFile("../../deploy/compose/replyflow.env.example")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "replyflow.env"), example, 0o600))
+	cmd := exec.Command("docker", "compose", "-f", "../../deploy/compose/compose.yaml", "--env-file", filepath.Join(dir, "replyflow.env"), "config", "--quiet")
+	out, err := cmd.CombinedOutput()
+	assert.NoError(t, err, "docker compose config: %s", out)
+}
