@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"time"
 
 	"go.temporal.io/sdk/client"
 
@@ -16,12 +17,19 @@ import (
 type Counted struct {
 	Next    adapters.Sink
 	Metrics client.MetricsHandler
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
 }
 
 var _ adapters.Sink = (*Counted)(nil)
 
-// MetricInbound is the inbound series' name.
-const MetricInbound = "replyflow_inbound"
+// The gateway's series: inbound by channel, outcome and reason; and when
+// each platform connection last delivered an event (Unix seconds; an
+// alert compares it with time()).
+const (
+	MetricInbound   = "replyflow_inbound"
+	MetricLastEvent = "replyflow_platform_last_event_timestamp_seconds"
+)
 
 // Accept hands in on and counts the outcome.
 func (c *Counted) Accept(ctx context.Context, in pipeline.Inbound) error {
@@ -35,5 +43,15 @@ func (c *Counted) Accept(ctx context.Context, in pipeline.Inbound) error {
 		tags["outcome"], tags["reason"] = "rejected", "temporal_unavailable"
 	}
 	c.Metrics.WithTags(tags).Counter(MetricInbound).Inc(1)
+	// Every event the platform sent counts as a sign of life, accepted
+	// or not: silence is what an operator is paged for.
+	c.Metrics.WithTags(map[string]string{"channel": in.Channel}).Gauge(MetricLastEvent).Update(float64(c.now().UnixNano()) / 1e9)
 	return err
+}
+
+func (c *Counted) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,8 +43,9 @@ func TestCountedSinkCountsByOutcomeAndReason(t *testing.T) {
 	tel, err := telemetry.New()
 	require.NoError(t, err)
 	in := pipeline.Inbound{Channel: "telegram"}
+	at := time.Unix(1795000000, 0)
 	for _, next := range []refusingSink{{}, {}, {&adapters.RateLimitedError{Limit: "sender"}}, {errors.New("unavailable")}} {
-		_ = (&Counted{Next: next, Metrics: tel.MetricsHandler()}).Accept(context.Background(), in)
+		_ = (&Counted{Next: next, Metrics: tel.MetricsHandler(), Now: func() time.Time { return at }}).Accept(context.Background(), in)
 	}
 	rec := httptest.NewRecorder()
 	tel.Mux().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
@@ -51,6 +53,7 @@ func TestCountedSinkCountsByOutcomeAndReason(t *testing.T) {
 	assert.Regexp(t, `replyflow_inbound\{channel="telegram",outcome="accepted",reason=""[^}]*\} 2`, page)
 	assert.Regexp(t, `replyflow_inbound\{channel="telegram",outcome="rejected",reason="rate_limit_sender"[^}]*\} 1`, page)
 	assert.Regexp(t, `replyflow_inbound\{channel="telegram",outcome="rejected",reason="temporal_unavailable"[^}]*\} 1`, page)
+	assert.Regexp(t, `replyflow_platform_last_event_timestamp_seconds\{channel="telegram"[^}]*\} 1\.795e\+09`, page)
 }
 
 func TestPlatformsAreReadyOnlyWhenEveryOneIsUp(t *testing.T) {

@@ -146,6 +146,14 @@ func (s *engagement) runGate(ctx workflow.Context, batch []pipeline.Inbound) {
 	err := workflow.ExecuteActivity(gctx, pipeline.ActivityGate, req).Get(gctx, &result)
 	s.gating--
 	s.attrsDirty = true
+	decision := "forward"
+	switch {
+	case err != nil:
+		decision = "failed"
+	case !result.Forward:
+		decision = "skip"
+	}
+	s.count(MetricGateDecisions, map[string]string{"decision": decision})
 	if err != nil || !result.Forward {
 		why := result.Reason
 		if err != nil {

@@ -18,6 +18,11 @@ const (
 	MetricDeliveries    = "replyflow_deliveries"     // by channel, outcome
 	MetricParked        = "replyflow_parked"         // by channel
 	MetricHeartbeats    = "replyflow_heartbeats"     // by outcome
+	MetricGateDecisions = "replyflow_gate_decisions" // by decision (forward, skip, failed)
+	MetricProposals     = "replyflow_proposals"      // by outcome (approved, rejected, expired)
+	// MetricFirstChunk is the time from when the gateway received the
+	// turn's last message to its first delivered chunk, by channel.
+	MetricFirstChunk = "replyflow_first_chunk_latency"
 )
 
 // count adds one to a series with tags.

@@ -317,6 +317,7 @@ func (s *proposals) close(ctx workflow.Context, id string) pipeline.ToolResult {
 		}
 	}
 	s.prune()
+	s.count(MetricProposals, map[string]string{"outcome": p.Status})
 	switch p.Status {
 	case ProposalRejected:
 		reason := ""

@@ -366,6 +366,10 @@ func (s *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecor
 		}
 		s.st.recordDelivery(DeliveryRecord{TurnID: a.TurnID, Chunk: i, PlatformMessageID: platformID})
 		s.count(MetricDeliveries, map[string]string{"channel": s.key.Channel, "outcome": "delivered"})
+		if i == 0 && a.Heartbeat == "" && !anchor.ReceivedAt.IsZero() {
+			workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"channel": s.key.Channel}).
+				Timer(MetricFirstChunk).Record(workflow.Now(ctx).Sub(anchor.ReceivedAt))
+		}
 		rec.Delivered++
 		i++
 	}

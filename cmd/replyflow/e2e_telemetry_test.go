@@ -86,6 +86,8 @@ func TestMetricsShowTheSDKsAndReplyflowsSeriesAfterAConversation(t *testing.T) {
 	assert.Equal(t, 1.0, sample(page, workflows.MetricModelAttempts, `model="demo/echo"`, `provider="demo"`, `error="none"`))
 	assert.Equal(t, 1.0, sample(page, workflows.MetricDeliveries, `outcome="delivered"`))
 	assert.Regexp(t, `(?m)^replyflow_turn_duration\S*_count\{[^}]*outcome="answered"[^}]*\} 1$`, page, "turn duration is a histogram")
+	assert.Regexp(t, `(?m)^replyflow_first_chunk_latency\S*_count\{[^}]*channel="webchat"[^}]*\} 1$`, page, "accepted to first chunk is a histogram")
+	assert.Greater(t, sample(page, "replyflow_platform_last_event_timestamp_seconds", `channel="webchat"`), float64(time.Now().Add(-time.Minute).Unix()))
 	assert.Regexp(t, `(?m)^temporal_workflow_task_execution_latency\S*_count\{`, page, "the SDK's own series come through its handler")
 	assert.Regexp(t, `(?m)^temporal_activity_execution_latency\S*_count\{[^}]*activity_type="AgentTurn"`, page)
 
