@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/replyflow/replyflow/gateway"
+	"github.com/replyflow/replyflow/workflows"
 )
 
 // productionNeeds are the variables a worker and a gateway outside a
@@ -240,4 +242,79 @@ func TestComposeFileIsValidForDockerCompose(t *testing.T) {
 	cmd := exec.Command("docker", "compose", "-f", "../../deploy/compose/compose.yaml", "--env-file", filepath.Join(dir, "replyflow.env"), "config", "--quiet")
 	out, err := cmd.CombinedOutput()
 	assert.NoError(t, err, "docker compose config: %s", out)
+}
+
+// TestDeployFilesNameOnlyRealVariablesAndSeries: any REPLYFLOW_ name in
+// any deploy file (comments and alert texts too) is one the
+// configuration reads, and every replyflow_ series a dashboard panel or
+// an alert queries is one replyflow records.
+func TestDeployFilesNameOnlyRealVariablesAndSeries(t *testing.T) {
+	known := knownVariables()
+	series := map[string]bool{}
+	for _, name := range []string{workflows.MetricTurns, workflows.MetricModelAttempts, workflows.MetricFallbacks, workflows.MetricDeliveries,
+		workflows.MetricParked, workflows.MetricHeartbeats, workflows.MetricGateDecisions, workflows.MetricProposals,
+		gateway.MetricInbound, gateway.MetricLastEvent} {
+		series[name] = true
+	}
+	for _, histogram := range []string{workflows.MetricTurnDuration, workflows.MetricFirstChunk} {
+		for _, suffix := range []string{"_seconds_bucket", "_seconds_count", "_seconds_sum"} {
+			series[histogram+suffix] = true
+		}
+	}
+	varName := regexp.MustCompile(`REPLYFLOW_[A-Z0-9_]*[A-Z0-9]`)
+	seriesName := regexp.MustCompile(`\breplyflow_[a-z0-9_]+`)
+	queried := 0
+	err := filepath.WalkDir("../../deploy", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		for _, v := range varName.FindAllString(string(data), -1) {
+			_, ok := known[v]
+			assert.True(t, ok, "%s names %s, which the configuration does not read", path, v)
+		}
+		var exprs []string
+		switch {
+		case strings.HasSuffix(path, ".json"):
+			var dash struct {
+				Panels []struct {
+					Title   string
+					Targets []struct{ Expr string }
+				}
+			}
+			require.NoError(t, json.Unmarshal(data, &dash), "%s is JSON", path)
+			for _, p := range dash.Panels {
+				require.NotEmpty(t, p.Targets, "panel %q queries something", p.Title)
+				for _, target := range p.Targets {
+					exprs = append(exprs, target.Expr)
+				}
+			}
+		case strings.Contains(path, "prometheus"):
+			var rules struct {
+				Groups []struct {
+					Rules []struct {
+						Alert, Expr string
+						Annotations map[string]string
+					}
+				}
+			}
+			require.NoError(t, yaml.Unmarshal(data, &rules), "%s is YAML", path)
+			for _, g := range rules.Groups {
+				for _, r := range g.Rules {
+					assert.NotEmpty(t, r.Annotations["action"], "alert %s says what to do", r.Alert)
+					exprs = append(exprs, r.Expr)
+				}
+			}
+		}
+		for _, expr := range exprs {
+			for _, s := range seriesName.FindAllString(expr, -1) {
+				queried++
+				assert.True(t, series[s], "%s queries %s, which replyflow does not record", path, s)
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Greater(t, queried, 15, "the dashboard and the alerts query replyflow's series")
 }
