@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
+	"go.temporal.io/sdk/interceptor"
 
 	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/adapters"
@@ -98,6 +99,9 @@ type Config struct {
 	// tel is the process's telemetry when MetricsAddr is set (or a test
 	// sets it): Temporal clients dialled with this Config report to it.
 	tel *telemetry.Telemetry
+	// tracing is the SDK's tracing interceptor when OTEL_EXPORTER_OTLP_*
+	// name an endpoint: Temporal clients dialled with this Config use it.
+	tracing interceptor.Interceptor
 	// HTTPTimeout bounds how long a request may take to arrive and its
 	// answer to be written (event streams bound each write instead).
 	HTTPTimeout time.Duration `envconfig:"HTTP_TIMEOUT" default:"30s"`

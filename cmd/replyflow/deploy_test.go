@@ -152,7 +152,7 @@ func kubernetesVariables(t *testing.T, path string, data []byte) map[string][]st
 				Template struct {
 					Spec struct {
 						Containers []struct {
-							Args    []string `yaml:"args"`
+							Args    []string                `yaml:"args"`
 							Env     []struct{ Name string } `yaml:"env"`
 							EnvFrom []struct {
 								ConfigMapRef *struct{ Name string } `yaml:"configMapRef"`

@@ -18,6 +18,8 @@ import (
 	// The time zone database in the binary: heartbeat time zones and
 	// REPLYFLOW_TIMEZONE resolve on hosts without one (scratch images).
 	_ "time/tzdata"
+
+	"github.com/replyflow/replyflow/workers/telemetry"
 )
 
 const usage = `replyflow: a durable auto-reply gateway on Temporal
@@ -86,6 +88,19 @@ func run(args []string) error {
 			return err
 		}
 		defer stopTelemetry()
+	}
+	if telemetry.TracingConfigured() && (args[0] == "dev" || args[0] == "worker" || args[0] == "gateway") {
+		ic, shutdown, err := telemetry.Tracing(ctx, "replyflow-"+args[0])
+		if err != nil {
+			return err
+		}
+		defer func() {
+			flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = shutdown(flushCtx)
+		}()
+		cfg.tracing = ic
+		logger.Info("Tracing on: spans go to the OTLP endpoint of OTEL_EXPORTER_OTLP_*")
 	}
 	switch args[0] {
 	case "dev":

@@ -42,6 +42,9 @@ func dialTemporal(ctx context.Context, cfg Config, hostPort string, logger *slog
 	if cfg.tel != nil {
 		opts.MetricsHandler = cfg.tel.MetricsHandler()
 	}
+	if cfg.tracing != nil {
+		opts.Interceptors = append(opts.Interceptors, cfg.tracing)
+	}
 	if err := cfg.applyCodec(&opts); err != nil {
 		return nil, err
 	}
