@@ -174,26 +174,7 @@ func TestPendingProposalSurvivesAGatewayRestart(t *testing.T) {
 // database file, stops it while a proposal waits, starts it again on the
 // same file, and approves from the CLI.
 func TestPendingProposalSurvivesADevServerRestart(t *testing.T) {
-	cli, _ := filepath.Abs("../../bin/temporal")
-	if env := os.Getenv("REPLYFLOW_TEST_TEMPORAL_CLI"); env != "" {
-		cli = env
-	}
-	hostPort := freeHostPort(t)
-	db := filepath.Join(t.TempDir(), "temporal.db")
-	start := func() *testsuite.DevServer {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		var extra []string
-		for _, sa := range workflows.SearchAttributes() {
-			extra = append(extra, "--search-attribute", sa)
-		}
-		srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
-			ExistingPath: cli, DBFilename: db, LogLevel: "error", ExtraArgs: extra,
-			ClientOptions: &client.Options{HostPort: hostPort, Namespace: "default"},
-		})
-		require.NoError(t, err)
-		return srv
-	}
+	start, hostPort := restartableDevServer(t)
 	server := start()
 	t.Setenv("TEMPORAL_ADDRESS", hostPort)
 	c, err := dialTemporal(context.Background(), Config{}, hostPort, testLogger(t, "info"))
@@ -222,6 +203,32 @@ func TestPendingProposalSurvivesADevServerRestart(t *testing.T) {
 	assert.Contains(t, out.String(), "Proposal p1 approved by operator:")
 	events.collectUntil(t, 60*time.Second, func(ev sseEvent) bool { return ev.Type == "message" && strings.HasPrefix(ev.Text, "done:") })
 	assert.Equal(t, int32(1), calls.Load(), "the approved tool ran once")
+}
+
+// restartableDevServer is a dev server of the test's own, on a database
+// file, so start may be called again after a Stop and finds what the
+// last one kept; hostPort is where it listens.
+func restartableDevServer(t *testing.T) (start func() *testsuite.DevServer, hostPort string) {
+	cli, _ := filepath.Abs("../../bin/temporal")
+	if env := os.Getenv("REPLYFLOW_TEST_TEMPORAL_CLI"); env != "" {
+		cli = env
+	}
+	hostPort = freeHostPort(t)
+	db := filepath.Join(t.TempDir(), "temporal.db")
+	return func() *testsuite.DevServer {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		var extra []string
+		for _, sa := range workflows.SearchAttributes() {
+			extra = append(extra, "--search-attribute", sa)
+		}
+		srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
+			ExistingPath: cli, DBFilename: db, LogLevel: "error", ExtraArgs: extra,
+			ClientOptions: &client.Options{HostPort: hostPort, Namespace: "default"},
+		})
+		require.NoError(t, err)
+		return srv
+	}, hostPort
 }
 
 func freeHostPort(t *testing.T) string {

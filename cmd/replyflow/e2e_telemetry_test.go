@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,8 +14,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/testsuite"
 
 	"github.com/replyflow/replyflow/workers/telemetry"
 	"github.com/replyflow/replyflow/workflows"
@@ -99,22 +95,7 @@ func TestMetricsShowTheSDKsAndReplyflowsSeriesAfterAConversation(t *testing.T) {
 }
 
 func TestReadyzFollowsTheTemporalServer(t *testing.T) {
-	cli, _ := filepath.Abs("../../bin/temporal")
-	if env := os.Getenv("REPLYFLOW_TEST_TEMPORAL_CLI"); env != "" {
-		cli = env
-	}
-	hostPort := freeHostPort(t)
-	db := filepath.Join(t.TempDir(), "temporal.db")
-	start := func() *testsuite.DevServer {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
-			ExistingPath: cli, DBFilename: db, LogLevel: "error",
-			ClientOptions: &client.Options{HostPort: hostPort, Namespace: "default"},
-		})
-		require.NoError(t, err)
-		return srv
-	}
+	start, hostPort := restartableDevServer(t)
 	server := start()
 	c, err := dialTemporal(context.Background(), Config{}, hostPort, testLogger(t, "info"))
 	require.NoError(t, err)
