@@ -66,11 +66,16 @@ func TestDiscordMentionIsAnsweredAsAQuietReplyThroughTheReactionLifecycle(t *tes
 func TestDiscordMessageInAThreadIsAnsweredInTheThreadByTheParentsSession(t *testing.T) {
 	t.Parallel()
 	s := startDiscordStack(t, testConfig(t))
-	s.startWorker(&testModel{})
+	release := make(chan struct{})
+	s.startWorker(&testModel{hold: func(string) <-chan struct{} { return release }})
 	parent := s.newChannel()
 	thread := s.newThread(parent)
 
 	post := s.mention(thread, discordAlice, "in the thread")
+	// The model answers once typing is shown: a faster one may end the
+	// turn before its first typing call, which then is never sent.
+	waitForDiscord(t, s.fake, "typing in the thread", func() bool { return len(s.fake.Typing(thread)) > 0 })
+	close(release)
 	s.waitCleared(thread, post.ID)
 
 	replies := s.fake.Sent(thread)
