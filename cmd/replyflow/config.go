@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"slices"
 	"time"
@@ -72,7 +73,7 @@ type Config struct {
 	DeliveryDeadline     time.Duration            `envconfig:"DELIVERY_DEADLINE" default:"10m"`
 	MaxHistoryEvents     int                      `envconfig:"MAX_HISTORY_EVENTS" default:"10000"`
 	WorkflowCacheSize    int                      `envconfig:"WORKFLOW_CACHE_SIZE" default:"2000"`
-	WorkerStopTimeout    time.Duration            `envconfig:"WORKER_STOP_TIMEOUT" default:"30s"`
+	ShutdownGrace        time.Duration            `envconfig:"SHUTDOWN_GRACE" default:"30s"`
 	TypingInterval       time.Duration            `envconfig:"TYPING_INTERVAL" default:"4s"`
 	TypingByChannel      map[string]time.Duration `envconfig:"TYPING_INTERVAL_BY_CHANNEL"`
 	ReactionCoalesce     time.Duration            `envconfig:"REACTION_COALESCE" default:"700ms"`
@@ -139,6 +140,10 @@ type Config struct {
 
 // loadConfig reads REPLYFLOW_* from the environment and checks it.
 func loadConfig() (Config, error) {
+	if _, set := os.LookupEnv("REPLYFLOW_WORKER_STOP_TIMEOUT"); set {
+		// A renamed variable would silently fall back to its default.
+		return Config{}, errors.New("REPLYFLOW_WORKER_STOP_TIMEOUT is now REPLYFLOW_SHUTDOWN_GRACE (it bounds the gateway's stop too): rename it")
+	}
 	c, err := readConfig("replyflow")
 	if err != nil {
 		return c, err
@@ -196,7 +201,7 @@ func (c Config) validate() error {
 	check(c.DeliveryDeadline >= c.DeliveryTimeout, "REPLYFLOW_DELIVERY_DEADLINE must be at least REPLYFLOW_DELIVERY_TIMEOUT")
 	check(c.MaxHistoryEvents >= 0, "REPLYFLOW_MAX_HISTORY_EVENTS must not be negative")
 	check(c.WorkflowCacheSize >= 1, "REPLYFLOW_WORKFLOW_CACHE_SIZE must be at least 1, got %d", c.WorkflowCacheSize)
-	check(c.WorkerStopTimeout >= 0, "REPLYFLOW_WORKER_STOP_TIMEOUT must not be negative, got %s", c.WorkerStopTimeout)
+	check(c.ShutdownGrace >= 0, "REPLYFLOW_SHUTDOWN_GRACE must not be negative, got %s", c.ShutdownGrace)
 	check(c.TypingInterval >= 0, "REPLYFLOW_TYPING_INTERVAL must not be negative")
 	check(c.LogFormat == "text" || c.LogFormat == "json", "REPLYFLOW_LOG_FORMAT must be text or json, got %q", c.LogFormat)
 	check(c.ReactionCoalesce >= 0 && c.ReactionCoalesce <= 10*time.Second, "REPLYFLOW_REACTION_COALESCE must be between 0 and 10s, got %s", c.ReactionCoalesce)

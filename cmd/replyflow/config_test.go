@@ -99,3 +99,9 @@ func TestSessionSettingsAreCheckedAtStart(t *testing.T) {
 	assert.Equal(t, []string{"start over"}, s.ResetWords, "reset words reach sessions through their recorded settings")
 	assert.Equal(t, "[{model}] ", s.ReplyPrefix)
 }
+
+func TestARenamedVariableIsRefusedWithItsNewName(t *testing.T) {
+	t.Setenv("REPLYFLOW_WORKER_STOP_TIMEOUT", "45s")
+	_, err := loadConfig()
+	assert.ErrorContains(t, err, "REPLYFLOW_WORKER_STOP_TIMEOUT is now REPLYFLOW_SHUTDOWN_GRACE")
+}

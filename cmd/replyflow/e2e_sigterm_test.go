@@ -25,7 +25,7 @@ func TestSIGTERMMidConversationAnswersEveryMessageOnce(t *testing.T) {
 	fake := telegramtest.New("5000:sigterm")
 	t.Cleanup(fake.Close)
 	env := harness.Env(temporalServer.FrontendHostPort(), "sigterm-"+fmt.Sprint(queueSeq.Add(1)), filepath.Join(dir, "store.db"), fake,
-		map[string]string{"DEMO_MODEL_DELAY": "2s", "WORKER_STOP_TIMEOUT": "10s", "LOG_LEVEL": "info", "DEBOUNCE": "0s", "QUEUE_MODE": "followup"})
+		map[string]string{"DEMO_MODEL_DELAY": "2s", "SHUTDOWN_GRACE": "10s", "LOG_LEVEL": "info", "DEBOUNCE": "0s", "QUEUE_MODE": "followup"})
 	worker := harness.Worker(bin, env, filepath.Join(dir, "worker1.log"))
 	require.NoError(t, worker.Start())
 	t.Cleanup(worker.Kill)

@@ -52,7 +52,7 @@ func (m *finishingAfterStop) Complete(ctx context.Context, _ models.Prompt) (mod
 // is the reply: the turn is not run again by the next worker.
 func TestStoppedWorkerLetsTheRunningTurnFinish(t *testing.T) {
 	cfg := testConfig(t)
-	cfg.WorkerStopTimeout = time.Minute
+	cfg.ShutdownGrace = time.Minute
 	s := startStack(t, cfg)
 	model := &finishingAfterStop{started: make(chan struct{}), stopping: make(chan struct{}, 1), release: make(chan struct{})}
 	stopFirst := s.startWorker(model)

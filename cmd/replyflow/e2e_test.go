@@ -341,7 +341,7 @@ func TestBadRequestsAreRefusedWithAReason(t *testing.T) {
 
 func TestTurnSurvivesWorkerRestart(t *testing.T) {
 	cfg := testConfig(t)
-	cfg.WorkerStopTimeout = 0 // stopped as a crash would: the turn is cut off
+	cfg.ShutdownGrace = 0 // stopped as a crash would: the turn is cut off
 	s := startStack(t, cfg)
 	model := &testModel{started: make(chan string, 1), hold: func(string) <-chan struct{} { return nil }}
 	stopFirst := s.startWorker(model)

@@ -147,13 +147,13 @@ func location(name string) *time.Location {
 
 // runWorker serves session workflows and activities until ctx is done,
 // then stops polling and lets the running activities finish for up to
-// REPLYFLOW_WORKER_STOP_TIMEOUT before it returns.
+// REPLYFLOW_SHUTDOWN_GRACE before it returns.
 func runWorker(ctx context.Context, c client.Client, cfg Config, acts *activities.Activities) error {
 	if acts.Heartbeats == nil {
 		acts.Heartbeats = newHeartbeats(c, cfg, acts.Logger)
 	}
 	workers.SetWorkflowCacheSize(cfg.WorkflowCacheSize)
-	w := workers.New(c, cfg.TaskQueue, acts, cfg.WorkerStopTimeout)
+	w := workers.New(c, cfg.TaskQueue, acts, cfg.ShutdownGrace)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start the worker on task queue %q: %w", cfg.TaskQueue, err)
 	}
@@ -190,14 +190,14 @@ func newHeartbeats(c client.Client, cfg Config, logger *slog.Logger) *activities
 func stopWorker(w *workers.Worker, cfg Config, logger *slog.Logger) {
 	if running := w.Running(); len(running) > 0 {
 		logger.Info("Worker stopping: no new tasks are taken; waiting for the running activities",
-			"running", len(running), "activities", firstOf(running, 20), "grace", cfg.WorkerStopTimeout, "task_queue", cfg.TaskQueue)
+			"running", len(running), "activities", firstOf(running, 20), "grace", cfg.ShutdownGrace, "task_queue", cfg.TaskQueue)
 	} else {
 		logger.Info("Worker stopping: no new tasks are taken, and no activity is running", "task_queue", cfg.TaskQueue)
 	}
 	w.Stop()
 	if left := w.Running(); len(left) > 0 {
-		logger.Warn("Worker stopped before these activities finished; they were cancelled and Temporal retries them (raise REPLYFLOW_WORKER_STOP_TIMEOUT, and the grace your service manager gives the process, if this happens at every deploy)",
-			"cancelled", len(left), "activities", firstOf(left, 20), "grace", cfg.WorkerStopTimeout, "task_queue", cfg.TaskQueue)
+		logger.Warn("Worker stopped before these activities finished; they were cancelled and Temporal retries them (raise REPLYFLOW_SHUTDOWN_GRACE, and the grace your service manager gives the process, if this happens at every deploy)",
+			"cancelled", len(left), "activities", firstOf(left, 20), "grace", cfg.ShutdownGrace, "task_queue", cfg.TaskQueue)
 		return
 	}
 	logger.Info("Worker stopped; every activity it ran has finished", "task_queue", cfg.TaskQueue)
@@ -282,7 +282,9 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 	case <-ctx.Done():
 	}
 	cancel()
-	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
+	// The requests in flight (a webhook whose signal is being handed to
+	// Temporal) finish, for up to the grace; new ones are refused.
+	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), max(cfg.ShutdownGrace, time.Second))
 	defer cancelShutdown()
 	platforms.Close()
 	for _, srv := range servers {
