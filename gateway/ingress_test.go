@@ -64,3 +64,14 @@ func TestPlatformsAreReadyOnlyWhenEveryOneIsUp(t *testing.T) {
 	s.Report("slack", adapters.Health{State: adapters.StateFailed})
 	assert.EqualError(t, s.Ready(context.Background()), "slack is failed, telegram is connecting")
 }
+
+func TestADrainingGatewayRefusesNewEventsAndIsUnready(t *testing.T) {
+	d := &Drain{Next: refusingSink{}}
+	require.NoError(t, d.Accept(context.Background(), pipeline.Inbound{}))
+	require.NoError(t, d.Ready(context.Background()))
+	d.Close()
+	assert.ErrorIs(t, d.Accept(context.Background(), pipeline.Inbound{}), ErrDraining)
+	assert.ErrorIs(t, d.Ready(context.Background()), ErrDraining)
+	_, limited := adapters.AsRateLimited(d.Accept(context.Background(), pipeline.Inbound{}))
+	assert.False(t, limited, "not a rate limit: the platforms deliver a refused event again")
+}

@@ -2,10 +2,12 @@ package workflows
 
 import (
 	"context"
+	"sort"
 	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
@@ -93,3 +95,54 @@ func ownerInbound(id, text string) pipeline.Inbound {
 	in.SenderID = "boss"
 	return in
 }
+
+// countingMetrics is a client.MetricsHandler that counts each counter by
+// its name and tags ("name k=v k=v", tags sorted).
+type countingMetrics struct {
+	mu     sync.Mutex
+	tags   string
+	counts map[string]int64
+	root   *countingMetrics
+}
+
+func (m *countingMetrics) base() *countingMetrics {
+	if m.root != nil {
+		return m.root
+	}
+	return m
+}
+
+func (m *countingMetrics) WithTags(tags map[string]string) client.MetricsHandler {
+	keys := make([]string, 0, len(tags))
+	for k := range tags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	text := m.tags
+	for _, k := range keys {
+		text += " " + k + "=" + tags[k]
+	}
+	return &countingMetrics{tags: text, root: m.base()}
+}
+
+func (m *countingMetrics) Counter(name string) client.MetricsCounter {
+	return counterFunc(func(n int64) {
+		root := m.base()
+		root.mu.Lock()
+		defer root.mu.Unlock()
+		root.counts[name+m.tags] += n
+	})
+}
+
+func (m *countingMetrics) Gauge(string) client.MetricsGauge { return client.MetricsNopHandler.Gauge("") }
+func (m *countingMetrics) Timer(string) client.MetricsTimer { return client.MetricsNopHandler.Timer("") }
+
+func (m *countingMetrics) count(key string) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.counts[key]
+}
+
+type counterFunc func(int64)
+
+func (f counterFunc) Inc(n int64) { f(n) }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/replyflow/replyflow/pipeline"
 )
@@ -351,4 +352,18 @@ func TestAMessageDuringCompactWaitsForTheNewTranscript(t *testing.T) {
 	require.Len(t, p.steps, 1)
 	assert.GreaterOrEqual(t, p.steps[0].At, 11*time.Second, "the turn waited for the compaction to end")
 	assert.Contains(t, p.answersTo()["k1"][0], "Compacted: 3 message(s)")
+}
+
+func TestAClearThatRunsLateIsCounted(t *testing.T) {
+	metrics := &countingMetrics{counts: map[string]int64{}}
+	suite := &testsuite.WorkflowTestSuite{}
+	suite.SetMetricsHandler(metrics)
+	env, _ := newEnvOn(t, suite, testStart)
+	st := &State{Status: StatusIdle}
+	st.Reactions = []Reaction{
+		{MessageID: "late", State: pipeline.ReactionDone, ClearAt: testStart.Add(-5 * time.Minute), Shown: true},
+		{MessageID: "due", State: pipeline.ReactionDone, ClearAt: testStart.Add(30 * time.Second), Shown: true},
+	}
+	run(t, env, st)
+	assert.Equal(t, int64(1), metrics.count(MetricReactionsClearedLate+" channel=webchat"), "only the clear carried five minutes past its time")
 }

@@ -90,7 +90,11 @@ func newEnv(t *testing.T, options ...func(*fakePlatform)) (*testsuite.TestWorkfl
 }
 
 func newEnvAt(t *testing.T, start time.Time, options ...func(*fakePlatform)) (*testsuite.TestWorkflowEnvironment, *fakePlatform) {
-	var suite testsuite.WorkflowTestSuite
+	return newEnvOn(t, &testsuite.WorkflowTestSuite{}, start, options...)
+}
+
+// newEnvOn is newEnvAt on a suite the caller set up (a metrics handler).
+func newEnvOn(t *testing.T, suite *testsuite.WorkflowTestSuite, start time.Time, options ...func(*fakePlatform)) (*testsuite.TestWorkflowEnvironment, *fakePlatform) {
 	env := suite.NewTestWorkflowEnvironment()
 	env.SetStartTime(start)
 	p := &fakePlatform{env: env, start: testStart, settings: testSettings()}

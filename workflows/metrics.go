@@ -23,7 +23,15 @@ const (
 	// MetricFirstChunk is the time from when the gateway received the
 	// turn's last message to its first delivered chunk, by channel.
 	MetricFirstChunk = "replyflow_first_chunk_latency"
+	// MetricReactionsClearedLate counts clears that ran over lateClear
+	// after they were due, by channel.
+	MetricReactionsClearedLate = "replyflow_reactions_cleared_late"
 )
+
+// lateClear is how late a reaction's clear may run before it counts as
+// late: a timer fires within seconds, so a minute means the session
+// could not run.
+const lateClear = time.Minute
 
 // count adds one to a series with tags.
 func (e *runEnv) count(name string, tags map[string]string) {

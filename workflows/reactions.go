@@ -170,6 +170,10 @@ func (s *reactions) armClear(r Reaction) {
 		if current == nil || !current.ClearAt.Equal(r.ClearAt) {
 			return
 		}
+		if late := workflow.Now(ctx).Sub(r.ClearAt); late > lateClear {
+			// A worker outage or a long replay held the clear back.
+			s.count(MetricReactionsClearedLate, map[string]string{"channel": s.key.Channel})
+		}
 		current.State, current.ClearAt = pipeline.ReactionNone, time.Time{}
 		s.queueReaction(pipeline.ReactionChange{Session: s.key, MessageID: r.MessageID, ThreadID: r.ThreadID, State: pipeline.ReactionNone})
 	})

@@ -253,7 +253,7 @@ func TestDeployFilesNameOnlyRealVariablesAndSeries(t *testing.T) {
 	series := map[string]bool{}
 	for _, name := range []string{workflows.MetricTurns, workflows.MetricModelAttempts, workflows.MetricFallbacks, workflows.MetricDeliveries,
 		workflows.MetricParked, workflows.MetricHeartbeats, workflows.MetricGateDecisions, workflows.MetricProposals,
-		gateway.MetricInbound, gateway.MetricLastEvent} {
+		workflows.MetricReactionsClearedLate, gateway.MetricInbound, gateway.MetricLastEvent} {
 		series[name] = true
 	}
 	for _, histogram := range []string{workflows.MetricTurnDuration, workflows.MetricFirstChunk} {

@@ -244,8 +244,10 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 	if cfg.tel != nil {
 		accepted = &gateway.Counted{Next: sink, Metrics: cfg.tel.MetricsHandler()}
 	}
+	drain := &gateway.Drain{Next: accepted}
+	ready.AddCheck("stopping", drain.Ready)
 	side := adapters.GatewaySide{
-		Mux: mux, Sink: accepted, Feedback: sink, Health: status, Logger: logger, WriteTimeout: cfg.HTTPTimeout,
+		Mux: mux, Sink: drain, Feedback: sink, Health: status, Logger: logger, WriteTimeout: cfg.HTTPTimeout,
 		Sessions: &gateway.Sessions{Client: c},
 	}
 	if cfg.WebhookAddr != "" {
@@ -281,6 +283,9 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 		failure = err
 	case <-ctx.Done():
 	}
+	// New events are refused from here (the platforms deliver them
+	// again), while the signals in flight finish below.
+	drain.Close()
 	cancel()
 	// The requests in flight (a webhook whose signal is being handed to
 	// Temporal) finish, for up to the grace; new ones are refused.
