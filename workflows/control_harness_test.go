@@ -134,8 +134,12 @@ func (m *countingMetrics) Counter(name string) client.MetricsCounter {
 	})
 }
 
-func (m *countingMetrics) Gauge(string) client.MetricsGauge { return client.MetricsNopHandler.Gauge("") }
-func (m *countingMetrics) Timer(string) client.MetricsTimer { return client.MetricsNopHandler.Timer("") }
+func (m *countingMetrics) Gauge(string) client.MetricsGauge {
+	return client.MetricsNopHandler.Gauge("")
+}
+func (m *countingMetrics) Timer(string) client.MetricsTimer {
+	return client.MetricsNopHandler.Timer("")
+}
 
 func (m *countingMetrics) count(key string) int64 {
 	m.mu.Lock()
