@@ -1,6 +1,10 @@
 package workflows
 
-import "go.temporal.io/sdk/workflow"
+import (
+	"slices"
+
+	"go.temporal.io/sdk/workflow"
+)
 
 // Sessions are long-lived: a run that started under older code replays its
 // history on any worker, so every change that alters the commands a session
@@ -47,11 +51,30 @@ type versions struct {
 	control  bool
 }
 
+// changesInOrder are the changes, oldest first.
+var changesInOrder = []string{changeHardening, changeSlack, changeSecurity, changeControl}
+
+// BuiltBefore, when set at link time to a change ID
+// (-ldflags "-X github.com/replyflow/replyflow/workflows.BuiltBefore=control-2026-11"),
+// builds a worker whose sessions behave as the release before that
+// change: they record neither it nor any newer one, as that release's code
+// did not know them. It exists for the rolling-upgrade test
+// (cmd/replyflow-chaos), which runs such a build as the old version and
+// today's as the new one; a release never sets it. An unknown ID takes
+// every change.
+var BuiltBefore string
+
 // readVersions records (or, on replay, reads back) the change versions of
 // this run.
 func (s *runEnv) readVersions() {
-	s.v.hardened = workflow.GetVersion(s.ctx, changeHardening, workflow.DefaultVersion, 1) >= 1
-	s.v.slack = workflow.GetVersion(s.ctx, changeSlack, workflow.DefaultVersion, 1) >= 1
-	s.v.security = workflow.GetVersion(s.ctx, changeSecurity, workflow.DefaultVersion, 1) >= 1
-	s.v.control = workflow.GetVersion(s.ctx, changeControl, workflow.DefaultVersion, 1) >= 1
+	taken := func(change string) bool {
+		if i := slices.Index(changesInOrder, BuiltBefore); i >= 0 && slices.Index(changesInOrder, change) >= i {
+			return false
+		}
+		return workflow.GetVersion(s.ctx, change, workflow.DefaultVersion, 1) >= 1
+	}
+	s.v.hardened = taken(changeHardening)
+	s.v.slack = taken(changeSlack)
+	s.v.security = taken(changeSecurity)
+	s.v.control = taken(changeControl)
 }

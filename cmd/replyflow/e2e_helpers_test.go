@@ -154,24 +154,26 @@ func recordHistory(t *testing.T, c client.Client, chat, name string) {
 	recordHistoryOf(t, c, pipeline.SessionKey{Channel: "webchat", Chat: chat}, name)
 }
 
-// historySeries names the workflow code a recording run records: the
-// newest change in workflows/versions.go. Each series records every path
-// once more under the code of its time, next to the older series; when a
-// new change is added there, bump this too and run make record-histories.
+// historySeries names the workflow code a recording run records, the
+// release: the newest change in workflows/versions.go. Each release
+// records every path once more under the code of its time, in a folder of
+// its own beside the older releases' (workflows/testdata/histories/
+// <release>/); when a new change is added there, bump this too and run
+// make record-histories.
 const historySeries = "control-2026-11"
 
 // recordHistoryOf saves every run of the session's history as
-// <name>@<series>_run<N>.json. A history already recorded under that name
-// is kept as it is: it guards sessions that ran the workflow code of its
-// time, so it is never re-recorded (a new path gets a new name). The
-// histories recorded before the first series have no @<series>.
+// <release>/<name>_run<N>.json. A history already recorded under that
+// name is kept as it is: it guards sessions that ran the workflow code of
+// its time, so it is never re-recorded (a new path gets a new name). The
+// histories recorded before the first change are in baseline/.
 func recordHistoryOf(t *testing.T, c client.Client, key pipeline.SessionKey, name string) {
 	if *recordTo == "" {
 		return
 	}
-	name += "@" + historySeries
-	if old, _ := filepath.Glob(filepath.Join(*recordTo, name+"_run*.json")); len(old) > 0 {
-		t.Logf("history %s is recorded already (%d runs); kept as it is", name, len(old))
+	dir := filepath.Join(*recordTo, historySeries)
+	if old, _ := filepath.Glob(filepath.Join(dir, name+"_run*.json")); len(old) > 0 {
+		t.Logf("history %s/%s is recorded already (%d runs); kept as it is", historySeries, name, len(old))
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -188,7 +190,7 @@ func recordHistoryOf(t *testing.T, c client.Client, key pipeline.SessionKey, nam
 	runs, err := c.ListWorkflow(ctx, listRequest(fmt.Sprintf("WorkflowId = %q", id)))
 	require.NoError(t, err)
 	require.NotEmpty(t, runs.Executions)
-	require.NoError(t, os.MkdirAll(*recordTo, 0o755))
+	require.NoError(t, os.MkdirAll(dir, 0o755))
 	for i, run := range runs.Executions {
 		history := &historypb.History{}
 		iter := c.GetWorkflowHistory(ctx, id, run.Execution.RunId, false, 0)
@@ -199,7 +201,7 @@ func recordHistoryOf(t *testing.T, c client.Client, key pipeline.SessionKey, nam
 		}
 		data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(history)
 		require.NoError(t, err)
-		file := filepath.Join(*recordTo, fmt.Sprintf("%s_run%d.json", name, len(runs.Executions)-i))
+		file := filepath.Join(dir, fmt.Sprintf("%s_run%d.json", name, len(runs.Executions)-i))
 		// O_EXCL: even a file that appeared since the check is not overwritten.
 		f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		require.NoError(t, err, "history %s", file)
