@@ -56,7 +56,10 @@ func (w *Worker) Running() []string { return w.running.list() }
 // stopTimeout before it cancels them: with no grace, every deploy
 // cancelled model attempts and deliveries mid-flight, and a Telegram chunk
 // sent but not yet reported went out twice on the retry.
-func New(c client.Client, taskQueue string, acts *activities.Activities, stopTimeout time.Duration) *Worker {
+//
+// With a versioned deployment, the worker serves that version only (see
+// Deployment); start PromoteWhenRegistered beside it.
+func New(c client.Client, taskQueue string, acts *activities.Activities, stopTimeout time.Duration, deployment Deployment) *Worker {
 	pollers := worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{InitialNumberOfPollers: 8})
 	running := newRunningActivities()
 	w := worker.New(c, taskQueue, worker.Options{
@@ -64,6 +67,7 @@ func New(c client.Client, taskQueue string, acts *activities.Activities, stopTim
 		ActivityTaskPollerBehavior: pollers,
 		WorkerStopTimeout:          stopTimeout,
 		Interceptors:               []interceptor.WorkerInterceptor{running},
+		DeploymentOptions:          deployment.options(),
 	})
 	Register(w, acts)
 	return &Worker{Worker: w, running: running}
@@ -73,8 +77,9 @@ func New(c client.Client, taskQueue string, acts *activities.Activities, stopTim
 // activity to a registry (a worker, a replayer or a test environment)
 // under their contract names.
 func Register(r worker.Registry, acts *activities.Activities) {
-	r.RegisterWorkflowWithOptions(workflows.SessionWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.HeartbeatTickWorkflow, workflow.RegisterOptions{Name: pipeline.WorkflowHeartbeatTick})
+	// Auto-upgrade (see Deployment); an unversioned worker ignores it.
+	r.RegisterWorkflowWithOptions(workflows.SessionWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowName, VersioningBehavior: workflow.VersioningBehaviorAutoUpgrade})
+	r.RegisterWorkflowWithOptions(workflows.HeartbeatTickWorkflow, workflow.RegisterOptions{Name: pipeline.WorkflowHeartbeatTick, VersioningBehavior: workflow.VersioningBehaviorAutoUpgrade})
 	if acts == nil {
 		return
 	}

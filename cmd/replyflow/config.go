@@ -62,22 +62,28 @@ type Config struct {
 	// StoreDSN is a SQLite file path or a postgres:// URL.
 	StoreDSN string `envconfig:"STORE_DSN" default:".replyflow/replyflow.db"`
 
-	ReactionClearDelay   time.Duration            `envconfig:"REACTION_CLEAR_DELAY" default:"60s"`
-	ErrorClearDelay      time.Duration            `envconfig:"ERROR_CLEAR_DELAY" default:"10m"`
-	SessionIdleTTL       time.Duration            `envconfig:"SESSION_IDLE_TTL" default:"24h"`
-	ChunkLimit           int                      `envconfig:"CHUNK_LIMIT" default:"0"`
-	TurnTimeout          time.Duration            `envconfig:"TURN_TIMEOUT" default:"5m"`
-	TurnHeartbeatTimeout time.Duration            `envconfig:"TURN_HEARTBEAT_TIMEOUT" default:"20s"`
-	TurnAttempts         int                      `envconfig:"TURN_ATTEMPTS" default:"3"`
-	DeliveryTimeout      time.Duration            `envconfig:"DELIVERY_TIMEOUT" default:"30s"`
-	DeliveryDeadline     time.Duration            `envconfig:"DELIVERY_DEADLINE" default:"10m"`
-	MaxHistoryEvents     int                      `envconfig:"MAX_HISTORY_EVENTS" default:"10000"`
-	WorkflowCacheSize    int                      `envconfig:"WORKFLOW_CACHE_SIZE" default:"2000"`
-	ShutdownGrace        time.Duration            `envconfig:"SHUTDOWN_GRACE" default:"30s"`
-	TypingInterval       time.Duration            `envconfig:"TYPING_INTERVAL" default:"4s"`
-	TypingByChannel      map[string]time.Duration `envconfig:"TYPING_INTERVAL_BY_CHANNEL"`
-	ReactionCoalesce     time.Duration            `envconfig:"REACTION_COALESCE" default:"700ms"`
-	DemoModelDelay       time.Duration            `envconfig:"DEMO_MODEL_DELAY" default:"1s"`
+	ReactionClearDelay   time.Duration `envconfig:"REACTION_CLEAR_DELAY" default:"60s"`
+	ErrorClearDelay      time.Duration `envconfig:"ERROR_CLEAR_DELAY" default:"10m"`
+	SessionIdleTTL       time.Duration `envconfig:"SESSION_IDLE_TTL" default:"24h"`
+	ChunkLimit           int           `envconfig:"CHUNK_LIMIT" default:"0"`
+	TurnTimeout          time.Duration `envconfig:"TURN_TIMEOUT" default:"5m"`
+	TurnHeartbeatTimeout time.Duration `envconfig:"TURN_HEARTBEAT_TIMEOUT" default:"20s"`
+	TurnAttempts         int           `envconfig:"TURN_ATTEMPTS" default:"3"`
+	DeliveryTimeout      time.Duration `envconfig:"DELIVERY_TIMEOUT" default:"30s"`
+	DeliveryDeadline     time.Duration `envconfig:"DELIVERY_DEADLINE" default:"10m"`
+	MaxHistoryEvents     int           `envconfig:"MAX_HISTORY_EVENTS" default:"10000"`
+	WorkflowCacheSize    int           `envconfig:"WORKFLOW_CACHE_SIZE" default:"2000"`
+	ShutdownGrace        time.Duration `envconfig:"SHUTDOWN_GRACE" default:"30s"`
+	// WorkerVersioning, DeploymentName, BuildID and Promote place the
+	// worker in a Worker Deployment (versioning.go, workers.Deployment).
+	WorkerVersioning bool                     `envconfig:"WORKER_VERSIONING" default:"true"`
+	DeploymentName   string                   `envconfig:"DEPLOYMENT_NAME" default:"replyflow"`
+	BuildID          string                   `envconfig:"BUILD_ID"`
+	Promote          string                   `envconfig:"PROMOTE" default:"first"`
+	TypingInterval   time.Duration            `envconfig:"TYPING_INTERVAL" default:"4s"`
+	TypingByChannel  map[string]time.Duration `envconfig:"TYPING_INTERVAL_BY_CHANNEL"`
+	ReactionCoalesce time.Duration            `envconfig:"REACTION_COALESCE" default:"700ms"`
+	DemoModelDelay   time.Duration            `envconfig:"DEMO_MODEL_DELAY" default:"1s"`
 
 	Debounce           time.Duration            `envconfig:"DEBOUNCE" default:"1s"`
 	DebounceByChannel  map[string]time.Duration `envconfig:"DEBOUNCE_BY_CHANNEL"`
@@ -202,6 +208,9 @@ func (c Config) validate() error {
 	check(c.MaxHistoryEvents >= 0, "REPLYFLOW_MAX_HISTORY_EVENTS must not be negative")
 	check(c.WorkflowCacheSize >= 1, "REPLYFLOW_WORKFLOW_CACHE_SIZE must be at least 1, got %d", c.WorkflowCacheSize)
 	check(c.ShutdownGrace >= 0, "REPLYFLOW_SHUTDOWN_GRACE must not be negative, got %s", c.ShutdownGrace)
+	if err := c.checkDeployment(); err != nil {
+		errs = append(errs, err)
+	}
 	check(c.TypingInterval >= 0, "REPLYFLOW_TYPING_INTERVAL must not be negative")
 	check(c.LogFormat == "text" || c.LogFormat == "json", "REPLYFLOW_LOG_FORMAT must be text or json, got %q", c.LogFormat)
 	check(c.ReactionCoalesce >= 0 && c.ReactionCoalesce <= 10*time.Second, "REPLYFLOW_REACTION_COALESCE must be between 0 and 10s, got %s", c.ReactionCoalesce)

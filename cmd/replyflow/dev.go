@@ -23,6 +23,7 @@ import (
 	"github.com/replyflow/replyflow/adapters/webchat"
 	"github.com/replyflow/replyflow/cmd/internal/devserver"
 	"github.com/replyflow/replyflow/gateway"
+	"github.com/replyflow/replyflow/workers"
 )
 
 // runDev runs the laptop bundle: a Temporal dev server on a persistent
@@ -51,6 +52,11 @@ func runDev(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 	if os.Getenv("REPLYFLOW_STORE_DSN") == "" {
 		cfg.StoreDSN = filepath.Join(cfg.DevDir, "replyflow.db")
+	}
+	if _, set := os.LookupEnv("REPLYFLOW_PROMOTE"); !set {
+		// The laptop's one worker is every build there is: each new build
+		// takes over the open sessions as it starts.
+		cfg.Promote = string(workers.PromoteAlways)
 	}
 	acts, db, code, err := workerSide(ctx, cfg, logger)
 	if err != nil {

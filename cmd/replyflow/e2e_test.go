@@ -107,6 +107,10 @@ func testConfig(t *testing.T) Config {
 	// client do; e2e_webauth_test.go runs token mode.
 	webchatOf(cfg).Auth = "none"
 	cfg.StoreDSN = filepath.Join(t.TempDir(), "replyflow.db")
+	// Each test has a task queue of its own, and a deployment version
+	// holds at most 100: these workers run unversioned (the versioned
+	// ones run in cmd/replyflow-chaos, where the rolling upgrade is).
+	cfg.WorkerVersioning = false
 	require.NoError(t, cfg.validate())
 	return cfg
 }

@@ -152,11 +152,22 @@ func runWorker(ctx context.Context, c client.Client, cfg Config, acts *activitie
 	if acts.Heartbeats == nil {
 		acts.Heartbeats = newHeartbeats(c, cfg, acts.Logger)
 	}
-	workers.SetWorkflowCacheSize(cfg.WorkflowCacheSize)
-	w := workers.New(c, cfg.TaskQueue, acts, cfg.ShutdownGrace)
-	if err := w.Start(); err != nil {
-		return fmt.Errorf("start the worker on task queue %q: %w", cfg.TaskQueue, err)
+	deployment, err := cfg.deployment()
+	if err != nil {
+		return err
 	}
+	workers.SetWorkflowCacheSize(cfg.WorkflowCacheSize)
+	w := workers.New(c, cfg.TaskQueue, acts, cfg.ShutdownGrace, deployment)
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start the worker on task queue %q as %s: %w", cfg.TaskQueue, deployment, err)
+	}
+	acts.Logger.Info("Worker started", "task_queue", cfg.TaskQueue, "version", deployment.String())
+	promoted := make(chan struct{})
+	go func() {
+		defer close(promoted)
+		workers.PromoteWhenRegistered(ctx, c, deployment, acts.Logger)
+	}()
+	defer func() { <-promoted }()
 	if cfg.tel != nil {
 		cfg.tel.AddCheck("temporal", telemetry.TemporalCheck(c))
 		var stopping atomic.Bool
