@@ -6,11 +6,17 @@
 TEMPORAL_CLI_VERSION := v1.5.1
 BIN := $(CURDIR)/bin
 TEMPORAL := $(BIN)/temporal
+# The real Temporal server and its SQL tool, for the cluster on
+# PostgreSQL (make cluster, the cluster tests, make bench -cluster): the
+# version the CLI's dev server embeds.
+TEMPORAL_SERVER_VERSION := v1.29.1
+TEMPORAL_SERVER := $(BIN)/temporal-server
+TEMPORAL_SQL_TOOL := $(BIN)/temporal-sql-tool
 WORKFLOWCHECK_VERSION := v0.6.0
 WORKFLOWCHECK := $(BIN)/workflowcheck
 GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: dev build test unit prereqs vet workflowcheck fmt record-histories fuzz bench chaos clean
+.PHONY: dev build test unit prereqs vet workflowcheck fmt record-histories fuzz bench chaos cluster clean
 
 dev: build $(TEMPORAL)
 	$(BIN)/replyflow dev
@@ -24,12 +30,24 @@ $(TEMPORAL):
 	@echo "==> building the Temporal CLI $(TEMPORAL_CLI_VERSION) into bin/ (first run only: about 5 minutes)"
 	GOBIN=$(BIN) go install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION)
 
+# go install names a binary for its folder (server, sql), so each is built
+# into a folder of its own and moved to its name in bin/.
+$(TEMPORAL_SERVER):
+	@echo "==> building the Temporal server $(TEMPORAL_SERVER_VERSION) into bin/ (first run only: about 3 minutes)"
+	rm -rf $(BIN)/.server && GOBIN=$(BIN)/.server go install go.temporal.io/server/cmd/server@$(TEMPORAL_SERVER_VERSION)
+	mv $(BIN)/.server/server $@ && rm -rf $(BIN)/.server
+
+$(TEMPORAL_SQL_TOOL):
+	rm -rf $(BIN)/.sqltool && GOBIN=$(BIN)/.sqltool go install go.temporal.io/server/cmd/tools/sql@$(TEMPORAL_SERVER_VERSION)
+	mv $(BIN)/.sqltool/sql $@ && rm -rf $(BIN)/.sqltool
+
 # The prerequisites are checked, in this order, before anything is
 # downloaded or built; a cold machine then spends most of half an hour on
 # the modules and the Temporal CLI, and each step says so.
-test: prereqs vet workflowcheck $(TEMPORAL)
-	@echo "==> running every test with the race detector (the first build of the tests takes minutes; cmd/replyflow and the chaos run take several more)"
-	REPLYFLOW_TEST_TEMPORAL_CLI=$(TEMPORAL) go test $(GO_TEST_FLAGS) ./...
+test: prereqs vet workflowcheck $(TEMPORAL) $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL)
+	@echo "==> running every test with the race detector (the first build of the tests takes minutes; cmd/replyflow and the chaos runs take several more)"
+	REPLYFLOW_TEST_TEMPORAL_CLI=$(TEMPORAL) REPLYFLOW_TEST_TEMPORAL_SERVER=$(TEMPORAL_SERVER) REPLYFLOW_TEST_TEMPORAL_SQL_TOOL=$(TEMPORAL_SQL_TOOL) \
+		go test $(GO_TEST_FLAGS) ./...
 	@$(POSTGRES_SKIPPED)
 
 # Everything that needs no Temporal server.
@@ -97,6 +115,15 @@ bench: build $(TEMPORAL)
 CHAOS_FLAGS ?=
 chaos: build $(TEMPORAL)
 	go run ./cmd/replyflow-chaos -temporal $(TEMPORAL) -replyflow $(BIN)/replyflow $(CHAOS_FLAGS)
+
+# The same attack on a real Temporal cluster: two server nodes on
+# PostgreSQL (the store there too), three workers, two gateways behind one
+# balancer (Telegram in webhook mode through it); the kills hit workers,
+# gateways and server nodes (the README's Reliability section). It needs
+# the PostgreSQL of `make test` (REPLYFLOW_TEST_POSTGRES_DSN).
+CLUSTER_FLAGS ?=
+cluster: build $(TEMPORAL) $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL)
+	go run ./cmd/replyflow-chaos -cluster -temporal-server $(TEMPORAL_SERVER) -sql-tool $(TEMPORAL_SQL_TOOL) -replyflow $(BIN)/replyflow $(CLUSTER_FLAGS)
 
 clean:
 	rm -rf $(BIN)

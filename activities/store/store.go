@@ -27,6 +27,13 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
+// postgresMaxConns bounds one process's connections to PostgreSQL: each
+// store call is one short statement or transaction, so a few connections
+// serve hundreds of running activities (the rest wait their turn), and
+// several workers beside a Temporal cluster on the same server stay far
+// below its max_connections (100 by default).
+const postgresMaxConns = 8
+
 // Store is the database behind the activities.
 type Store struct {
 	db       *sql.DB
@@ -40,7 +47,10 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	var err error
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		s.postgres = true
-		s.db, err = sql.Open("pgx", dsn)
+		if s.db, err = sql.Open("pgx", dsn); err == nil {
+			s.db.SetMaxOpenConns(postgresMaxConns)
+			s.db.SetMaxIdleConns(postgresMaxConns)
+		}
 	} else {
 		if dir := filepath.Dir(dsn); dir != "." {
 			if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -82,10 +80,10 @@ func (r *rig) check(ctx context.Context, messages [][]sent, kills []kill) (repor
 		}
 	}
 	rep.exits = r.exits()
-	workerLog, _ := os.ReadFile(filepath.Join(r.cfg.workDir, "worker.log"))
+	workerLog := r.workerLogs()
 	for i, p := range r.platforms {
 		pr := &rep.platforms[i]
-		p.tally(kills, string(workerLog), pr)
+		p.tally(kills, workerLog, pr)
 		if err := r.checkIdle(ctx, p, messages[i], pr); err != nil {
 			return rep, err
 		}
@@ -110,7 +108,7 @@ func (r *rig) keepRunning(ctx context.Context) {
 // checkIdle queries the session of each chat the platform talked in: it
 // must be idle, and its turn count adds to the turns run.
 func (r *rig) checkIdle(ctx context.Context, p platform, messages []sent, pr *platformReport) error {
-	c, err := harness.Dial(ctx, r.temporal.Address, r.cfg.codecKeys)
+	c, err := harness.Dial(ctx, r.address, r.cfg.codecKeys)
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,18 @@ func chaos() int {
 	flag.BoolVar(&cfg.killServer, "kill-server", true, "also kill and restart the Temporal dev server")
 	flag.Int64Var(&cfg.seed, "seed", time.Now().UnixNano(), "random seed (printed, to replay a run's choices)")
 	flag.StringVar(&cfg.codecKeys, "codec-keys", "", "encrypt payloads: REPLYFLOW_CODEC_KEYS for the worker, the gateway and the checks (empty: off)")
+	cluster := flag.Bool("cluster", false, "run a real Temporal cluster on PostgreSQL with several workers and gateways (make cluster) instead of one dev server, worker and gateway")
+	cc := clusterConfig{}
+	flag.StringVar(&cc.server, "temporal-server", "bin/temporal-server", "cluster: the Temporal server binary")
+	flag.StringVar(&cc.sqlTool, "sql-tool", "bin/temporal-sql-tool", "cluster: temporal-sql-tool")
+	flag.StringVar(&cc.postgres, "postgres", defaultPostgres(), "cluster: PostgreSQL (a postgres:// URL whose user may create databases) for Temporal and the store")
+	flag.IntVar(&cc.nodes, "nodes", 2, "cluster: Temporal server nodes")
+	flag.IntVar(&cc.workers, "workers", 3, "cluster: replyflow workers")
+	flag.IntVar(&cc.gateways, "gateways", 2, "cluster: replyflow gateways, behind one balancer")
 	flag.Parse()
+	if *cluster {
+		cfg.cluster = &cc
+	}
 	var err error
 	if cfg.platforms, err = platformNames(*platforms); err != nil {
 		fmt.Fprintln(os.Stderr, "replyflow-chaos:", err)
@@ -71,6 +82,15 @@ func chaos() int {
 	}
 	os.RemoveAll(cfg.workDir)
 	return 0
+}
+
+// defaultPostgres is REPLYFLOW_TEST_POSTGRES_DSN, else the PostgreSQL
+// `make test` checks for.
+func defaultPostgres() string {
+	if dsn := os.Getenv("REPLYFLOW_TEST_POSTGRES_DSN"); dsn != "" {
+		return dsn
+	}
+	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 }
 
 // repeatHint says how to run a failed run's choices again.

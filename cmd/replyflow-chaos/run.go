@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"math/rand"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,17 +26,22 @@ type config struct {
 	workDir                string
 	progress               io.Writer
 	codecKeys              string // REPLYFLOW_CODEC_KEYS of the worker, the gateway and the checks; "": off
+	// cluster, when set, runs a real Temporal cluster on PostgreSQL with
+	// several workers and gateways instead of one dev server, worker and
+	// gateway (cluster.go).
+	cluster *clusterConfig
 }
 
 func defaultConfig() config {
 	return config{platforms: slices.Clone(allPlatforms), clearDelay: 2 * time.Second, settle: 4 * time.Minute, progress: io.Discard}
 }
 
-// kill is one kill: whom, when, and when the victim was back. aimedAt is
-// the platform whose post a worker kill followed at once ("" when none
-// came in time).
+// kill is one kill: whom (its kind, and which of them), when, and when
+// the victim was back. aimedAt is the platform whose post a worker kill
+// followed at once ("" when none came in time).
 type kill struct {
 	victim, aimedAt string
+	which           int
 	at, up          time.Time
 }
 
@@ -46,9 +49,15 @@ type kill struct {
 type rig struct {
 	cfg       config
 	platforms []platform
-	temporal  *harness.Temporal
-	worker    *harness.Proc
-	gateway   *harness.Proc
+	// address is Temporal's, as every process dials it.
+	address string
+	// servers are the Temporal processes (the dev server, or the
+	// cluster's nodes); restartServer starts server i again and waits
+	// until it answers.
+	servers       []*harness.Proc
+	restartServer func(ctx context.Context, i int) error
+	workers       []*harness.Proc
+	gateways      []*harness.Proc
 	// killRnd chooses kills and talkRnd the pauses between messages; two
 	// sources, as they are used from two goroutines.
 	killRnd, talkRnd *rand.Rand
@@ -82,26 +91,18 @@ func run(ctx context.Context, cfg config) (report, error) {
 		p := newPlatform(name)
 		defer p.close()
 		r.platforms = append(r.platforms, p)
-		maps.Copy(extra, p.env())
 	}
+	var stop func()
 	var err error
-	r.temporal, err = harness.StartTemporal(ctx, cfg.temporalCLI, filepath.Join(cfg.workDir, "temporal.db"), filepath.Join(cfg.workDir, "temporal.log"))
+	if cfg.cluster != nil {
+		stop, err = r.startCluster(ctx, extra)
+	} else {
+		stop, err = r.startDev(ctx, extra)
+	}
+	defer stop()
 	if err != nil {
 		return report{}, err
 	}
-	defer r.temporal.Stop()
-	env := harness.Env(r.temporal.Address, "chaos", filepath.Join(cfg.workDir, "replyflow.db"), nil, extra)
-	r.worker = harness.Worker(cfg.replyflow, env, filepath.Join(cfg.workDir, "worker.log"))
-	if r.gateway, err = harness.Gateway(cfg.replyflow, env, filepath.Join(cfg.workDir, "gateway.log")); err != nil {
-		return report{}, err
-	}
-	for _, p := range []*harness.Proc{r.worker, r.gateway} {
-		if err := p.Start(); err != nil {
-			return report{}, err
-		}
-		defer p.Stop()
-	}
-
 	opened, err := r.open(ctx)
 	if err != nil {
 		return report{}, err
@@ -254,14 +255,16 @@ func (r *rig) killUntil(ctx context.Context) []kill {
 		if t.aim != nil && aimAt(t.aim) {
 			k.aimedAt = t.aim.name()
 		}
-		proc := map[string]*harness.Proc{"worker": r.worker, "gateway": r.gateway, "server": r.temporal.Proc}[t.victim]
+		procs := map[string][]*harness.Proc{"worker": r.workers, "gateway": r.gateways, "server": r.servers}[t.victim]
+		k.which = r.killRnd.Intn(len(procs))
+		proc := procs[k.which]
 		k.at = time.Now()
 		proc.Kill()
 		r.logKill(k)
 		time.Sleep(down)
 		if t.victim != "server" {
 			_ = proc.Start()
-		} else if err := r.temporal.Restart(context.Background()); err != nil {
+		} else if err := r.restartServer(context.Background(), k.which); err != nil {
 			fmt.Fprintf(r.cfg.progress, "chaos: %v\n", err)
 		}
 		k.up = time.Now()
@@ -270,22 +273,28 @@ func (r *rig) killUntil(ctx context.Context) []kill {
 }
 
 func (r *rig) logKill(k kill) {
+	victim := k.victim
+	if n := len(map[string][]*harness.Proc{"worker": r.workers, "gateway": r.gateways, "server": r.servers}[k.victim]); n > 1 {
+		victim += fmt.Sprintf(" %d of %d", k.which+1, n)
+	}
 	if k.aimedAt != "" {
-		fmt.Fprintf(r.cfg.progress, "chaos: %s SIGKILL %s, just after a %s post\n", k.at.Format(timeFormat), k.victim, k.aimedAt)
+		fmt.Fprintf(r.cfg.progress, "chaos: %s SIGKILL %s, just after a %s post\n", k.at.Format(timeFormat), victim, k.aimedAt)
 		return
 	}
-	fmt.Fprintf(r.cfg.progress, "chaos: %s SIGKILL %s\n", k.at.Format(timeFormat), k.victim)
+	fmt.Fprintf(r.cfg.progress, "chaos: %s SIGKILL %s\n", k.at.Format(timeFormat), victim)
 }
 
 // ensureRunning restarts whatever died on its own (a process that exits
 // when it loses the server is a finding too: the report counts them).
 func (r *rig) ensureRunning(ctx context.Context) error {
-	if !r.temporal.Running() {
-		if err := r.temporal.Restart(ctx); err != nil {
-			return err
+	for i, s := range r.servers {
+		if !s.Running() {
+			if err := r.restartServer(ctx, i); err != nil {
+				return err
+			}
 		}
 	}
-	for _, p := range []*harness.Proc{r.worker, r.gateway} {
+	for _, p := range slices.Concat(r.workers, r.gateways) {
 		if !p.Running() {
 			fmt.Fprintf(r.cfg.progress, "chaos: %s exited on its own; starting it again\n%s\n", p.Name, p.Tail())
 			r.mu.Lock()

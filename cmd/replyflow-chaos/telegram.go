@@ -32,6 +32,17 @@ func (t *telegramPlatform) name() string           { return "telegram" }
 func (t *telegramPlatform) env() map[string]string { return harness.TelegramVars(t.fake) }
 func (t *telegramPlatform) close()                 { t.fake.Close() }
 
+// webhookEnv turns the gateways to webhook mode, with Telegram (the fake)
+// delivering to base, the balancer in front of them: each update goes to
+// one gateway, and again until one accepted it.
+func (t *telegramPlatform) webhookEnv(base string) map[string]string {
+	return map[string]string{
+		"TELEGRAM_MODE":           "webhook",
+		"TELEGRAM_WEBHOOK_URL":    base + "/telegram/webhook",
+		"TELEGRAM_WEBHOOK_SECRET": webhookSecret,
+	}
+}
+
 func (t *telegramPlatform) say(conv, _ int, token string) sent {
 	chat := telegramtest.Private(int64(7_000_000 + conv))
 	user := telegramtest.User{ID: chat.ID, FirstName: "Chaos"}

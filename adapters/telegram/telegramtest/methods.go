@@ -35,10 +35,10 @@ func (s *Server) dispatch(ctx context.Context, method string, p map[string]strin
 	case "getMe":
 		return ok(s.Bot.wire())
 	case "deleteWebhook":
-		s.webhook = ""
+		s.stopWebhookLocked()
 		return ok(true)
 	case "setWebhook":
-		s.webhook = p["url"]
+		s.setWebhookLocked(p)
 		return ok(true)
 	case "sendMessage":
 		return s.sendMessage(p)

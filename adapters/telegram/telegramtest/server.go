@@ -36,6 +36,7 @@ type Server struct {
 	nextUpdate int64
 	allowed    map[string]bool // the last allowed_updates asked for
 	webhook    string
+	hook       webhookState
 	calls      []Call
 	faults     map[string][]Fault
 	callbacks  map[string]*callbackState
@@ -128,6 +129,9 @@ func (s *Server) URL() string { return s.http.URL }
 
 // Close stops the server; long polls in progress return.
 func (s *Server) Close() {
+	s.mu.Lock()
+	s.stopWebhookLocked()
+	s.mu.Unlock()
 	s.http.CloseClientConnections()
 	s.http.Close()
 }

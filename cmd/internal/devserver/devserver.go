@@ -22,6 +22,10 @@ var dynamicConfig = []string{
 	"history.visibilityProcessorMaxPollRPS=1000",
 }
 
+// DynamicConfig is the dynamic config above, as key=value, for a real
+// server's dynamic config file (cmd/internal/harness's cluster).
+func DynamicConfig() []string { return append([]string(nil), dynamicConfig...) }
+
 // Args are the flags to add to `temporal server start-dev`.
 func Args() []string {
 	var args []string

@@ -78,8 +78,13 @@ func Gateway(bin string, env []string, log string) (*Proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	env = append(append([]string(nil), env...), "REPLYFLOW_WEBCHAT_ADDR=127.0.0.1:"+strconv.Itoa(port))
-	return NewProc("gateway", bin, []string{"gateway"}, env, log), nil
+	return GatewayAt(bin, env, log, "127.0.0.1:"+strconv.Itoa(port)), nil
+}
+
+// GatewayAt is a gateway serving HTTP on addr (webhooks reach it there).
+func GatewayAt(bin string, env []string, log, addr string) *Proc {
+	env = append(append([]string(nil), env...), "REPLYFLOW_WEBCHAT_ADDR="+addr)
+	return NewProc("gateway", bin, []string{"gateway"}, env, log)
 }
 
 // MustMkdirTemp is a fresh directory under the system's temp dir.
