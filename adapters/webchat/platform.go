@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
+	"strings"
+	"time"
 
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/pipeline"
@@ -84,8 +87,9 @@ func IsLoopback(addr net.Addr) bool {
 }
 
 // Serve mounts the web chat (page, user API, event streams, bot API) at
-// the root of the gateway's mux.
-func (p *Platform) Serve(_ context.Context, gw adapters.GatewaySide) (adapters.Serving, error) {
+// the root of the gateway's mux, and stops the gateway when the worker's
+// web chat URL leads to another gateway (single.go).
+func (p *Platform) Serve(ctx context.Context, gw adapters.GatewaySide) (adapters.Serving, error) {
 	chat, err := NewServer(ServerConfig{
 		Sink: gw.Sink, BotToken: p.BotToken, Logger: gw.Logger, StreamWriteTimeout: gw.WriteTimeout, TrustedOrigins: p.Origins,
 		Auth: AuthMode(p.Auth), AuthKey: p.AuthKey,
@@ -95,7 +99,16 @@ func (p *Platform) Serve(_ context.Context, gw adapters.GatewaySide) (adapters.S
 	}
 	gw.Mux.Handle("/", chat)
 	gw.Health.Report(Channel, adapters.Health{State: adapters.StateUp})
-	return adapters.Serving{Close: chat.CloseStreams}, nil
+	failed := make(chan error, 1)
+	host := &singleHost{url: strings.TrimSuffix(p.URL, "/"), token: p.BotToken, instance: chat.instance, every: SingleHostCheckEvery,
+		logger: gw.Logger, client: &http.Client{Timeout: 5 * time.Second}}
+	go func() {
+		if err := host.watch(ctx); err != nil {
+			gw.Health.Report(Channel, adapters.Health{State: adapters.StateFailed, Error: err.Error()})
+			failed <- err
+		}
+	}()
+	return adapters.Serving{Close: chat.CloseStreams, Failed: failed}, nil
 }
 
 // Outbound is the worker's client of the gateway's bot API.

@@ -65,6 +65,9 @@ type Server struct {
 	// each login link work once.
 	signer    *Signer
 	usedLinks *usedLinks
+	// instance names this gateway's web chat (GET /bot/instance; see
+	// single.go).
+	instance string
 }
 
 // NewServer builds the platform. It refuses an empty bot token, because the
@@ -91,7 +94,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	cfg.Auth = mode
 	s := &Server{cfg: cfg, hub: newHub(randomID("")[:8]), sends: newRecentKeys(10000), mux: http.NewServeMux(),
-		crossOrigin: http.NewCrossOriginProtection(), usedLinks: newUsedLinks(maxUsedLinks)}
+		crossOrigin: http.NewCrossOriginProtection(), usedLinks: newUsedLinks(maxUsedLinks), instance: randomID("gw-")}
 	if mode == AuthToken {
 		if s.signer, err = NewSigner(cfg.AuthKey); err != nil {
 			return nil, fmt.Errorf("webchat: signing users in (REPLYFLOW_WEBCHAT_AUTH=token): %w; or, on a loopback address only, set REPLYFLOW_WEBCHAT_AUTH=none", err)
@@ -110,6 +113,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	s.mux.HandleFunc("PATCH /bot/chats/{chat}/messages/{message}", s.bot(s.patchBotMessage))
 	s.mux.HandleFunc("POST /api/chats/{chat}/actions", s.postAction)
 	s.mux.HandleFunc("POST /bot/chats/{chat}/typing", s.bot(s.postTyping))
+	s.mux.HandleFunc("GET /bot/instance", s.getInstance)
 	s.mux.HandleFunc("GET /api/me", s.getMe)
 	s.mux.HandleFunc("GET /login", s.login)
 	s.mux.HandleFunc("POST /logout", s.logout)
