@@ -138,7 +138,7 @@ func (r *rig) startProcs(ctx context.Context, stops *[]func()) error {
 	if err != nil {
 		return err
 	}
-	err = harness.AwaitCurrentVersion(ctx, c)
+	err = harness.AwaitCurrentVersion(ctx, c, "replyflow", "")
 	c.Close()
 	if err != nil {
 		return err

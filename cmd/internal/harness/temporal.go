@@ -140,23 +140,24 @@ func Dial(ctx context.Context, address, codecKeys string) (client.Client, error)
 }
 
 // AwaitCurrentVersion waits, up to a minute, until the Worker Deployment
-// "replyflow" (the workers' default, REPLYFLOW_DEPLOYMENT_NAME) has a
-// current version: the first worker makes its own version current once
-// its first poll registered it (REPLYFLOW_PROMOTE=first), and until then
-// a new session's first task waits for unversioned workers. Start the
-// gateways after this, as the README's first deploy does.
-func AwaitCurrentVersion(ctx context.Context, c client.Client) error {
+// has a current version, buildID when not empty: the first worker makes
+// its own version current once its first poll registered it
+// (REPLYFLOW_PROMOTE=first), and until then a new session's first task
+// waits for unversioned workers. Start the gateways after this, as the
+// README's first deploy does. "replyflow" is the workers' default
+// deployment (REPLYFLOW_DEPLOYMENT_NAME).
+func AwaitCurrentVersion(ctx context.Context, c client.Client, deployment, buildID string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	handle := c.WorkerDeploymentClient().GetHandle("replyflow")
+	handle := c.WorkerDeploymentClient().GetHandle(deployment)
 	for {
 		desc, err := handle.Describe(ctx, client.WorkerDeploymentDescribeOptions{})
-		if err == nil && desc.Info.RoutingConfig.CurrentVersion != nil {
+		if current := desc.Info.RoutingConfig.CurrentVersion; err == nil && current != nil && (buildID == "" || current.BuildID == buildID) {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("no version of the worker deployment replyflow became current within a minute (the workers' logs say why): %v", err)
+			return fmt.Errorf("no version %q of the worker deployment %s became current within a minute (the workers' logs say why): %v", buildID, deployment, err)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
