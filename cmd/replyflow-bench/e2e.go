@@ -53,12 +53,12 @@ func (s *timingSink) acceptedAt(chat int64, msg int) (time.Time, bool) {
 // with the demo model (no delay) and debounce off, and the gateway's
 // Telegram receiver and ingress in this process, timing acceptance.
 type e2e struct {
-	c      client.Client
-	fake   *telegramtest.Server
-	sink   *timingSink
-	worker *harness.Proc
-	bot    telegram.Identity
-	next   int64 // next chat ID
+	c       client.Client
+	fake    *telegramtest.Server
+	sink    *timingSink
+	workers []*harness.Proc
+	bot     telegram.Identity
+	next    int64 // next chat ID
 }
 
 func benchEndToEnd(ctx context.Context, c client.Client, o options) ([][]string, error) {
@@ -114,6 +114,12 @@ func benchEndToEnd(ctx context.Context, c client.Client, o options) ([][]string,
 // demo model with no delay, debounce off, extra on top) on a task queue
 // of its own, and the gateway's Telegram receiver in this process.
 func startE2E(ctx context.Context, c client.Client, o options, name string, extra map[string]string) (*e2e, func(), error) {
+	return startE2EWith(ctx, c, o, name, extra, 1, filepath.Join(o.workDir, name+".db"))
+}
+
+// startE2EWith is startE2E with workers worker processes on the rig's
+// task queue, sharing the store at storeDSN.
+func startE2EWith(ctx context.Context, c client.Client, o options, name string, extra map[string]string, workers int, storeDSN string) (*e2e, func(), error) {
 	botID := time.Now().UnixNano() % 1_000_000_000
 	fake := telegramtest.New(strconv.FormatInt(botID, 10) + ":bench")
 	queue := fmt.Sprintf("bench-%s-%d", name, botID)
@@ -121,9 +127,26 @@ func startE2E(ctx context.Context, c client.Client, o options, name string, extr
 	for k, v := range extra {
 		vars[k] = v
 	}
-	env := harness.Env(o.address, queue, filepath.Join(o.workDir, name+".db"), fake, vars)
-	worker := harness.Worker(o.replyflow, env, filepath.Join(o.workDir, "worker-"+name+".log"))
-	if err := worker.Start(); err != nil {
+	env := harness.Env(o.address, queue, storeDSN, fake, vars)
+	var procs []*harness.Proc
+	stopWorkers := func() {
+		for _, w := range procs {
+			w.Stop()
+		}
+	}
+	for i := range workers {
+		w := harness.Worker(o.replyflow, env, filepath.Join(o.workDir, fmt.Sprintf("worker-%s-%d.log", name, i+1)))
+		if err := w.Start(); err != nil {
+			stopWorkers()
+			fake.Close()
+			return nil, nil, err
+		}
+		procs = append(procs, w)
+	}
+	// The first worker on a new server makes its version current; until
+	// then a new session would wait for unversioned workers.
+	if err := harness.AwaitCurrentVersion(ctx, c, "replyflow", ""); err != nil {
+		stopWorkers()
 		fake.Close()
 		return nil, nil, err
 	}
@@ -133,7 +156,7 @@ func startE2E(ctx context.Context, c client.Client, o options, name string, extr
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
-		worker.Stop()
+		stopWorkers()
 		fake.Close()
 		return nil, nil, err
 	}
@@ -141,14 +164,14 @@ func startE2E(ctx context.Context, c client.Client, o options, name string, extr
 	go func() { _ = rcv.Poll(pollCtx) }()
 	stop := func() {
 		stopPolling()
-		worker.Stop()
+		stopWorkers()
 		fake.Close()
 	}
-	return &e2e{c: c, fake: fake, sink: sink, worker: worker, bot: rcv.Identity(), next: 2_000_000}, stop, nil
+	return &e2e{c: c, fake: fake, sink: sink, workers: procs, bot: rcv.Identity(), next: 2_000_000}, stop, nil
 }
 
 func (r *e2e) withLog(err error) error {
-	return fmt.Errorf("%w\nworker log:\n%s", err, r.worker.Tail())
+	return fmt.Errorf("%w\nworker log:\n%s", err, r.workers[0].Tail())
 }
 
 // ask sends one message in chat and waits for the bot's reply to it.

@@ -37,6 +37,7 @@ type options struct {
 	idle        []int
 	workDir     string
 	codecKeys   string
+	cluster     clusterOptions
 }
 
 func main() {
@@ -53,10 +54,21 @@ func main() {
 	flag.DurationVar(&o.think, "think", 3*time.Second, "mean pause of a session between a reply and its next message, as a person reads and types (a saturation run with no pause follows)")
 	flag.StringVar(&idle, "idle", "1000,10000", "open idle sessions at which the worker's memory is measured (empty: skip)")
 	flag.StringVar(&o.codecKeys, "codec-keys", "", "encrypt payloads: REPLYFLOW_CODEC_KEYS for the worker and this program's client (empty: off)")
+	var clusterWorkers string
+	flag.BoolVar(&o.cluster.on, "cluster", false, "also measure a real Temporal cluster on PostgreSQL beside the dev server, with one, two and three workers")
+	flag.StringVar(&o.cluster.server, "temporal-server", "bin/temporal-server", "-cluster: the Temporal server binary")
+	flag.StringVar(&o.cluster.sqlTool, "sql-tool", "bin/temporal-sql-tool", "-cluster: temporal-sql-tool")
+	flag.StringVar(&o.cluster.postgres, "postgres", harness.DefaultPostgres(), "-cluster: PostgreSQL (a postgres:// URL whose user may create databases) for the cluster and the stores")
+	flag.IntVar(&o.cluster.nodes, "nodes", 1, "-cluster: Temporal server nodes")
+	flag.StringVar(&clusterWorkers, "cluster-workers", "1,2,3", "-cluster: worker processes, comma-separated")
+	flag.IntVar(&o.cluster.sessions, "cluster-sessions", 50, "-cluster: concurrent sessions")
 	flag.Parse()
 	var err error
 	if o.sessions, err = intList(sessions); err == nil {
 		o.idle, err = intList(idle)
+	}
+	if err == nil {
+		o.cluster.workers, err = intList(clusterWorkers)
 	}
 	if err == nil {
 		err = run(o)
@@ -128,6 +140,11 @@ func run(o options) error {
 	}
 	if len(o.idle) > 0 {
 		if err := stage("idle sessions", func() ([][]string, error) { return benchIdle(ctx, c, o) }); err != nil {
+			return err
+		}
+	}
+	if o.cluster.on {
+		if err := stage("dev server and cluster, by workers", func() ([][]string, error) { return benchCluster(ctx, c, o) }); err != nil {
 			return err
 		}
 	}

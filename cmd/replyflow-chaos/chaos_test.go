@@ -103,7 +103,7 @@ func testPostgres(t *testing.T) string {
 	if os.Getenv("REPLYFLOW_TEST_POSTGRES") == "off" {
 		t.Skip("SKIPPED: the Temporal cluster on PostgreSQL, because REPLYFLOW_TEST_POSTGRES=off")
 	}
-	return defaultPostgres()
+	return harness.DefaultPostgres()
 }
 
 // checkShortRun runs cfg and checks the report as every short run must

@@ -43,7 +43,7 @@ func chaos() int {
 	cc := clusterConfig{}
 	flag.StringVar(&cc.server, "temporal-server", "bin/temporal-server", "cluster: the Temporal server binary")
 	flag.StringVar(&cc.sqlTool, "sql-tool", "bin/temporal-sql-tool", "cluster: temporal-sql-tool")
-	flag.StringVar(&cc.postgres, "postgres", defaultPostgres(), "cluster: PostgreSQL (a postgres:// URL whose user may create databases) for Temporal and the store")
+	flag.StringVar(&cc.postgres, "postgres", harness.DefaultPostgres(), "cluster: PostgreSQL (a postgres:// URL whose user may create databases) for Temporal and the store")
 	flag.IntVar(&cc.nodes, "nodes", 2, "cluster: Temporal server nodes")
 	flag.IntVar(&cc.workers, "workers", 3, "cluster: replyflow workers")
 	flag.IntVar(&cc.gateways, "gateways", 2, "cluster: replyflow gateways, behind one balancer")
@@ -82,15 +82,6 @@ func chaos() int {
 	}
 	os.RemoveAll(cfg.workDir)
 	return 0
-}
-
-// defaultPostgres is REPLYFLOW_TEST_POSTGRES_DSN, else the PostgreSQL
-// `make test` checks for.
-func defaultPostgres() string {
-	if dsn := os.Getenv("REPLYFLOW_TEST_POSTGRES_DSN"); dsn != "" {
-		return dsn
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 }
 
 // repeatHint says how to run a failed run's choices again.

@@ -34,6 +34,15 @@ import (
 // ships the PostgreSQL schema the cluster is set up with.
 const ServerVersion = "v1.29.1"
 
+// DefaultPostgres is REPLYFLOW_TEST_POSTGRES_DSN, else the PostgreSQL
+// `make test` checks for (cmd/internal/prereqs).
+func DefaultPostgres() string {
+	if dsn := os.Getenv("REPLYFLOW_TEST_POSTGRES_DSN"); dsn != "" {
+		return dsn
+	}
+	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+}
+
 // ClusterOptions say how to run a real Temporal cluster.
 type ClusterOptions struct {
 	// Server and SQLTool are the temporal-server and temporal-sql-tool
@@ -98,6 +107,9 @@ func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	}
 	ports, err := freeLowPorts(9 * o.Nodes)
 	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
 	}
 	dynamic := filepath.Join(o.Dir, "dynamicconfig.yaml")
