@@ -86,8 +86,10 @@ fmt:
 # A history file that exists is never rewritten: only tests whose history
 # names are new write files, so the old ones keep guarding the sessions
 # recorded with older workflow code.
-record-histories: $(TEMPORAL)
+record-histories: $(TEMPORAL) $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL)
 	REPLYFLOW_TEST_TEMPORAL_CLI=$(TEMPORAL) go test -count=1 ./cmd/replyflow -args -record-histories=$(CURDIR)/workflows/testdata/histories
+	REPLYFLOW_TEST_TEMPORAL_CLI=$(TEMPORAL) REPLYFLOW_TEST_TEMPORAL_SERVER=$(TEMPORAL_SERVER) REPLYFLOW_TEST_TEMPORAL_SQL_TOOL=$(TEMPORAL_SQL_TOOL) \
+		go test -count=1 ./cmd/replyflow-chaos -run TestRollingUpgrade -args -record-histories=$(CURDIR)/workflows/testdata/histories
 
 # Every fuzz test (the parsers of user, platform and model input; their
 # seeds also run in `make test`), FUZZTIME each. A failure leaves its
@@ -103,10 +105,12 @@ fuzz:
 	done
 
 # Measure the cost of durability (a table of figures; see the README's
-# Performance section). BENCH_FLAGS passes flags, e.g. -address host:7233.
+# Performance section). BENCH_FLAGS passes flags, e.g. -address host:7233,
+# or -cluster to measure a real Temporal cluster on PostgreSQL beside the
+# dev server with one, two and three workers.
 BENCH_FLAGS ?=
-bench: build $(TEMPORAL)
-	go run ./cmd/replyflow-bench -temporal $(TEMPORAL) -replyflow $(BIN)/replyflow $(BENCH_FLAGS)
+bench: build $(TEMPORAL) $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL)
+	go run ./cmd/replyflow-bench -temporal $(TEMPORAL) -temporal-server $(TEMPORAL_SERVER) -sql-tool $(TEMPORAL_SQL_TOOL) -replyflow $(BIN)/replyflow $(BENCH_FLAGS)
 
 # Kill the worker, the gateway and the Temporal server at random while
 # conversations run on Telegram, Slack and Discord, then check nothing was

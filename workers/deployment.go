@@ -253,3 +253,28 @@ func registered(desc client.WorkerDeploymentDescribeResponse, buildID string) bo
 func setCurrentCommand(d Deployment) string {
 	return fmt.Sprintf("temporal worker deployment set-current-version --deployment-name %s --build-id %s", d.Name, d.BuildID)
 }
+
+// TakesSessions is a readiness check: nil while d's version is the
+// deployment's current or ramping one (or the worker is unversioned),
+// else what an operator should do. In a rolling update of an
+// orchestrator that waits for readiness, new workers stay unready, and the
+// old ones serve, until an operator makes the new version current. Each
+// call asks the server once.
+func TakesSessions(c client.Client, d Deployment) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if !d.Versioned() {
+			return nil
+		}
+		desc, err := c.WorkerDeploymentClient().GetHandle(d.Name).Describe(ctx, client.WorkerDeploymentDescribeOptions{})
+		if err != nil {
+			return fmt.Errorf("describe the worker deployment %s: %w", d.Name, err)
+		}
+		routing := desc.Info.RoutingConfig
+		for _, v := range []*worker.WorkerDeploymentVersion{routing.CurrentVersion, routing.RampingVersion} {
+			if v != nil && v.BuildID == d.BuildID {
+				return nil
+			}
+		}
+		return fmt.Errorf("version %s is neither current nor ramping, so it takes no session: %s", d, setCurrentCommand(d))
+	}
+}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"flag"
 	"maps"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,8 +25,11 @@ import (
 
 // upgradeChange is the change version A is built without: the newest of
 // workflows/versions.go, whose turns put the reply prefix in front of a
-// reply (REPLYFLOW_REPLY_PREFIX); A's turns do not.
+// reply (REPLYFLOW_REPLY_PREFIX); A's turns do not. It names the release
+// folder the upgrade's history is recorded in, too.
 const upgradeChange = "control-2026-11"
+
+var recordTo = flag.String("record-histories", "", "write the rolling upgrade's history as JSON into this folder's release folder (make record-histories)")
 
 // The README's Upgrading procedure on a real server: sessions run on two
 // workers of version A (built as the release before upgradeChange); two
@@ -105,11 +110,24 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 		return true
 	}), "every session's second turn is running on A")
 
-	// ... when B starts, is made current, and A is drained.
-	for _, name := range []string{"b1", "b2"} {
-		startProc(t, harness.Worker(binB, env("b", "never"), filepath.Join(dir, name+".log")))
+	// ... when B starts, is made current, and A is drained. B's workers
+	// are not ready (/readyz) until B is current: an orchestrator's
+	// rolling update waits for the operator there, the old workers serving.
+	ports, err := harness.FreePorts(2)
+	require.NoError(t, err)
+	var readyz []string
+	for i, name := range []string{"b1", "b2"} {
+		metrics := "127.0.0.1:" + strconv.Itoa(ports[i])
+		startProc(t, harness.Worker(binB, append(env("b", "never"), "REPLYFLOW_METRICS_ADDR="+metrics), filepath.Join(dir, name+".log")))
+		readyz = append(readyz, "http://"+metrics+"/readyz")
+	}
+	for _, url := range readyz {
+		assert.Equal(t, http.StatusServiceUnavailable, awaitStatus(t, url, http.StatusServiceUnavailable), "a worker of a version that is not current is not ready")
 	}
 	setCurrent(t, cli, cluster.Address, deployment, "b")
+	for _, url := range readyz {
+		assert.Equal(t, http.StatusOK, awaitStatus(t, url, http.StatusOK), "once current, it is")
+	}
 	for _, p := range workersA {
 		p.Stop() // SIGTERM: the running model calls finish first
 		assert.False(t, p.Running())
@@ -133,6 +151,13 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 	reply := fresh.awaitAnswer(t, fresh.say("hello"))
 	assert.True(t, prefixed(reply.Text), "a session started under B takes the change: %q", reply.Text)
 
+	if *recordTo != "" {
+		// A session's history that began on A and goes on on B: the replay
+		// test keeps it replaying.
+		key := pipeline.SessionKey{Channel: telegram.Channel, Account: "4343", Chat: strconv.FormatInt(chats[0].chat.ID, 10)}
+		_, err := harness.RecordHistory(ctx, c, key.WorkflowID(), filepath.Join(*recordTo, upgradeChange), "rolling_upgrade")
+		require.NoError(t, err)
+	}
 	for _, chat := range append(chats, fresh) {
 		key := pipeline.SessionKey{Channel: telegram.Channel, Account: "4343", Chat: strconv.FormatInt(chat.chat.ID, 10)}
 		h := historyOf(t, c, key)
@@ -148,6 +173,24 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 		assert.Equal(t, enumspb.VERSIONING_BEHAVIOR_AUTO_UPGRADE, info.GetBehavior(), key.WorkflowID())
 		assert.Equal(t, "b", info.GetDeploymentVersion().GetBuildId(), key.WorkflowID())
 	}
+}
+
+// awaitStatus polls url, up to 30 s, until it answers want, and returns
+// the last status (0 when it never answered).
+func awaitStatus(t *testing.T, url string, want int) int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	last := 0
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if last = resp.StatusCode; last == want {
+				return last
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return last
 }
 
 // setCurrent runs the README's command that makes a version current,

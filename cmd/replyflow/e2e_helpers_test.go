@@ -4,21 +4,17 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/replyflow/replyflow/cmd/internal/harness"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -171,42 +167,10 @@ func recordHistoryOf(t *testing.T, c client.Client, key pipeline.SessionKey, nam
 	if *recordTo == "" {
 		return
 	}
-	dir := filepath.Join(*recordTo, historySeries)
-	if old, _ := filepath.Glob(filepath.Join(dir, name+"_run*.json")); len(old) > 0 {
-		t.Logf("history %s/%s is recorded already (%d runs); kept as it is", historySeries, name, len(old))
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	id := key.WorkflowID()
-	// A history is recorded between workflow tasks, so that what the last
-	// task did (a local activity's marker) is in it.
-	require.Eventually(t, func() bool {
-		d, err := c.DescribeWorkflowExecution(ctx, id, "")
-		// A run that has just continued as new has nothing to replay
-		// until its first task completed.
-		return err == nil && d.PendingWorkflowTask == nil && d.WorkflowExecutionInfo.HistoryLength >= 3
-	}, 10*time.Second, 50*time.Millisecond, "session %s finishes its workflow task", id)
-	runs, err := c.ListWorkflow(ctx, listRequest(fmt.Sprintf("WorkflowId = %q", id)))
+	recorded, err := harness.RecordHistory(context.Background(), c, key.WorkflowID(), filepath.Join(*recordTo, historySeries), name)
 	require.NoError(t, err)
-	require.NotEmpty(t, runs.Executions)
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	for i, run := range runs.Executions {
-		history := &historypb.History{}
-		iter := c.GetWorkflowHistory(ctx, id, run.Execution.RunId, false, 0)
-		for iter.HasNext() {
-			ev, err := iter.Next()
-			require.NoError(t, err)
-			history.Events = append(history.Events, ev)
-		}
-		data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(history)
-		require.NoError(t, err)
-		file := filepath.Join(dir, fmt.Sprintf("%s_run%d.json", name, len(runs.Executions)-i))
-		// O_EXCL: even a file that appeared since the check is not overwritten.
-		f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		require.NoError(t, err, "history %s", file)
-		_, err = f.Write(data)
-		require.NoError(t, errors.Join(err, f.Close()), "history %s", file)
+	if !recorded {
+		t.Logf("history %s/%s is recorded already; kept as it is", historySeries, name)
 	}
 }
 

@@ -178,6 +178,9 @@ func runWorker(ctx context.Context, c client.Client, cfg Config, acts *activitie
 			}
 			return nil
 		})
+		if deployment.Versioned() {
+			cfg.tel.AddCheck("version "+deployment.String(), workers.TakesSessions(c, deployment))
+		}
 	}
 	<-ctx.Done()
 	stopWorker(w, cfg, acts.Logger)

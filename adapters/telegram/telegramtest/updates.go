@@ -192,6 +192,22 @@ func (s *Server) Updates() []json.RawMessage {
 	return out
 }
 
+// allowLocked takes the update types a call's allowed_updates names, as
+// Telegram keeps the last ones asked for; s.mu must be held.
+func (s *Server) allowLocked(p map[string]string) {
+	raw, ok := p["allowed_updates"]
+	if !ok {
+		return
+	}
+	var kinds []string
+	if json.Unmarshal([]byte(raw), &kinds) == nil && len(kinds) > 0 {
+		s.allowed = map[string]bool{}
+		for _, k := range kinds {
+			s.allowed[k] = true
+		}
+	}
+}
+
 // maxPoll caps a long poll, so a test's fake never holds a request for
 // as long as Telegram's 50 s.
 const maxPoll = 10 * time.Second
@@ -215,15 +231,7 @@ func (s *Server) getUpdates(ctx context.Context, p map[string]string) (int, wire
 			s.mu.Unlock()
 			return http.StatusConflict, wireResponse{ErrorCode: http.StatusConflict, Description: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"}
 		}
-		if raw, ok := p["allowed_updates"]; ok {
-			var kinds []string
-			if json.Unmarshal([]byte(raw), &kinds) == nil && len(kinds) > 0 {
-				s.allowed = map[string]bool{}
-				for _, k := range kinds {
-					s.allowed[k] = true
-				}
-			}
-		}
+		s.allowLocked(p)
 		batch := s.confirmLocked(offset, limit)
 		if len(batch) > 0 || wait <= 0 {
 			s.mu.Unlock()

@@ -60,15 +60,7 @@ func (s *Server) setWebhookLocked(p map[string]string) {
 	if s.webhook == "" {
 		return
 	}
-	if raw, ok := p["allowed_updates"]; ok {
-		var kinds []string
-		if json.Unmarshal([]byte(raw), &kinds) == nil && len(kinds) > 0 {
-			s.allowed = map[string]bool{}
-			for _, k := range kinds {
-				s.allowed[k] = true
-			}
-		}
-	}
+	s.allowLocked(p)
 	maxConns, err := strconv.Atoi(p["max_connections"])
 	if err != nil || maxConns < 1 || maxConns > 100 {
 		maxConns = 40

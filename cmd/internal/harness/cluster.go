@@ -211,7 +211,8 @@ func (c *Cluster) Restart(ctx context.Context, i int) error {
 	if err := c.Nodes[i].Start(); err != nil {
 		return err
 	}
-	return waitForFrontend(ctx, c.Frontends[i], c.Nodes[i])
+	// A node joining a cluster waits for its ring first.
+	return waitForFrontend(ctx, c.Frontends[i], c.Nodes[i], 2*time.Minute)
 }
 
 // Stop stops every node and drops the cluster's databases.
@@ -227,11 +228,10 @@ func (c *Cluster) Stop() {
 	}
 }
 
-// waitForFrontend waits, up to two minutes (a node joining a cluster
-// waits for its ring), until the frontend at address answers a health
-// check.
-func waitForFrontend(ctx context.Context, address string, p *Proc) error {
-	deadline := time.Now().Add(2 * time.Minute)
+// waitForFrontend waits, up to within, until the frontend at address
+// answers a health check; it gives up at once when p died.
+func waitForFrontend(ctx context.Context, address string, p *Proc, within time.Duration) error {
+	deadline := time.Now().Add(within)
 	for {
 		c, err := client.DialContext(ctx, client.Options{HostPort: address, Logger: quietLogger{}})
 		if err == nil {

@@ -71,23 +71,10 @@ func (t *Temporal) Restart(ctx context.Context) error {
 	return t.WaitReady(ctx)
 }
 
-// WaitReady waits until the server answers a health check.
+// WaitReady waits, up to a minute, until the server answers a health
+// check.
 func (t *Temporal) WaitReady(ctx context.Context) error {
-	deadline := time.Now().Add(time.Minute)
-	for {
-		c, err := client.DialContext(ctx, client.Options{HostPort: t.Address, Namespace: "default", Logger: quietLogger{}})
-		if err == nil {
-			_, err = c.CheckHealth(ctx, &client.CheckHealthRequest{})
-			c.Close()
-			if err == nil {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil || !t.Running() {
-			return fmt.Errorf("the Temporal dev server at %s did not come up: %v\n%s", t.Address, err, t.Tail())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return waitForFrontend(ctx, t.Address, t.Proc, time.Minute)
 }
 
 // FreePort is a TCP port on 127.0.0.1 nobody listens on now.
