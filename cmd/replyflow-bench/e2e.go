@@ -123,7 +123,7 @@ func startE2EWith(ctx context.Context, c client.Client, o options, name string, 
 	botID := time.Now().UnixNano() % 1_000_000_000
 	fake := telegramtest.New(strconv.FormatInt(botID, 10) + ":bench")
 	queue := fmt.Sprintf("bench-%s-%d", name, botID)
-	vars := map[string]string{"DEBOUNCE": "0", "REACTION_CLEAR_DELAY": "1s", "CODEC_KEYS": o.codecKeys}
+	vars := map[string]string{"DEBOUNCE": "0", "REACTION_CLEAR_DELAY": "1s", "CODEC_KEYS": o.codecKeys, "WORKER_VERSIONING": strconv.FormatBool(!o.unversioned)}
 	for k, v := range extra {
 		vars[k] = v
 	}
@@ -145,11 +145,14 @@ func startE2EWith(ctx context.Context, c client.Client, o options, name string, 
 	}
 	// The first worker on a new server makes its version current; until
 	// then a new session would wait for unversioned workers.
-	if err := harness.AwaitCurrentVersion(ctx, c, "replyflow", ""); err != nil {
-		stopWorkers()
-		fake.Close()
-		return nil, nil, err
+	if !o.unversioned {
+		if err := harness.AwaitCurrentVersion(ctx, c, "replyflow", ""); err != nil {
+			stopWorkers()
+			fake.Close()
+			return nil, nil, err
+		}
 	}
+
 	sink := &timingSink{Ingress: &gateway.Ingress{Client: c, TaskQueue: queue}, accepted: map[string]time.Time{}}
 	rcv, err := telegram.NewReceiver(ctx, telegram.ReceiverConfig{
 		Token: fake.Token, APIURL: fake.URL(), Sink: sink, Feedback: sink.Ingress,

@@ -28,7 +28,7 @@ func benchIdle(ctx context.Context, c client.Client, o options) ([][]string, err
 	fake := telegramtest.New(strconv.FormatInt(botID, 10) + ":bench")
 	defer fake.Close()
 	queue := fmt.Sprintf("bench-idle-%d", botID)
-	env := harness.Env(o.address, queue, filepath.Join(o.workDir, "idle.db"), fake, map[string]string{"CODEC_KEYS": o.codecKeys})
+	env := harness.Env(o.address, queue, filepath.Join(o.workDir, "idle.db"), fake, map[string]string{"CODEC_KEYS": o.codecKeys, "WORKER_VERSIONING": strconv.FormatBool(!o.unversioned)})
 	worker := harness.Worker(o.replyflow, env, filepath.Join(o.workDir, "worker-idle.log"))
 	if err := worker.Start(); err != nil {
 		return nil, err

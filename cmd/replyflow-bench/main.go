@@ -38,6 +38,9 @@ type options struct {
 	workDir     string
 	codecKeys   string
 	cluster     clusterOptions
+	// unversioned runs the workers without worker versioning, to
+	// measure what versioning costs.
+	unversioned bool
 }
 
 func main() {
@@ -54,6 +57,7 @@ func main() {
 	flag.DurationVar(&o.think, "think", 3*time.Second, "mean pause of a session between a reply and its next message, as a person reads and types (a saturation run with no pause follows)")
 	flag.StringVar(&idle, "idle", "1000,10000", "open idle sessions at which the worker's memory is measured (empty: skip)")
 	flag.StringVar(&o.codecKeys, "codec-keys", "", "encrypt payloads: REPLYFLOW_CODEC_KEYS for the worker and this program's client (empty: off)")
+	flag.BoolVar(&o.unversioned, "unversioned", false, "run the workers unversioned (REPLYFLOW_WORKER_VERSIONING=false), to compare")
 	var clusterWorkers string
 	flag.BoolVar(&o.cluster.on, "cluster", false, "also measure a real Temporal cluster on PostgreSQL beside the dev server, with one, two and three workers")
 	flag.StringVar(&o.cluster.server, "temporal-server", "bin/temporal-server", "-cluster: the Temporal server binary")

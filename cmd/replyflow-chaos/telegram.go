@@ -96,6 +96,15 @@ func (t *telegramPlatform) session(chat string) pipeline.SessionKey {
 // kill explains at most one duplicate per chat, the one chunk its
 // delivery had in flight there.
 func (t *telegramPlatform) tally(kills []kill, _ string, rep *platformReport) {
+	if attempts := t.fake.WebhookAttempts(); len(attempts) > 0 {
+		again := 0
+		for _, a := range attempts {
+			if a.Status/100 != 2 {
+				again++
+			}
+		}
+		rep.figures = append(rep.figures, fmt.Sprintf("webhook deliveries       %d, of them %d refused or cut off (a gateway down: Telegram delivers again)", len(attempts), again))
+	}
 	type chunk struct{ chat, text string }
 	firstAt := map[chunk]time.Time{}
 	used := map[[2]string]bool{} // kill index and chat
