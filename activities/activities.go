@@ -131,7 +131,12 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 	if err != nil {
 		return pipeline.TurnResult{}, fmt.Errorf("load the transcript of %s: %w", req.Session.WorkflowID(), err)
 	}
-	prompt := a.prompt(req, history, time.Now())
+	// The typing refresher reads req: the filled-in copy is the prompt's.
+	full, err := a.withStoredResults(turnCtx, req)
+	if err != nil {
+		return pipeline.TurnResult{}, fmt.Errorf("load the tool results of %s: %w", req.Session.WorkflowID(), err)
+	}
+	prompt := a.prompt(full, history, time.Now())
 	prompt.Think = req.Think
 	if !req.NoTools {
 		prompt.Tools = a.Tools.specs()
@@ -274,20 +279,54 @@ func (a *Activities) Deliver(ctx context.Context, d pipeline.Delivery) (pipeline
 	if err != nil {
 		return pipeline.Delivered{}, err
 	}
-	if id, sent, err := a.sentBefore(ctx, d); err != nil || sent {
-		return pipeline.Delivered{PlatformMessageID: id}, err
-	}
-	id, err := out.Send(ctx, d)
+	id, sent, err := a.sentBefore(ctx, d)
 	if err != nil {
-		return pipeline.Delivered{}, platformError(fmt.Sprintf("deliver chunk %d/%d of %s", d.Index+1, d.Total, d.Session.WorkflowID()), err)
+		return pipeline.Delivered{}, err
 	}
-	if a.Store != nil {
-		// The chunk is out; a failed mapping must not send it again.
-		if err := a.Store.MapMessage(ctx, d.Session.WorkflowID(), d.IdempotencyKey, id); err != nil {
-			a.Logger.Warn("message ID not mapped", "session", d.Session.WorkflowID(), "internal_id", d.IdempotencyKey, "error", err)
+	if !sent {
+		if id, err = out.Send(ctx, d); err != nil {
+			return pipeline.Delivered{}, platformError(fmt.Sprintf("deliver chunk %d/%d of %s", d.Index+1, d.Total, d.Session.WorkflowID()), err)
+		}
+		if a.Store != nil {
+			// The chunk is out; a failed mapping must not send it again.
+			if err := a.Store.MapMessage(ctx, d.Session.WorkflowID(), d.IdempotencyKey, id); err != nil {
+				a.Logger.Warn("message ID not mapped", "session", d.Session.WorkflowID(), "internal_id", d.IdempotencyKey, "error", err)
+			}
 		}
 	}
-	return pipeline.Delivered{PlatformMessageID: id}, nil
+	return pipeline.Delivered{PlatformMessageID: id, ReactionsFailed: a.thenReact(ctx, out, d)}, nil
+}
+
+// thenReactBudget bounds the reactions a delivery sets after its chunk.
+const thenReactBudget = 2 * time.Second
+
+// thenReact sets the reactions a delivery carries, once its chunk is out,
+// and names those the platform refused (the session sets them again its
+// own way). A reaction is a courtesy: it never fails the delivery.
+func (a *Activities) thenReact(ctx context.Context, out adapters.Outbound, d pipeline.Delivery) []string {
+	var failed []string
+	// The chunk is out and must be reported as delivered: the reactions
+	// get at most half of what is left of the attempt (a platform that
+	// paces reactions, as Discord does, could otherwise time the attempt
+	// out, and every retry after it), and those not set by then are left
+	// to the session.
+	budget := thenReactBudget
+	if deadline, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(deadline)/2)
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	for _, r := range d.ThenReact {
+		if ctx.Err() != nil {
+			failed = append(failed, r.MessageID)
+			continue
+		}
+		if err := out.SetReaction(ctx, r); err != nil {
+			a.Logger.Warn("Reaction carried by a delivery not set; the session sets it again", "session", d.Session.WorkflowID(), "message_id", r.MessageID, "state", r.State, "error", err)
+			failed = append(failed, r.MessageID)
+		}
+	}
+	return failed
 }
 
 // sentBefore looks the chunk's idempotency key up in the store's message

@@ -153,9 +153,18 @@ func (a *Activities) RunTool(ctx context.Context, inv pipeline.ToolInvocation) (
 	if err != nil {
 		a.Logger.Warn("tool call failed", "session", inv.Session.WorkflowID(), "tool", def.Name, "error", err)
 		res.Output, res.IsError = err.Error(), true
-		return res, nil
+	} else {
+		res.Output = output
 	}
-	res.Output = output
+	if inv.StoreResult && a.Store != nil {
+		// Saved before the activity completes: once the session has the
+		// result, the store has it too, for the steps that follow.
+		if err := a.Store.SaveToolResult(ctx, inv.Session.WorkflowID(), inv.TurnID, inv.Call.ID, res.Output, res.IsError); err != nil {
+			a.Logger.Warn("Tool result not saved; the next model step gets it inline", "session", inv.Session.WorkflowID(), "tool", def.Name, "error", err)
+			return res, nil
+		}
+		res.Stored = true
+	}
 	return res, nil
 }
 

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -28,6 +29,8 @@ type Transcripts interface {
 	AddFeedback(ctx context.Context, f store.Feedback) error
 	Claim(ctx context.Context, code, who string) (bool, error)
 	Owners(ctx context.Context) ([]string, error)
+	SaveToolResult(ctx context.Context, sessionID, turnID, callID, output string, isError bool) error
+	ToolResults(ctx context.Context, sessionID, turnID string) (map[string]store.ToolResult, error)
 }
 
 // transcript returns the session's transcript ID and recent messages,
@@ -81,6 +84,40 @@ func (a *Activities) prompt(req pipeline.TurnRequest, history []store.Message, n
 		}
 	}
 	return p
+}
+
+// withStoredResults fills in the outputs a request carries only by
+// reference (ToolResult.Stored), from the store where the tool's activity
+// saved them. One that is missing fails the attempt: the model must not
+// read an empty result as the tool's answer.
+func (a *Activities) withStoredResults(ctx context.Context, req pipeline.TurnRequest) (pipeline.TurnRequest, error) {
+	var saved map[string]store.ToolResult
+	rounds := make([]pipeline.ToolRound, len(req.Rounds))
+	for i, r := range req.Rounds {
+		results := make([]pipeline.ToolResult, len(r.Results))
+		for j, res := range r.Results {
+			if res.Stored && res.Output == "" {
+				if saved == nil {
+					if a.Store == nil {
+						return req, errors.New("a tool result is in the store, and this worker has none")
+					}
+					var err error
+					if saved, err = a.Store.ToolResults(ctx, req.Session.WorkflowID(), req.TurnID); err != nil {
+						return req, err
+					}
+				}
+				got, ok := saved[res.CallID]
+				if !ok {
+					return req, fmt.Errorf("the result of tool call %s (turn %s) is not in the store", res.CallID, req.TurnID)
+				}
+				res.Output, res.IsError = got.Output, got.IsError
+			}
+			results[j] = res
+		}
+		rounds[i] = pipeline.ToolRound{Text: r.Text, Calls: r.Calls, Results: results}
+	}
+	req.Rounds = rounds
+	return req, nil
 }
 
 // systemText is the system prompt: the persona, then where and when the

@@ -173,6 +173,19 @@ type ToolResult struct {
 	Name    string `json:"name"`
 	Output  string `json:"output"`
 	IsError bool   `json:"is_error,omitempty"`
+	// Stored: the tool's activity saved Output in the store; a model
+	// step's request may then leave Output empty, and the step reads it
+	// from there (runs with changeCost).
+	Stored bool `json:"stored,omitempty"`
+}
+
+// Reference is the result without its output, when the output is in the
+// store: what a later model step's request carries.
+func (r ToolResult) Reference() ToolResult {
+	if r.Stored {
+		r.Output = ""
+	}
+	return r
 }
 
 // ToolRound is one model step that called tools: what it said, what it
@@ -181,6 +194,17 @@ type ToolRound struct {
 	Text    string       `json:"text,omitempty"`
 	Calls   []ToolCall   `json:"calls"`
 	Results []ToolResult `json:"results"`
+}
+
+// References is the round as a later model step's request carries it:
+// each stored result without its output.
+func (r ToolRound) References() ToolRound {
+	results := make([]ToolResult, len(r.Results))
+	for i, res := range r.Results {
+		results[i] = res.Reference()
+	}
+	r.Results = results
+	return r
 }
 
 // GateRequest asks the gate model about a debounced batch in a gated chat;
@@ -214,6 +238,9 @@ type ToolInvocation struct {
 	Session SessionKey `json:"session"`
 	TurnID  string     `json:"turn_id"`
 	Call    ToolCall   `json:"call"`
+	// StoreResult asks the activity to save the result for the turn's
+	// later steps (ToolResult.Stored says it did).
+	StoreResult bool `json:"store_result,omitempty"`
 }
 
 // Delivery is one chunk of a reply. IdempotencyKey is derived from the
@@ -237,6 +264,12 @@ type Delivery struct {
 	// can answer one person only through it (Discord's ephemeral
 	// follow-up to an interaction).
 	PrivateVia string `json:"private_via,omitempty"`
+	// ThenReact are reactions to set once the chunk is out (the last
+	// chunk of a reply sets its messages to done): the delivery that runs
+	// anyway carries them instead of an activity of their own. Best
+	// effort: a refused one is named in Delivered.ReactionsFailed, and
+	// the chunk counts as delivered.
+	ThenReact []ReactionChange `json:"then_react,omitempty"`
 }
 
 // Button is an inline button under a bot message; pressing it comes back
@@ -260,6 +293,9 @@ type Edit struct {
 // Delivered is the platform's ID for a delivered chunk.
 type Delivered struct {
 	PlatformMessageID string `json:"platform_message_id"`
+	// ReactionsFailed names the messages whose ThenReact the platform
+	// refused; the session sets those the usual way.
+	ReactionsFailed []string `json:"reactions_failed,omitempty"`
 }
 
 // ReactionChange sets the reaction on one user message to State;

@@ -1,11 +1,7 @@
 package workflows
 
 import (
-	"fmt"
-	"time"
-
 	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/replyflow/replyflow/pipeline"
@@ -41,21 +37,6 @@ func (e *runEnv) isOwner(in pipeline.Inbound) bool {
 // deliver sends one message to the platform, retried until the delivery
 // deadline.
 func (e *runEnv) deliver(ctx workflow.Context, d pipeline.Delivery) (string, error) {
-	deadline := e.settings.DeliveryDeadline.D()
-	if deadline <= 0 {
-		deadline = defaultDeliveryDeadline
-	}
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:    e.settings.DeliveryTimeout.D(),
-		ScheduleToCloseTimeout: deadline,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    time.Minute,
-		},
-		Summary: fmt.Sprintf("deliver %d/%d to %s", d.Index+1, d.Total, e.key.Channel),
-	})
-	var out pipeline.Delivered
-	err := workflow.ExecuteActivity(ctx, pipeline.ActivityDeliver, d).Get(ctx, &out)
+	out, err := e.deliverDurably(ctx, d)
 	return out.PlatformMessageID, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -38,6 +39,9 @@ type fakePlatform struct {
 	mu    sync.Mutex
 	saved []pipeline.SessionSettings
 	tools []pipeline.ToolCall
+	// toolStores says, per tool call, whether the session asked for its
+	// result to be stored (ToolInvocation.StoreResult).
+	toolStores []bool
 	edits []pipeline.Edit
 	gates []pipeline.GateRequest
 	// gate answers the gate model; nil forwards.
@@ -65,6 +69,9 @@ type reactionCall struct {
 	MessageID string
 	State     pipeline.ReactionState
 	At        time.Duration
+	// ByDelivery: a delivery carried it (Delivery.ThenReact), not a
+	// SetReaction activity.
+	ByDelivery bool
 }
 
 var testStart = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -128,7 +135,9 @@ func newEnvOn(t *testing.T, suite *testsuite.WorkflowTestSuite, start time.Time,
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.tools = append(p.tools, inv.Call)
-		return pipeline.ToolResult{CallID: inv.Call.ID, Name: inv.Call.Name, Output: "tool output for " + inv.Call.Name}, nil
+		p.toolStores = append(p.toolStores, inv.StoreResult)
+		// As activities.RunTool: a result asked to be stored says it is.
+		return pipeline.ToolResult{CallID: inv.Call.ID, Name: inv.Call.Name, Output: "tool output for " + inv.Call.Name, Stored: inv.StoreResult}, nil
 	}, activity.RegisterOptions{Name: pipeline.ActivityRunTool})
 	env.RegisterActivityWithOptions(func(_ context.Context, _ pipeline.SessionKey, s pipeline.SessionSettings) error {
 		p.mu.Lock()
@@ -188,7 +197,18 @@ func (p *fakePlatform) deliver(_ context.Context, d pipeline.Delivery) (pipeline
 		}
 	}
 	p.sent = append(p.sent, sent{Delivery: d, At: p.elapsed()})
-	return pipeline.Delivered{PlatformMessageID: fmt.Sprintf("bot-%d", len(p.sent))}, nil
+	out := pipeline.Delivered{PlatformMessageID: fmt.Sprintf("bot-%d", len(p.sent))}
+	// As activities.Deliver: the reactions it carries, once the chunk is out.
+	for _, r := range d.ThenReact {
+		if p.refuseReaction != nil {
+			if err := p.refuseReaction(r); err != nil {
+				out.ReactionsFailed = append(out.ReactionsFailed, r.MessageID)
+				continue
+			}
+		}
+		p.reactions = append(p.reactions, reactionCall{MessageID: r.MessageID, State: r.State, At: p.elapsed(), ByDelivery: true})
+	}
+	return out, nil
 }
 
 func (p *fakePlatform) setReaction(_ context.Context, r pipeline.ReactionChange) error {
@@ -315,3 +335,12 @@ func continuedState(t *testing.T, env *testsuite.TestWorkflowEnvironment) *State
 }
 
 var errModelDown = errors.New("model down")
+
+// runsFromBefore makes env's session a run that began before change:
+// it records neither that change nor any newer one, as the code of its
+// time did not know them.
+func runsFromBefore(env *testsuite.TestWorkflowEnvironment, change string) {
+	for _, c := range changesInOrder[slices.Index(changesInOrder, change):] {
+		env.OnGetVersion(c, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	}
+}

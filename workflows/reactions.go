@@ -156,6 +156,9 @@ func (s *reactions) resume() {
 // armClear starts a durable timer that clears r when it fires, unless the
 // message moved to another state in the meantime.
 func (s *reactions) armClear(r Reaction) {
+	if s.v.cost {
+		return // runClearer sees r.ClearAt
+	}
 	delay := r.ClearAt.Sub(workflow.Now(s.ctx))
 	workflow.Go(s.ctx, func(ctx workflow.Context) {
 		if delay > 0 {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/replyflow/replyflow/pipeline"
 )
@@ -84,7 +83,7 @@ func TestOnlyAnOwnerDecidesAProposalAndAVerifiedOwnerIsOne(t *testing.T) {
 // before changeSecurity does not know it and must not act on it.
 func TestAVerifiedOwnerIsNotAnOwnerInARunFromBeforeTheChange(t *testing.T) {
 	env, p := newEnv(t)
-	env.OnGetVersion(changeSecurity, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	runsFromBefore(env, changeSecurity)
 	signalAt(env, time.Second, verifiedOwner(from("carol", inbound("c1", "/activation mention"))))
 	signalAt(env, 2*time.Second, inbound("c2", "/model openai/o3-pro"))
 	run(t, env, nil)

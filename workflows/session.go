@@ -62,6 +62,8 @@ type session struct {
 	// compacting holds new turns while /compact replaces the transcript,
 	// so none reads the old one and writes after the switch.
 	compacting bool
+	// idleTimer is the run's idle timer while it is armed (idle.go).
+	idleTimer workflow.Future
 }
 
 // SessionWorkflow serves one conversation until it has been idle for the
@@ -122,6 +124,9 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 	}
 	s.resume()
 	workflow.Go(ctx, s.reactions.apply)
+	if s.v.cost {
+		workflow.Go(ctx, s.reactions.runClearer)
+	}
 	return s.run()
 }
 
@@ -305,6 +310,9 @@ func (s *session) atQuietPoint() bool {
 // waitWhileIdle waits for work, or for the idle TTL to pass. The timer is
 // cancelled as soon as work arrives, so no stale timer lingers in history.
 func (s *session) waitWhileIdle() (expired bool, err error) {
+	if s.v.cost {
+		return s.waitWhileIdleShared()
+	}
 	timerCtx, cancel := workflow.WithCancel(s.ctx)
 	defer cancel()
 	wait := s.settings.IdleTTL.D()

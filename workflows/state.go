@@ -130,6 +130,11 @@ type ActiveTurn struct {
 	Options *TurnOptions `json:"options,omitempty"`
 	// Heartbeat is the tick ID of a heartbeat turn.
 	Heartbeat string `json:"heartbeat,omitempty"`
+	// SlowDelivery is set (runs with changeCost) once the reply leaves
+	// the fast path (delivery.go): a chunk after the first, or a first
+	// chunk whose local activity failed. Only then is the state
+	// "delivering" published.
+	SlowDelivery bool `json:"slow_delivery,omitempty"`
 }
 
 // options are the turn's chat settings; all off when it has none.

@@ -64,7 +64,7 @@ func (s *turns) runTool(ctx workflow.Context, a *ActiveTurn, call pipeline.ToolC
 		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 		Summary:                fmt.Sprintf("tool %s (turn %d step %d)", call.Name, s.st.TurnSeq, a.Step),
 	})
-	inv := pipeline.ToolInvocation{Session: s.key, TurnID: a.TurnID, Call: call}
+	inv := pipeline.ToolInvocation{Session: s.key, TurnID: a.TurnID, Call: call, StoreResult: s.v.cost}
 	var result pipeline.ToolResult
 	if err := workflow.ExecuteActivity(ctx, pipeline.ActivityRunTool, inv).Get(ctx, &result); err != nil {
 		return pipeline.ToolResult{CallID: call.ID, Name: call.Name, Output: "the tool could not be run: " + err.Error(), IsError: true}

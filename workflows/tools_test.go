@@ -36,9 +36,9 @@ func TestToolCallsRunAsActivitiesAndTheirResultsGoToTheNextStep(t *testing.T) {
 	require.Len(t, rounds, 1)
 	assert.Equal(t, "checking", rounds[0].Text)
 	assert.Equal(t, []pipeline.ToolResult{
-		{CallID: "c1", Name: "get_weather", Output: "tool output for get_weather"},
-		{CallID: "c2", Name: "get_time", Output: "tool output for get_time"},
-	}, rounds[0].Results)
+		{CallID: "c1", Name: "get_weather", Stored: true},
+		{CallID: "c2", Name: "get_time", Stored: true},
+	}, rounds[0].Results, "the next step reads the outputs from the store (cost_test.go)")
 	assert.Equal(t, []string{"final answer"}, p.replies(), "only the final answer is delivered")
 }
 

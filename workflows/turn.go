@@ -70,6 +70,11 @@ type turnReactions interface {
 	clearLater(refs []msgRef, delay time.Duration)
 	clearStopped(refs []msgRef)
 	tracked(messageID string) (msgRef, bool)
+	// carry, carried and doneState: the last chunk's delivery sets the
+	// final reaction (runs with changeCost, reactions_shared.go).
+	carry(ctx workflow.Context, refs []msgRef, state pipeline.ReactionState) []pipeline.ReactionChange
+	carried(changes []pipeline.ReactionChange, failed []string)
+	doneState() pipeline.ReactionState
 }
 
 // turnEngagement is what a turn asks of the engagement part.
@@ -298,6 +303,12 @@ func (s *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, te
 			s.reactions.clearLater(refs, s.settings.TurnHeartbeatTimeout.D())
 			return
 		}
+		if s.v.cost {
+			// The results are in the store: later steps carry references,
+			// so the turn's history does not grow with each step by every
+			// earlier result.
+			round = round.References()
+		}
 		rounds = append(rounds, round)
 		injected := append(a.Steered, a.SteeredBacklog...)
 		a.Steered, a.SteeredBacklog = nil, nil
@@ -338,7 +349,11 @@ func (s *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecor
 	}
 	rec.Chunks = len(chunks)
 	a.Phase = PhaseDelivering
-	s.attrsDirty = true
+	// With changeCost, a reply on the fast path stays "thinking" in the
+	// search attributes (deliverChunk says when it is not).
+	s.attrsDirty = !s.v.cost
+	var carried []pipeline.ReactionChange
+	var refused []string
 	for i := 0; i < len(chunks); {
 		if a.Aborted {
 			rec.Outcome = "aborted"
@@ -356,7 +371,13 @@ func (s *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecor
 		if i == 0 && !a.NoAnchor {
 			d.ReplyTo = anchor.MessageID
 		}
-		platformID, err := s.deliver(ctx, d)
+		if s.v.cost && i == len(chunks)-1 {
+			carried = s.reactions.carry(ctx, refs, s.reactions.doneState())
+			d.ThenReact = carried
+		}
+		delivered, err := s.deliverChunk(ctx, a, d)
+		platformID := delivered.PlatformMessageID
+		refused = delivered.ReactionsFailed
 		if err != nil {
 			s.count(MetricDeliveries, map[string]string{"channel": s.key.Channel, "outcome": "failed"})
 			if !s.park(ctx, a, rec, refs, i, err) {
@@ -378,6 +399,10 @@ func (s *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecor
 		rec.Outcome = "silent"
 	} else if a.Heartbeat == "" {
 		s.engagement.grantSticky(a.Messages, anchor.ThreadID)
+	}
+	if carried != nil {
+		s.reactions.carried(carried, refused)
+		return
 	}
 	s.reactions.react(refs, pipeline.ReactionDone)
 }

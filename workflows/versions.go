@@ -41,6 +41,15 @@ const (
 	// prefix); heartbeat ticks run heartbeat turns; the idle TTL counts
 	// from the last thing a person did.
 	changeControl = "control-2026-11"
+	// changeCost (issue 22): a run reads only this change's version when
+	// it takes it (every older change is then taken too); the idle timer
+	// lives as long as the run, not one per turn; a reply's first chunk
+	// goes out in a local activity, and its last chunk's delivery sets
+	// the messages' done (or cleared) reaction; the pending clears share
+	// one timer; the transient states (debouncing, gating, delivering on
+	// the fast path) are not published as search attributes; tool
+	// results reach later model steps through the store.
+	changeCost = "cost-2026-11"
 )
 
 // versions are the changes this run took.
@@ -49,10 +58,16 @@ type versions struct {
 	slack    bool
 	security bool
 	control  bool
+	cost     bool
 }
 
 // changesInOrder are the changes, oldest first.
-var changesInOrder = []string{changeHardening, changeSlack, changeSecurity, changeControl}
+var changesInOrder = []string{changeHardening, changeSlack, changeSecurity, changeControl, changeCost}
+
+// NewestChange is the newest change: a build with BuiltBefore set to it
+// behaves as the release before (replyflow-bench measures it beside
+// today's code).
+func NewestChange() string { return changesInOrder[len(changesInOrder)-1] }
 
 // BuiltBefore, when set at link time to a change ID
 // (-ldflags "-X github.com/replyflow/replyflow/workflows.BuiltBefore=control-2026-11"),
@@ -72,6 +87,14 @@ func (s *runEnv) readVersions() {
 			return false
 		}
 		return workflow.GetVersion(s.ctx, change, workflow.DefaultVersion, 1) >= 1
+	}
+	// The newest change first: a run that takes it takes every older one,
+	// and records one marker instead of one a change. A run that began
+	// before it finds no marker for it here (GetVersion answers the
+	// default without recording) and reads the older ones as it did.
+	if taken(changeCost) {
+		s.v = versions{hardened: true, slack: true, security: true, control: true, cost: true}
+		return
 	}
 	s.v.hardened = taken(changeHardening)
 	s.v.slack = taken(changeSlack)

@@ -45,6 +45,9 @@ func (s *visibility) currentStatus() Status {
 		case PhaseWaiting:
 			return StatusWaitingUser
 		case PhaseDelivering:
+			if s.v.cost && !a.SlowDelivery {
+				break // the fast path: still "thinking" (delivery.go)
+			}
 			return StatusDelivering
 		case PhaseParked:
 			return StatusDeliveryFailed
@@ -67,6 +70,20 @@ func (s *visibility) updateStatus() {
 	}
 }
 
+// searchable is the state the search attributes show for status. Runs
+// with changeCost do not publish the states that pass by themselves
+// within seconds: a debounce window (it closes on its timer, at most
+// REPLYFLOW_DEBOUNCE_MAX_WAIT) and a gate check (bounded by
+// REPLYFLOW_GATE_TIMEOUT) show as idle there, and stay visible in the
+// state query and the UI's current details. Each state change used to be
+// an upsert, one billable action, several a turn.
+func (s *visibility) searchable(status Status) Status {
+	if s.v.cost && (status == StatusDebouncing || status == StatusGating) {
+		return StatusIdle
+	}
+	return status
+}
+
 // publish upserts the search attributes that changed, in one event, and
 // refreshes the current details shown in the UI.
 func (s *visibility) publish() {
@@ -79,19 +96,27 @@ func (s *visibility) publish() {
 	if first {
 		updates = append(updates, AttrChannel.ValueSet(s.key.Channel), AttrChat.ValueSet(s.key.Chat))
 	}
+	status := s.searchable(s.st.Status)
 	if pending := s.pendingProposals(); first || pending != s.published.proposals {
 		updates = append(updates, AttrPendingProposals.ValueSet(int64(pending)))
 	}
-	if s.published.status != s.st.Status {
-		updates = append(updates, AttrState.ValueSet(string(s.st.Status)))
+	if s.published.status != status {
+		updates = append(updates, AttrState.ValueSet(string(status)))
 	}
 	if depth := len(s.st.Queue); first || depth != s.published.depth {
 		updates = append(updates, AttrQueueDepth.ValueSet(int64(depth)))
 	}
-	if !s.st.LastInboundAt.IsZero() && !s.st.LastInboundAt.Equal(s.published.last) {
-		updates = append(updates, AttrLastInboundAt.ValueSet(s.st.LastInboundAt))
+	last := s.published.last
+	if !s.st.LastInboundAt.IsZero() && !s.st.LastInboundAt.Equal(last) {
+		// With changeCost, a message that opens a turn soon (a debounce
+		// window, a gate check) has its time published with the turn's
+		// state, in one upsert instead of two.
+		if !s.v.cost || len(updates) > 0 || s.st.Status == s.searchable(s.st.Status) {
+			updates = append(updates, AttrLastInboundAt.ValueSet(s.st.LastInboundAt))
+			last = s.st.LastInboundAt
+		}
 	}
-	s.published = published{status: s.st.Status, depth: len(s.st.Queue), proposals: s.pendingProposals(), last: s.st.LastInboundAt}
+	s.published = published{status: status, depth: len(s.st.Queue), proposals: s.pendingProposals(), last: last}
 	if len(updates) > 0 {
 		if err := workflow.UpsertTypedSearchAttributes(s.ctx, updates...); err != nil {
 			s.log.Warn("Search attributes not updated; is the namespace missing replyflow's attributes? See deploy/README.md", "error", err)

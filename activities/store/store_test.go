@@ -149,6 +149,20 @@ func runSuite(t *testing.T, dsn func(*testing.T) string) {
 		assert.Equal(t, "👍", got[0].Emoji)
 	})
 
+	t.Run("tool results once per call, by turn", func(t *testing.T) {
+		s, _ := open(t)
+		require.NoError(t, s.SaveToolResult(ctx, "sess", "turn-1", "c1", "sunny", false))
+		require.NoError(t, s.SaveToolResult(ctx, "sess", "turn-1", "c1", "changed on a retry", false), "a second write changes nothing")
+		require.NoError(t, s.SaveToolResult(ctx, "sess", "turn-1", "c2", "timeout", true))
+		require.NoError(t, s.SaveToolResult(ctx, "sess", "turn-2", "c1", "other turn", false))
+		got, err := s.ToolResults(ctx, "sess", "turn-1")
+		require.NoError(t, err)
+		assert.Equal(t, map[string]ToolResult{"c1": {Output: "sunny"}, "c2": {Output: "timeout", IsError: true}}, got)
+		none, err := s.ToolResults(ctx, "other", "turn-1")
+		require.NoError(t, err)
+		assert.Empty(t, none)
+	})
+
 	t.Run("claim codes make one owner each", func(t *testing.T) {
 		s, _ := open(t)
 		code, err := s.NewClaimCode(ctx)

@@ -127,7 +127,11 @@ func startE2EWith(ctx context.Context, c client.Client, o options, name string, 
 	for k, v := range extra {
 		vars[k] = v
 	}
-	env := harness.Env(o.address, queue, storeDSN, fake, vars)
+	env := append(harness.Env(o.address, queue, storeDSN, fake, vars), o.rawEnv...)
+	deployment := vars["DEPLOYMENT_NAME"]
+	if deployment == "" {
+		deployment = "replyflow"
+	}
 	var procs []*harness.Proc
 	stopWorkers := func() {
 		for _, w := range procs {
@@ -146,7 +150,7 @@ func startE2EWith(ctx context.Context, c client.Client, o options, name string, 
 	// The first worker on a new server makes its version current; until
 	// then a new session would wait for unversioned workers.
 	if !o.unversioned {
-		if err := harness.AwaitCurrentVersion(ctx, c, "replyflow", ""); err != nil {
+		if err := harness.AwaitCurrentVersion(ctx, c, deployment, ""); err != nil {
 			stopWorkers()
 			fake.Close()
 			return nil, nil, err

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/replyflow/replyflow/cmd/internal/harness"
+	"github.com/replyflow/replyflow/workflows"
 )
 
 type options struct {
@@ -41,6 +42,15 @@ type options struct {
 	// unversioned runs the workers without worker versioning, to
 	// measure what versioning costs.
 	unversioned bool
+	// rawEnv is added to the workers' environment as it is (OPENAI_*).
+	rawEnv []string
+	// metricsURL is the dev server's Prometheus endpoint ("" for an
+	// existing server): its action counter counts heartbeats.
+	metricsURL string
+	// baseline is the replyflow binary built as the release before the
+	// newest workflow change ("today"), measured beside o.replyflow.
+	baseline     string
+	withBaseline bool
 }
 
 func main() {
@@ -58,6 +68,7 @@ func main() {
 	flag.StringVar(&idle, "idle", "1000,10000", "open idle sessions at which the worker's memory is measured (empty: skip)")
 	flag.StringVar(&o.codecKeys, "codec-keys", "", "encrypt payloads: REPLYFLOW_CODEC_KEYS for the worker and this program's client (empty: off)")
 	flag.BoolVar(&o.unversioned, "unversioned", false, "run the workers unversioned (REPLYFLOW_WORKER_VERSIONING=false), to compare")
+	flag.BoolVar(&o.withBaseline, "baseline", true, "also measure the cost per turn and the saturation of a build that behaves as the release before the newest workflow change (workflows.BuiltBefore)")
 	var clusterWorkers string
 	flag.BoolVar(&o.cluster.on, "cluster", false, "also measure a real Temporal cluster on PostgreSQL beside the dev server, with one, two and three workers")
 	flag.StringVar(&o.cluster.server, "temporal-server", "bin/temporal-server", "-cluster: the Temporal server binary")
@@ -110,14 +121,27 @@ func run(o options) error {
 		}
 		o.replyflow = bin
 	}
+	if o.withBaseline {
+		fmt.Fprintf(os.Stderr, "building replyflow as the release before %s…\n", workflows.NewestChange())
+		bin, err := harness.BuildAs(o.workDir, "replyflow-before", "-X github.com/replyflow/replyflow/workflows.BuiltBefore="+workflows.NewestChange())
+		if err != nil {
+			return err
+		}
+		o.baseline = bin
+	}
 	server := "existing server " + o.address
 	if o.address == "" {
-		t, err := harness.StartTemporal(ctx, o.temporalCLI, "", filepath.Join(o.workDir, "temporal.log"))
+		metricsPort, err := harness.FreePort()
+		if err != nil {
+			return err
+		}
+		t, err := harness.StartTemporal(ctx, o.temporalCLI, "", filepath.Join(o.workDir, "temporal.log"), "--metrics-port", strconv.Itoa(metricsPort))
 		if err != nil {
 			return err
 		}
 		defer t.Stop()
 		o.address, server = t.Address, "dev server (temporal CLI, in-memory SQLite)"
+		o.metricsURL = "http://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics"
 	}
 	c, err := harness.Dial(ctx, o.address, o.codecKeys)
 	if err != nil {
@@ -141,6 +165,11 @@ func run(o options) error {
 	}
 	if err := stage("end to end", func() ([][]string, error) { return benchEndToEnd(ctx, c, o) }); err != nil {
 		return err
+	}
+	if o.baseline != "" {
+		if err := stage("cost per turn, before and after "+workflows.NewestChange(), func() ([][]string, error) { return benchTurnCost(ctx, c, o) }); err != nil {
+			return err
+		}
 	}
 	if len(o.idle) > 0 {
 		if err := stage("idle sessions", func() ([][]string, error) { return benchIdle(ctx, c, o) }); err != nil {

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/replyflow/replyflow/activities/models/modeltest"
+	"github.com/replyflow/replyflow/adapters/telegram"
+	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// toolResultBytes is the size of each tool result in the tool turns:
+// a quarter of the 16 KiB a result may have.
+const toolResultBytes = 4 << 10
+
+// toolRounds are the tool turns measured: enough to see whether a turn's
+// history grows with its rounds beyond their results.
+var toolRounds = []int{2, 4}
+
+// toolModel is the model the tool turns pick with a /model directive: the
+// fake OpenAI server of costRig, scripted per turn.
+const toolModel = "openai/bench-tools"
+
+// costRig is a rig (see startE2E) that can also run tool turns: a fake
+// OpenAI server the sessions may pick, and an HTTP tool that answers
+// toolResultBytes.
+type costRig struct {
+	*e2e
+	model *modeltest.Server
+}
+
+func startCostRig(ctx context.Context, c client.Client, o options, name, bin string, extra map[string]string) (*costRig, func(), error) {
+	model := modeltest.NewOpenAI()
+	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"q":%q,"text":%q}`, r.URL.Query().Get("q"), strings.Repeat("x", toolResultBytes-20))
+	}))
+	tools := filepath.Join(o.workDir, name+"-tools.json")
+	spec, _ := json.Marshal([]map[string]any{{
+		"name": "lookup", "description": "Look something up", "url": tool.URL + "/lookup", "method": "GET", "timeout": "5s",
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}, "required": []string{"q"}},
+	}})
+	if err := os.WriteFile(tools, spec, 0o644); err != nil {
+		return nil, nil, err
+	}
+	ro := o
+	ro.replyflow = bin
+	ro.rawEnv = append(ro.rawEnv, "OPENAI_BASE_URL="+model.URL+"/v1", "OPENAI_API_KEY=bench")
+	vars := map[string]string{"MODEL_ALLOW": toolModel, "TOOLS_FILE": tools, "DEPLOYMENT_NAME": "bench-" + name}
+	maps.Copy(vars, extra)
+	r, stop, err := startE2E(ctx, c, ro, name, vars)
+	if err != nil {
+		model.Close()
+		tool.Close()
+		return nil, nil, err
+	}
+	return &costRig{e2e: r, model: model}, func() { stop(); model.Close(); tool.Close() }, nil
+}
+
+// measured is one turn's cost, with the heartbeats the server counted.
+func (r *costRig) measured(ctx context.Context, o options, chat telegramtest.Chat, text string) (turnCost, error) {
+	id := pipeline.SessionKey{Channel: telegram.Channel, Account: r.bot.Account(), Chat: strconv.FormatInt(chat.ID, 10)}.WorkflowID()
+	var before []*historypb.HistoryEvent
+	if _, err := r.c.DescribeWorkflowExecution(ctx, id, ""); err == nil {
+		events, err := settledHistory(ctx, r.c, id)
+		if err != nil {
+			return turnCost{}, err
+		}
+		before = events
+	}
+	var actionsBefore map[string]float64
+	if o.metricsURL != "" {
+		var err error
+		if actionsBefore, err = serverActions(ctx, o.metricsURL); err != nil {
+			return turnCost{}, err
+		}
+	}
+	msg, err := r.ask(ctx, chat, text)
+	if err != nil {
+		return turnCost{}, err
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	err = r.fake.WaitFor(waitCtx, func() bool {
+		h := r.fake.Reactions(chat.ID, msg)
+		return len(h) > 0 && len(h[len(h)-1].Emoji) == 0
+	})
+	cancel()
+	if err != nil {
+		return turnCost{}, fmt.Errorf("the reaction was never cleared: %w", err)
+	}
+	after, err := settledHistory(ctx, r.c, id)
+	if err != nil {
+		return turnCost{}, err
+	}
+	cost := costOf(after[len(before):])
+	if o.metricsURL != "" {
+		actionsAfter, err := serverActions(ctx, o.metricsURL)
+		if err != nil {
+			return turnCost{}, err
+		}
+		cost.actions["heartbeat"] = heartbeatsBetween(actionsBefore, actionsAfter)
+	}
+	return cost, nil
+}
+
+// costRows measures, with bin (labelled) and extra settings, a simple
+// turn (a session's second) and, with tools, turns with toolRounds tool
+// rounds after it in the same session, one at a time.
+func costRows(ctx context.Context, c client.Client, o options, label, bin string, extra map[string]string, tools bool) ([][]string, error) {
+	r, stop, err := startCostRig(ctx, c, o, "cost-"+strings.NewReplacer(" ", "-", ",", "", "=", "-").Replace(label), bin, extra)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	r.next++
+	simpleChat := telegramtest.Private(r.next)
+	if _, err := r.measured(ctx, o, simpleChat, "hello"); err != nil {
+		return nil, r.withLog(err)
+	}
+	simple, err := r.measured(ctx, o, simpleChat, "hello again")
+	if err != nil {
+		return nil, r.withLog(err)
+	}
+	rows := [][]string{
+		{label + ": simple turn, billable actions", fmt.Sprintf("%d (%s)", simple.total(), simple.breakdown()), ""},
+		{label + ": simple turn, history events and bytes", fmt.Sprintf("%d events, %d bytes", simple.events, simple.bytes), ""},
+	}
+	for _, n := range toolRounds {
+		if !tools {
+			break
+		}
+		var steps []modeltest.Step
+		for k := range n {
+			steps = append(steps, modeltest.Step{ToolCalls: []modeltest.ToolCall{{ID: fmt.Sprintf("call_%d", k), Name: "lookup", Arguments: fmt.Sprintf(`{"q":"item %d"}`, k)}}})
+		}
+		r.model.Push(append(steps, modeltest.Step{Text: "Here is what I found."})...)
+		// In the same session, after the simple turns: a turn, not a
+		// session's start, is measured.
+		cost, err := r.measured(ctx, o, simpleChat, "look it up /model "+toolModel)
+		if err != nil {
+			return nil, r.withLog(err)
+		}
+		beyond := cost.bytes - n*toolResultBytes
+		rows = append(rows,
+			[]string{fmt.Sprintf("%s: turn with %d tool rounds, billable actions", label, n), fmt.Sprintf("%d (%s)", cost.total(), cost.breakdown()), ""},
+			[]string{fmt.Sprintf("%s: turn with %d tool rounds, history events and bytes", label, n),
+				fmt.Sprintf("%d events, %d bytes (%d beyond the %d results of %d KiB)", cost.events, cost.bytes, beyond, n, toolResultBytes>>10), ""},
+		)
+	}
+	return rows, nil
+}
+
+// benchTurnCost measures the cost per turn and the saturation of the
+// build of the release before the newest workflow change ("before") and
+// of today's ("now"), one after the other in the same run.
+func benchTurnCost(ctx context.Context, c client.Client, o options) ([][]string, error) {
+	var rows, saturation [][]string
+	for _, b := range []struct{ label, bin string }{{"before", o.baseline}, {"now", o.replyflow}} {
+		r, err := costRows(ctx, c, o, b.label, b.bin, nil, true)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, r...)
+		if b.bin == o.replyflow {
+			// The cheapest a turn gets: the reply's delivery takes the
+			// reaction off, so no done reaction waits for its clear.
+			r, err := costRows(ctx, c, o, "now, REACTION_CLEAR_DELAY=0", b.bin, map[string]string{"REACTION_CLEAR_DELAY": "0s"}, false)
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, r...)
+		}
+		if len(o.sessions) == 0 {
+			continue
+		}
+		ro := o
+		ro.replyflow = b.bin
+		rig, stop, err := startE2E(ctx, c, ro, "saturation-"+b.label, map[string]string{"DEPLOYMENT_NAME": "bench-saturation-" + b.label})
+		if err != nil {
+			return nil, err
+		}
+		row, err := rig.latency(ctx, slices.Max(o.sessions), o.messages, 0)
+		stop()
+		if err != nil {
+			return nil, rig.withLog(err)
+		}
+		row[0] = b.label + ": " + row[0]
+		saturation = append(saturation, row)
+	}
+	return append(rows, saturation...), nil
+}
