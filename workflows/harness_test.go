@@ -42,8 +42,8 @@ type fakePlatform struct {
 	// toolStores says, per tool call, whether the session asked for its
 	// result to be stored (ToolInvocation.StoreResult).
 	toolStores []bool
-	edits []pipeline.Edit
-	gates []pipeline.GateRequest
+	edits      []pipeline.Edit
+	gates      []pipeline.GateRequest
 	// gate answers the gate model; nil forwards.
 	gate      func(pipeline.GateRequest) (pipeline.GateResult, error)
 	steps     []step
