@@ -270,6 +270,12 @@ func settledHistoryLength(ctx context.Context, c client.Client, id string) (int,
 // chunk. With think 0 it is a saturation run: the rate it reaches is the
 // machine's capacity, and its latency is mostly queueing.
 func (r *e2e) latency(ctx context.Context, sessions, messages int, think time.Duration) ([]string, error) {
+	row, _, err := r.latencyRate(ctx, sessions, messages, think)
+	return row, err
+}
+
+// latencyRate is latency, with the turns a second it reached.
+func (r *e2e) latencyRate(ctx context.Context, sessions, messages int, think time.Duration) ([]string, float64, error) {
 	chats := make([]telegramtest.Chat, sessions)
 	for i := range chats {
 		r.next++
@@ -313,7 +319,7 @@ func (r *e2e) latency(ctx context.Context, sessions, messages int, think time.Du
 	elapsed := time.Since(start)
 	close(errs)
 	if err := <-errs; err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	firstSend := map[string]time.Time{}
 	for _, call := range r.fake.Calls("sendMessage") {
@@ -334,7 +340,7 @@ func (r *e2e) latency(ctx context.Context, sessions, messages int, think time.Du
 		}
 	}
 	if len(latencies) == 0 {
-		return nil, fmt.Errorf("no latency could be measured")
+		return nil, 0, fmt.Errorf("no latency could be measured")
 	}
 	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
 	name := fmt.Sprintf("accepted → first chunk, %d sessions, %s pause", sessions, think)
@@ -344,12 +350,13 @@ func (r *e2e) latency(ctx context.Context, sessions, messages int, think time.Du
 	} else if sessions >= 50 {
 		target = "p50 ≤ 60 ms, p99 ≤ 250 ms"
 	}
+	rate := float64(len(latencies)) / elapsed.Seconds()
 	return []string{
 		name,
 		fmt.Sprintf("p50 %s  p95 %s  p99 %s  (%d turns, %.1f/s)", ms(pct(latencies, 50)), ms(pct(latencies, 95)), ms(pct(latencies, 99)),
-			len(latencies), float64(len(latencies))/elapsed.Seconds()),
+			len(latencies), rate),
 		target,
-	}, nil
+	}, rate, nil
 }
 
 // replyTo is the message a sendMessage call answered, from its
