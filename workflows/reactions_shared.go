@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -31,7 +32,7 @@ const clearShare = 5 * time.Second
 func (s *reactions) carry(ctx workflow.Context, refs []msgRef, state pipeline.ReactionState) []pipeline.ReactionChange {
 	ids := idsOf(refs)
 	_ = workflow.Await(ctx, func() bool {
-		return !s.inFlight || len(s.st.ReactionChanges) == 0 || !containsID(ids, s.st.ReactionChanges[0].MessageID)
+		return !s.inFlight || len(s.st.ReactionChanges) == 0 || !slices.Contains(ids, s.st.ReactionChanges[0].MessageID)
 	})
 	var out []pipeline.ReactionChange
 	for _, ref := range refs {
@@ -51,7 +52,7 @@ func (s *reactions) carry(ctx workflow.Context, refs []msgRef, state pipeline.Re
 func (s *reactions) carried(changes []pipeline.ReactionChange, failed []string) {
 	for _, c := range changes {
 		ref := msgRef{ID: c.MessageID, Thread: c.ThreadID}
-		if containsID(failed, c.MessageID) {
+		if slices.Contains(failed, c.MessageID) {
 			s.react([]msgRef{ref}, c.State)
 			continue
 		}
@@ -139,13 +140,4 @@ func (s *reactions) dueWithin(at time.Time) int {
 		}
 	}
 	return n
-}
-
-func containsID(ids []string, id string) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/replyflow/replyflow/adapters/telegram"
@@ -213,14 +212,8 @@ func (r *e2e) historyPerTurn(ctx context.Context) ([][]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
-		err = r.fake.WaitFor(waitCtx, func() bool {
-			h := r.fake.Reactions(chat.ID, msg)
-			return len(h) > 0 && len(h[len(h)-1].Emoji) == 0
-		})
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("the reaction was never cleared: %w", err)
+		if err := r.awaitCleared(ctx, chat, msg); err != nil {
+			return nil, err
 		}
 		n, err := settledHistoryLength(ctx, r.c, id)
 		if err != nil {
@@ -245,22 +238,23 @@ func (r *e2e) historyPerTurn(ctx context.Context) ([][]string, error) {
 // settledHistoryLength is the number of events in the workflow's current
 // run once no new event has appeared for half a second.
 func settledHistoryLength(ctx context.Context, c client.Client, id string) (int, error) {
-	last := -1
-	for {
-		n := 0
-		iter := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		for iter.HasNext() {
-			if _, err := iter.Next(); err != nil {
-				return 0, err
-			}
-			n++
-		}
-		if n == last {
-			return n, nil
-		}
-		last = n
-		time.Sleep(500 * time.Millisecond)
+	events, err := settledHistory(ctx, c, id)
+	return len(events), err
+}
+
+// awaitCleared waits, up to a minute, until msg's reaction is cleared:
+// the end of its turn.
+func (r *e2e) awaitCleared(ctx context.Context, chat telegramtest.Chat, msg int) error {
+	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	err := r.fake.WaitFor(waitCtx, func() bool {
+		h := r.fake.Reactions(chat.ID, msg)
+		return len(h) > 0 && len(h[len(h)-1].Emoji) == 0
+	})
+	if err != nil {
+		return fmt.Errorf("the reaction was never cleared: %w", err)
 	}
+	return nil
 }
 
 // latency runs sessions conversations at once, each of messages turns in

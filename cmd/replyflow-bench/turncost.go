@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
@@ -93,14 +92,8 @@ func (r *costRig) measured(ctx context.Context, o options, chat telegramtest.Cha
 	if err != nil {
 		return turnCost{}, err
 	}
-	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	err = r.fake.WaitFor(waitCtx, func() bool {
-		h := r.fake.Reactions(chat.ID, msg)
-		return len(h) > 0 && len(h[len(h)-1].Emoji) == 0
-	})
-	cancel()
-	if err != nil {
-		return turnCost{}, fmt.Errorf("the reaction was never cleared: %w", err)
+	if err := r.awaitCleared(ctx, chat, msg); err != nil {
+		return turnCost{}, err
 	}
 	after, err := settledHistory(ctx, r.c, id)
 	if err != nil {
