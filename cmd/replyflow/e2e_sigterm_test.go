@@ -28,11 +28,14 @@ func TestSIGTERMMidConversationAnswersEveryMessageOnce(t *testing.T) {
 		map[string]string{"DEMO_MODEL_DELAY": "2s", "SHUTDOWN_GRACE": "10s", "LOG_LEVEL": "info", "DEBOUNCE": "0s", "QUEUE_MODE": "followup"})
 	worker := harness.Worker(bin, env, filepath.Join(dir, "worker1.log"))
 	require.NoError(t, worker.Start())
-	t.Cleanup(worker.Kill)
+	// A closure: the test starts a second worker and gateway in these
+	// variables, which the cleanup must kill too (a method value would
+	// keep the first and leave the others running after the test).
+	t.Cleanup(func() { worker.Kill() })
 	gw, err := harness.Gateway(bin, env, filepath.Join(dir, "gateway1.log"))
 	require.NoError(t, err)
 	require.NoError(t, gw.Start())
-	t.Cleanup(gw.Kill)
+	t.Cleanup(func() { gw.Kill() })
 
 	user := telegramtest.User{ID: 77, FirstName: "Sam"}
 	chats := make([]telegramtest.Chat, 6)
