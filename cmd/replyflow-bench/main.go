@@ -51,6 +51,10 @@ type options struct {
 	// newest workflow change ("today"), measured beside o.replyflow.
 	baseline     string
 	withBaseline bool
+	// saturationRounds is how many times each build's saturation is
+	// measured, alternating, so the machine's drift over the run falls
+	// on both alike.
+	saturationRounds int
 }
 
 func main() {
@@ -68,6 +72,7 @@ func main() {
 	flag.StringVar(&idle, "idle", "1000,10000", "open idle sessions at which the worker's memory is measured (empty: skip)")
 	flag.StringVar(&o.codecKeys, "codec-keys", "", "encrypt payloads: REPLYFLOW_CODEC_KEYS for the worker and this program's client (empty: off)")
 	flag.BoolVar(&o.unversioned, "unversioned", false, "run the workers unversioned (REPLYFLOW_WORKER_VERSIONING=false), to compare")
+	flag.IntVar(&o.saturationRounds, "saturation-rounds", 2, "-baseline: how many alternating saturation runs of each build")
 	flag.BoolVar(&o.withBaseline, "baseline", true, "also measure the cost per turn and the saturation of a build that behaves as the release before the newest workflow change (workflows.BuiltBefore)")
 	var clusterWorkers string
 	flag.BoolVar(&o.cluster.on, "cluster", false, "also measure a real Temporal cluster on PostgreSQL beside the dev server, with one, two and three workers")

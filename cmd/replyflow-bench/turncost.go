@@ -157,11 +157,6 @@ func costRows(ctx context.Context, c client.Client, o options, label, bin string
 	return rows, nil
 }
 
-// saturationRounds is how many times each build's saturation is
-// measured, alternating, so the machine's drift over the run falls on
-// both alike.
-const saturationRounds = 2
-
 // benchTurnCost measures the cost per turn and the saturation of the
 // build of the release before the newest workflow change ("before") and
 // of today's ("now"), in the same run.
@@ -185,7 +180,7 @@ func benchTurnCost(ctx context.Context, c client.Client, o options) ([][]string,
 		return rows, nil
 	}
 	rates := map[string]float64{}
-	for round := range saturationRounds {
+	for round := range o.saturationRounds {
 		for _, b := range []struct{ label, bin string }{{"before", o.baseline}, {"now", o.replyflow}} {
 			ro := o
 			ro.replyflow = b.bin
@@ -199,7 +194,7 @@ func benchTurnCost(ctx context.Context, c client.Client, o options) ([][]string,
 			if err != nil {
 				return nil, rig.withLog(err)
 			}
-			rates[b.label] += rate / saturationRounds
+			rates[b.label] += rate / float64(o.saturationRounds)
 			row[0] = fmt.Sprintf("%s (round %d): %s", b.label, round+1, row[0])
 			rows = append(rows, row)
 		}

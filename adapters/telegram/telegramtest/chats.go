@@ -70,6 +70,9 @@ type chatState struct {
 	// userReactions are the users' current reactions, by message and user.
 	userReactions map[[2]int64][]string
 	reactions     []ReactionChange
+	// repliedTo counts the bot's messages that reply to each message, so
+	// a rig with many chats waiting for answers asks in constant time.
+	repliedTo map[int]int
 }
 
 // chatLocked returns the chat, creating it; s.mu must be held.
@@ -90,7 +93,24 @@ func (st *chatState) add(m *Message) *Message {
 	st.nextID++
 	m.ID, m.ChatID = st.nextID, st.chat.ID
 	st.messages[m.ID] = m
+	if m.From.IsBot && m.ReplyTo != 0 {
+		if st.repliedTo == nil {
+			st.repliedTo = map[int]int{}
+		}
+		st.repliedTo[m.ReplyTo]++
+	}
 	return m
+}
+
+// Replies is how many bot messages in the chat reply to message id, in
+// constant time (Sent copies every message of the chat).
+func (s *Server) Replies(chatID int64, id int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.chats[chatID]; ok {
+		return st.repliedTo[id]
+	}
+	return 0
 }
 
 // DisableReactions makes the chat refuse every reaction with

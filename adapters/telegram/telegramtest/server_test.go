@@ -94,8 +94,11 @@ func TestMessageReactionsComeOnlyWhenAskedFor(t *testing.T) {
 	s, b, ctx := start(t)
 	chat := Group(-100)
 	userMsg := s.AddMessage(Incoming{Chat: chat, From: alice, Text: "hi"})
+	assert.Zero(t, s.Replies(chat.ID, userMsg))
 	sent, err := b.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat.ID, Text: "hello", ReplyParameters: &models.ReplyParameters{MessageID: userMsg}})
 	require.NoError(t, err)
+	assert.Equal(t, 1, s.Replies(chat.ID, userMsg), "the bot's reply is counted")
+	assert.Zero(t, s.Replies(chat.ID, sent.ID))
 	s.AddMessageReaction(alice, chat.ID, sent.ID, "👍")
 	s.AddMessageReaction(alice, chat.ID, sent.ID, "🔥")
 
