@@ -1,0 +1,236 @@
+package pipeline
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// StreamMode is how an answer is shown while the model writes it
+// (REPLYFLOW_STREAM, REPLYFLOW_STREAM_BY_CHANNEL).
+type StreamMode string
+
+const (
+	// StreamOff sends the answer once it is complete, as before.
+	StreamOff StreamMode = "off"
+	// StreamPreview shows one message that is edited as the text grows;
+	// the final answer replaces it.
+	StreamPreview StreamMode = "preview"
+	// StreamBlocks sends each finished paragraph as its own message.
+	StreamBlocks StreamMode = "blocks"
+)
+
+// ParseStreamMode reads a mode from configuration.
+func ParseStreamMode(s string) (StreamMode, error) {
+	switch m := StreamMode(strings.ToLower(strings.TrimSpace(s))); m {
+	case StreamOff, StreamPreview, StreamBlocks:
+		return m, nil
+	}
+	return "", fmt.Errorf("stream mode %q: want off, preview or blocks", s)
+}
+
+// Shown is what the user already saw of a model step's answer while it
+// streamed: the preview message, or the blocks sent. It travels in the
+// model activity's heartbeat details and in its result or failure, so an
+// attempt that comes after (a retry on another worker, the next model
+// of the fallback chain) edits the same preview and never sends a block
+// twice, and the final delivery replaces the preview instead of posting
+// a second copy. Bounded: a preview shows at most the channel's chunk
+// limit, and at most MaxStreamBlocks blocks are sent.
+type Shown struct {
+	Mode StreamMode `json:"mode"`
+	// PreviewID is the platform's ID of the preview message.
+	PreviewID string `json:"preview_id,omitempty"`
+	// Blocks are the platform IDs of the blocks sent, in order.
+	Blocks []string `json:"blocks,omitempty"`
+	// Text is the answer as the user saw it: the preview's text, or the
+	// blocks joined. A later attempt continues the answer after it.
+	Text string `json:"text,omitempty"`
+}
+
+// Empty is true when nothing was shown.
+func (s *Shown) Empty() bool { return s == nil || (s.PreviewID == "" && len(s.Blocks) == 0) }
+
+// MaxStreamBlocks bounds the blocks one answer sends while streaming;
+// what comes after them is delivered with the final answer.
+const MaxStreamBlocks = 40
+
+// StoppedMark ends a preview whose turn was stopped mid-stream.
+const StoppedMark = "\n\n⏹ (stopped)"
+
+// Showable is the part of a partial answer that may be shown now, and
+// false while the text could still become NO_REPLY or HEARTBEAT_OK (a
+// silent answer must never flash on screen). A leading token is
+// stripped as NormalizeReply strips it, and a trailing word that could
+// be the start of one is held back until the next delta decides it.
+func Showable(partial string) (string, bool) {
+	text := strings.TrimSpace(partial)
+	if couldBeToken(text) {
+		return "", false
+	}
+	text, ok := NormalizeReply(text)
+	if !ok || couldBeToken(text) {
+		return "", false
+	}
+	if i := strings.LastIndexAny(text, " \n\t"); i >= 0 && couldBeToken(text[i+1:]) {
+		text = strings.TrimSpace(text[:i])
+	}
+	return text, text != ""
+}
+
+// couldBeToken: s is empty, or a case-insensitive prefix of a token.
+func couldBeToken(s string) bool {
+	for _, token := range []string{SilentToken, HeartbeatToken} {
+		if len(s) <= len(token) && strings.EqualFold(s, token[:len(s)]) {
+			return true
+		}
+	}
+	return false
+}
+
+// PreviewText is text cut to fit one message of limit characters (the
+// channel's chunk limit), with an ellipsis when cut: a preview is one
+// message, and the final answer is chunked as usual.
+func PreviewText(text string, limit int) string {
+	if limit <= 0 || utf8.RuneCountInString(text) <= limit {
+		return text
+	}
+	cut := limit - 2
+	i := 0
+	for n := 0; n < cut; n++ {
+		_, size := utf8.DecodeRuneInString(text[i:])
+		i += size
+	}
+	return strings.TrimRight(text[:i], " \n") + " …"
+}
+
+// PreviewPacing decides when a preview is sent or edited: not before the
+// stream has run FirstAfter (an answer done sooner goes out as one
+// message, with no preview to flicker), then at most once per Every
+// (Telegram, Slack and Discord limit edits per chat to about one a
+// second).
+type PreviewPacing struct {
+	FirstAfter time.Duration
+	Every      time.Duration
+}
+
+// Due says whether the preview may be sent or edited at now, for a
+// stream that started at start and last touched the preview at last
+// (zero before the preview exists).
+func (p PreviewPacing) Due(now, start, last time.Time) bool {
+	if last.IsZero() {
+		return now.Sub(start) >= p.FirstAfter
+	}
+	return now.Sub(last) >= p.Every
+}
+
+// BlockCoalescer cuts a streamed answer into blocks to send as their own
+// messages: each at least Min and at most Max characters where the text
+// allows, cut after a paragraph (else a line, else a word), never inside
+// a fenced code block. A code block longer than Max is held until it
+// closes; Flush (after a second without new text) sends what is pending
+// unless it ends inside one.
+type BlockCoalescer struct {
+	Min, Max int
+	pending  string
+}
+
+// Push adds a delta and returns the blocks it completed.
+func (c *BlockCoalescer) Push(delta string) []string {
+	c.pending += delta
+	var out []string
+	for utf8.RuneCountInString(c.pending) >= c.Min {
+		cut := c.cut()
+		if cut <= 0 {
+			break
+		}
+		out = append(out, c.take(cut))
+	}
+	return out
+}
+
+// Flush returns what is pending as one block, "" when nothing is or the
+// text ends inside a code block (sending it would cut the fence).
+func (c *BlockCoalescer) Flush() string {
+	if strings.TrimSpace(c.pending) == "" || endsInsideFence(c.pending) {
+		return ""
+	}
+	return c.take(len(c.pending))
+}
+
+// Pending is the text not yet sent as a block.
+func (c *BlockCoalescer) Pending() string { return c.pending }
+
+func (c *BlockCoalescer) take(n int) string {
+	block := strings.TrimSpace(c.pending[:n])
+	c.pending = strings.TrimLeft(c.pending[n:], "\n")
+	return block
+}
+
+// cut is the byte offset to cut the pending text at, 0 for not yet: the
+// last paragraph end between Min and Max characters, else (past Max) the
+// last line end or space before Max outside a code block, else the end
+// of the code block that crosses Max once it is closed.
+func (c *BlockCoalescer) cut() int {
+	lines, blocks := markdownLines(c.pending)
+	inCode := func(li int) bool { return lines[li].kind == openerLine || lines[li].kind == codeLine }
+	maxAt := byteOffset(c.pending, c.Max)
+	best := 0
+	// Paragraph ends: an empty line after a line outside code.
+	for li := 1; li < len(lines); li++ {
+		l := lines[li]
+		if l.start >= len(c.pending) || strings.TrimSpace(c.pending[l.start:l.end]) != "" || l.end >= len(c.pending) {
+			continue
+		}
+		if inCode(li) || inCode(li-1) {
+			continue
+		}
+		at := l.end + 1
+		if n := utf8.RuneCountInString(c.pending[:at]); n >= c.Min && at <= maxAt {
+			best = at
+		}
+	}
+	if best > 0 || utf8.RuneCountInString(c.pending) <= c.Max {
+		return best
+	}
+	// Past Max without a paragraph end: the last line end before Max
+	// outside code, else the last space (or Max itself) when Max is in
+	// text, else the end of the code block Max falls in, once it closed.
+	for li := len(lines) - 1; li >= 0; li-- {
+		if l := lines[li]; l.end < maxAt && !inCode(li) && l.end > l.start {
+			return l.end + 1
+		}
+	}
+	if !endsInsideFence(c.pending[:maxAt]) {
+		if i := strings.LastIndexAny(c.pending[:maxAt], " \t"); i > 0 {
+			return i + 1
+		}
+		return maxAt
+	}
+	for _, b := range blocks {
+		if lines[b.opener].start < maxAt && (b.closer < 0 || lines[b.closer].end >= maxAt) {
+			if b.closer >= 0 && lines[b.closer].end < len(c.pending) {
+				return lines[b.closer].end + 1
+			}
+			return 0
+		}
+	}
+	return 0
+}
+
+// endsInsideFence: text stops inside an open fenced code block.
+func endsInsideFence(text string) bool {
+	_, blocks := markdownLines(text)
+	return len(blocks) > 0 && blocks[len(blocks)-1].closer < 0
+}
+
+// byteOffset is the byte offset of the n-th character, or len(s).
+func byteOffset(s string, n int) int {
+	i := 0
+	for k := 0; k < n && i < len(s); k++ {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return i
+}
