@@ -30,6 +30,37 @@ func newAnthropic(name, model string, maxTokens int64, extra []option.RequestOpt
 func (m *anthropicModel) Name() string { return m.name }
 
 func (m *anthropicModel) Complete(ctx context.Context, p Prompt) (Completion, error) {
+	resp, err := m.client.Messages.New(ctx, m.params(p))
+	if err != nil {
+		return Completion{}, m.failure(err)
+	}
+	return m.completion(resp)
+}
+
+// Stream asks for the same completion as Complete, read as it is
+// written: onText gets the text so far after each delta.
+func (m *anthropicModel) Stream(ctx context.Context, p Prompt, onText func(string)) (Completion, error) {
+	stream := m.client.Messages.NewStreaming(ctx, m.params(p))
+	defer stream.Close()
+	var msg anthropic.Message
+	var text strings.Builder
+	for stream.Next() {
+		event := stream.Current()
+		if err := msg.Accumulate(event); err != nil {
+			return Completion{}, &Error{Type: pipeline.ErrFormat, Model: m.name, Err: fmt.Errorf("read the stream: %w", err)}
+		}
+		if d, ok := event.AsAny().(anthropic.ContentBlockDeltaEvent); ok && d.Delta.Text != "" {
+			text.WriteString(d.Delta.Text)
+			onText(text.String())
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return Completion{}, m.failure(err)
+	}
+	return m.completion(&msg)
+}
+
+func (m *anthropicModel) params(p Prompt) anthropic.MessageNewParams {
 	params := anthropic.MessageNewParams{Model: anthropic.Model(m.model), MaxTokens: m.maxTokens}
 	if budget := thinkingBudget[p.Think]; budget > 0 && !hasToolResults(p) {
 		// The budget comes out of max_tokens, which must exceed it: the
@@ -81,19 +112,25 @@ func (m *anthropicModel) Complete(ctx context.Context, p Prompt) (Completion, er
 			Name: t.Name, Description: anthropic.String(t.Description), InputSchema: schema,
 		}})
 	}
-	resp, err := m.client.Messages.New(ctx, params)
-	if err != nil {
-		var apiErr *anthropic.Error
-		if errors.As(err, &apiErr) {
-			body := apiErr.RawJSON()
-			e := &Error{Type: Classify(apiErr.StatusCode, string(apiErr.Type()), body), Status: apiErr.StatusCode, Model: m.name, Err: fmt.Errorf("%s", strings.TrimSpace(body))}
-			if apiErr.Response != nil {
-				e.RetryAfter = retryAfter(apiErr.Response.Header.Get("retry-after-ms"), apiErr.Response.Header.Get("retry-after"))
-			}
-			return Completion{}, e
+	return params
+}
+
+// failure classifies a failed request.
+func (m *anthropicModel) failure(err error) error {
+	var apiErr *anthropic.Error
+	if errors.As(err, &apiErr) {
+		body := apiErr.RawJSON()
+		e := &Error{Type: Classify(apiErr.StatusCode, string(apiErr.Type()), body), Status: apiErr.StatusCode, Model: m.name, Err: fmt.Errorf("%s", strings.TrimSpace(body))}
+		if apiErr.Response != nil {
+			e.RetryAfter = retryAfter(apiErr.Response.Header.Get("retry-after-ms"), apiErr.Response.Header.Get("retry-after"))
 		}
-		return Completion{}, transportError(m.name, err)
+		return e
 	}
+	return transportError(m.name, err)
+}
+
+// completion reads the answer of a finished request.
+func (m *anthropicModel) completion(resp *anthropic.Message) (Completion, error) {
 	if resp.StopReason == "refusal" {
 		return Completion{}, &Error{Type: pipeline.ErrContentFilter, Model: m.name, Err: errors.New("the model refused to answer")}
 	}

@@ -74,6 +74,15 @@ type Model interface {
 	Complete(ctx context.Context, p Prompt) (Completion, error)
 }
 
+// Streamer is a Model that can be read while it writes. onText gets the
+// answer's text so far after each delta, on the caller's goroutine; the
+// completion is the same Complete would give, and a failure mid-stream
+// is classified as Complete's are (a broken connection is a Timeout).
+type Streamer interface {
+	Model
+	Stream(ctx context.Context, p Prompt, onText func(textSoFar string)) (Completion, error)
+}
+
 // Error is a classified provider failure.
 type Error struct {
 	Type       string // one of pipeline.Err*

@@ -30,6 +30,37 @@ func newOpenAI(name, model string, maxTokens int64, extra []option.RequestOption
 func (m *openAIModel) Name() string { return m.name }
 
 func (m *openAIModel) Complete(ctx context.Context, p Prompt) (Completion, error) {
+	resp, err := m.client.Chat.Completions.New(ctx, m.params(p))
+	if err != nil {
+		return Completion{}, m.failure(err)
+	}
+	return m.completion(resp)
+}
+
+// Stream asks for the same completion as Complete, read as it is
+// written: onText gets the text so far after each delta.
+func (m *openAIModel) Stream(ctx context.Context, p Prompt, onText func(string)) (Completion, error) {
+	params := m.params(p)
+	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	stream := m.client.Chat.Completions.NewStreaming(ctx, params)
+	defer stream.Close()
+	var acc openai.ChatCompletionAccumulator
+	var text strings.Builder
+	for stream.Next() {
+		chunk := stream.Current()
+		acc.AddChunk(chunk)
+		if len(chunk.Choices) > 0 && chunk.Choices[0].Delta.Content != "" {
+			text.WriteString(chunk.Choices[0].Delta.Content)
+			onText(text.String())
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return Completion{}, m.failure(err)
+	}
+	return m.completion(&acc.ChatCompletion)
+}
+
+func (m *openAIModel) params(p Prompt) openai.ChatCompletionNewParams {
 	var msgs []openai.ChatCompletionMessageParamUnion
 	if p.System != "" {
 		msgs = append(msgs, openai.SystemMessage(p.System))
@@ -70,18 +101,24 @@ func (m *openAIModel) Complete(ctx context.Context, p Prompt) (Completion, error
 	if p.thinks() {
 		params.ReasoningEffort = shared.ReasoningEffort(p.Think)
 	}
-	resp, err := m.client.Chat.Completions.New(ctx, params)
-	if err != nil {
-		var apiErr *openai.Error
-		if errors.As(err, &apiErr) {
-			e := &Error{Type: Classify(apiErr.StatusCode, apiErr.Type+" "+apiErr.Code, apiErr.Message), Status: apiErr.StatusCode, Model: m.name, Err: fmt.Errorf("%s", apiErr.Message)}
-			if apiErr.Response != nil {
-				e.RetryAfter = retryAfter(apiErr.Response.Header.Get("retry-after-ms"), apiErr.Response.Header.Get("retry-after"))
-			}
-			return Completion{}, e
+	return params
+}
+
+// failure classifies a failed request.
+func (m *openAIModel) failure(err error) error {
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) {
+		e := &Error{Type: Classify(apiErr.StatusCode, apiErr.Type+" "+apiErr.Code, apiErr.Message), Status: apiErr.StatusCode, Model: m.name, Err: fmt.Errorf("%s", apiErr.Message)}
+		if apiErr.Response != nil {
+			e.RetryAfter = retryAfter(apiErr.Response.Header.Get("retry-after-ms"), apiErr.Response.Header.Get("retry-after"))
 		}
-		return Completion{}, transportError(m.name, err)
+		return e
 	}
+	return transportError(m.name, err)
+}
+
+// completion reads the answer of a finished request.
+func (m *openAIModel) completion(resp *openai.ChatCompletion) (Completion, error) {
 	if len(resp.Choices) == 0 {
 		return Completion{}, &Error{Type: pipeline.ErrFormat, Model: m.name, Err: errors.New("the response has no choices")}
 	}

@@ -32,6 +32,12 @@ type Step struct {
 	Cost                      *float64
 	// Thinking is an Anthropic thinking block sent before the text.
 	Thinking string
+	// TokenDelay paces a streamed reply: the pause before each of its
+	// word-sized deltas, as a model that writes at a human-visible speed.
+	TokenDelay time.Duration
+	// BreakAfter, when positive, cuts a streamed reply's connection after
+	// that many deltas: a provider that fails mid-answer.
+	BreakAfter int
 }
 
 // ToolCall is a tool the scripted model asks to call.
@@ -97,7 +103,10 @@ type wireMessage struct {
 }
 
 type wireRequest struct {
-	Stream          bool            `json:"stream"`
+	Stream        bool `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
 	Model           string          `json:"model"`
 	System          json.RawMessage `json:"system"`
 	Messages        []wireMessage   `json:"messages"`
@@ -170,7 +179,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		reply = "echo: " + last
 	}
 	if req.Stream {
-		s.stream(w, req.Model, reply, step)
+		s.stream(w, r.Context().Done(), req.Model, reply, step, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 		return
 	}
 	_ = json.NewEncoder(w).Encode(s.successBody(req.Model, reply, step))
@@ -242,7 +251,7 @@ func or1(n int) int {
 
 // stream answers as Server-Sent Events, the reply split into word-sized
 // deltas, in each provider's event format.
-func (s *Server) stream(w http.ResponseWriter, model, reply string, step Step) {
+func (s *Server) stream(w http.ResponseWriter, done <-chan struct{}, model, reply string, step Step, includeUsage bool) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	flusher, _ := w.(http.Flusher)
 	send := func(event string, data any) {
@@ -256,6 +265,29 @@ func (s *Server) stream(w http.ResponseWriter, model, reply string, step Step) {
 		}
 	}
 	pieces := strings.SplitAfter(reply, " ")
+	if reply == "" {
+		pieces = nil
+	}
+	// pace waits before delta i and says whether to go on: false once the
+	// client left or the script breaks the stream here.
+	pace := func(i int) bool {
+		if step.BreakAfter > 0 && i >= step.BreakAfter {
+			if hj, ok := w.(http.Hijacker); ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					conn.Close()
+				}
+			}
+			return false
+		}
+		if step.TokenDelay > 0 {
+			select {
+			case <-time.After(step.TokenDelay):
+			case <-done:
+				return false
+			}
+		}
+		return true
+	}
 	if s.anthropic {
 		finish := step.FinishReason
 		if finish == "" {
@@ -264,11 +296,19 @@ func (s *Server) stream(w http.ResponseWriter, model, reply string, step Step) {
 		send("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "model": model,
 			"content": []any{}, "stop_reason": nil, "usage": map[string]int{"input_tokens": 1, "output_tokens": 0}}})
 		send("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]string{"type": "text", "text": ""}})
-		for _, p := range pieces {
+		for i, p := range pieces {
+			if !pace(i) {
+				return
+			}
 			send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]string{"type": "text_delta", "text": p}})
 		}
 		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
-		send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": finish}, "usage": map[string]int{"output_tokens": len(pieces)}})
+		for i, c := range step.ToolCalls {
+			send("content_block_start", map[string]any{"type": "content_block_start", "index": i + 1, "content_block": map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": map[string]any{}}})
+			send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i + 1, "delta": map[string]string{"type": "input_json_delta", "partial_json": c.Arguments}})
+			send("content_block_stop", map[string]any{"type": "content_block_stop", "index": i + 1})
+		}
+		send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": finish}, "usage": map[string]int{"input_tokens": or1(step.InputTokens), "output_tokens": or1(step.OutputTokens)}})
 		send("message_stop", map[string]any{"type": "message_stop"})
 		return
 	}
@@ -277,14 +317,30 @@ func (s *Server) stream(w http.ResponseWriter, model, reply string, step Step) {
 			"choices": []map[string]any{{"index": 0, "delta": delta, "finish_reason": finish}}}
 	}
 	send("", chunk(map[string]any{"role": "assistant", "content": ""}, nil))
-	for _, p := range pieces {
+	for i, p := range pieces {
+		if !pace(i) {
+			return
+		}
 		send("", chunk(map[string]any{"content": p}, nil))
 	}
 	finish := step.FinishReason
+	if len(step.ToolCalls) > 0 {
+		var calls []map[string]any
+		for i, c := range step.ToolCalls {
+			calls = append(calls, map[string]any{"index": i, "id": c.ID, "type": "function", "function": map[string]string{"name": c.Name, "arguments": c.Arguments}})
+		}
+		send("", chunk(map[string]any{"tool_calls": calls}, nil))
+		if finish == "" {
+			finish = "tool_calls"
+		}
+	}
 	if finish == "" {
 		finish = "stop"
 	}
 	send("", chunk(map[string]any{}, finish))
+	if includeUsage {
+		send("", map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model, "choices": []any{}, "usage": s.openAIUsage(step)})
+	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 
