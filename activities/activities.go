@@ -42,6 +42,8 @@ type Activities struct {
 	// channel (Telegram's indicator lasts 5 s, Discord's 10 s).
 	TypingInterval  time.Duration
 	TypingByChannel map[string]time.Duration
+	// Streaming is how answers show while the model writes them.
+	Streaming Streaming
 	// ThinkingAfter is the reaction coalescing window: a model step shows
 	// "thinking" on its messages only once it has run this long.
 	ThinkingAfter time.Duration
@@ -110,9 +112,10 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 	turnCtx, stop := context.WithCancel(ctx)
 	refresherDone := make(chan struct{})
 	showedThinking := false
+	live := &liveAnswer{}
 	go func() {
 		defer close(refresherDone)
-		showedThinking = a.keepAlive(turnCtx, out, req)
+		showedThinking = a.keepAlive(turnCtx, out, req, live)
 	}()
 	// The turn has not ended while a typing call is still in flight.
 	defer func() {
@@ -121,11 +124,14 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 		if showedThinking && ctx.Err() != nil {
 			a.takeBackThinking(ctx, out, req)
 		}
+		if stoppedByTheSession(ctx) {
+			a.markStopped(ctx, out, req, live.snapshot())
+		}
 	}()
 
 	model, err := a.Models.Get(req.Model)
 	if err != nil {
-		return pipeline.TurnResult{}, modelError(req, err)
+		return pipeline.TurnResult{}, modelError(req, err, nil)
 	}
 	transcriptID, history, err := a.transcript(turnCtx, req)
 	if err != nil {
@@ -141,14 +147,19 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 	if !req.NoTools {
 		prompt.Tools = a.Tools.specs()
 	}
-	answer, err := model.Complete(turnCtx, prompt)
+	var answer models.Completion
+	if mode := a.streamModeOf(req, model); mode != pipeline.StreamOff {
+		answer, err = a.stream(ctx, turnCtx, out, req, model.(models.Streamer), prompt, mode, live)
+	} else {
+		answer, err = model.Complete(turnCtx, prompt)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return pipeline.TurnResult{}, ctx.Err()
 		}
-		return pipeline.TurnResult{}, modelError(req, err)
+		return pipeline.TurnResult{}, modelError(req, err, live.snapshot())
 	}
-	result := pipeline.TurnResult{Reply: answer.Text, Model: req.Model, ToolCalls: answer.ToolCalls, ThinkIgnored: answer.ThinkIgnored}
+	result := pipeline.TurnResult{Reply: answer.Text, Model: req.Model, ToolCalls: answer.ToolCalls, ThinkIgnored: answer.ThinkIgnored, Shown: live.snapshot()}
 	if answer.Usage != (pipeline.Usage{}) {
 		result.Usage = &answer.Usage
 	}
@@ -165,28 +176,49 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 	return result, nil
 }
 
+// stoppedByTheSession: the attempt was cancelled by the session (/stop,
+// an interrupt), not timed out nor cut short by its worker stopping (the
+// step is retried then, and its preview goes on).
+func stoppedByTheSession(ctx context.Context) bool {
+	if !errors.Is(ctx.Err(), context.Canceled) {
+		return false
+	}
+	select {
+	case <-activity.GetWorkerStopChannel(ctx):
+		return false
+	default:
+		return true
+	}
+}
+
 // modelError is the ApplicationError of a failed model attempt: its type
 // from the taxonomy, the provider's retry-after as NextRetryDelay, and
 // non-retryable where waiting cannot help. The workflow reads the type to
-// fall back, cool the model down, or reset the session.
-func modelError(req pipeline.TurnRequest, err error) error {
+// fall back, cool the model down, or reset the session. What a stream
+// showed before it failed rides in the details: the next model edits the
+// same preview, or continues after the blocks.
+func modelError(req pipeline.TurnRequest, err error, shown *pipeline.Shown) error {
 	typ, retryAfter := pipeline.ErrOverloaded, time.Duration(0)
 	var me *models.Error
 	if errors.As(err, &me) {
 		typ, retryAfter = me.Type, me.RetryAfter
 	}
 	msg := fmt.Sprintf("model %s failed for %s (turn %s): %v", req.Model, req.Session.WorkflowID(), req.TurnID, err)
-	return temporal.NewApplicationErrorWithOptions(msg, typ, temporal.ApplicationErrorOptions{
+	opts := temporal.ApplicationErrorOptions{
 		NonRetryable:   !pipeline.Transient(typ),
 		NextRetryDelay: retryAfter,
 		Cause:          err,
-	})
+	}
+	if shown != nil {
+		opts.Details = []any{shown}
+	}
+	return temporal.NewApplicationErrorWithOptions(msg, typ, opts)
 }
 
 // keepAlive heartbeats at a third of the heartbeat timeout, shows typing
 // every TypingInterval (at once first) and "thinking" after ThinkingAfter,
 // until ctx is done. It reports whether it showed "thinking".
-func (a *Activities) keepAlive(ctx context.Context, out adapters.Outbound, req pipeline.TurnRequest) (showedThinking bool) {
+func (a *Activities) keepAlive(ctx context.Context, out adapters.Outbound, req pipeline.TurnRequest, live *liveAnswer) (showedThinking bool) {
 	heartbeatEvery := 10 * time.Second
 	if timeout := activity.GetInfo(ctx).HeartbeatTimeout; timeout > 0 {
 		heartbeatEvery = timeout / 3
@@ -221,8 +253,9 @@ func (a *Activities) keepAlive(ctx context.Context, out adapters.Outbound, req p
 		if ctx.Err() != nil {
 			return showedThinking
 		}
-		activity.RecordHeartbeat(ctx)
-		if showTyping {
+		live.heartbeat(ctx)
+		// Typing stops once the answer shows in a preview.
+		if showTyping && !live.previewing() {
 			a.showTyping(ctx, out, req)
 		}
 		if showThinking {
@@ -283,18 +316,35 @@ func (a *Activities) Deliver(ctx context.Context, d pipeline.Delivery) (pipeline
 	if err != nil {
 		return pipeline.Delivered{}, err
 	}
+	if !sent && d.Replaces != "" {
+		// The streamed preview becomes the chunk: an edit is idempotent,
+		// so a retry edits it again rather than posting a copy.
+		edit := pipeline.Edit{Session: d.Session, PlatformMessageID: d.Replaces, ThreadID: d.ThreadID, Text: d.Text, Buttons: d.Buttons}
+		if err := out.Edit(ctx, edit); err != nil {
+			return pipeline.Delivered{}, platformError(fmt.Sprintf("deliver chunk %d/%d of %s over its preview %s", d.Index+1, d.Total, d.Session.WorkflowID(), d.Replaces), err)
+		}
+		id, sent = d.Replaces, true
+		a.mapMessage(ctx, d, id)
+	}
 	if !sent {
 		if id, err = out.Send(ctx, d); err != nil {
 			return pipeline.Delivered{}, platformError(fmt.Sprintf("deliver chunk %d/%d of %s", d.Index+1, d.Total, d.Session.WorkflowID()), err)
 		}
-		if a.Store != nil {
-			// The chunk is out; a failed mapping must not send it again.
-			if err := a.Store.MapMessage(ctx, d.Session.WorkflowID(), d.IdempotencyKey, id); err != nil {
-				a.Logger.Warn("message ID not mapped", "session", d.Session.WorkflowID(), "internal_id", d.IdempotencyKey, "error", err)
-			}
-		}
+		a.mapMessage(ctx, d, id)
 	}
 	return pipeline.Delivered{PlatformMessageID: id, ReactionsFailed: a.thenReact(ctx, out, d)}, nil
+}
+
+// mapMessage records a delivered chunk in the delivery ledger (the
+// store's message map). The chunk is out: a failed mapping is logged,
+// and must not fail the delivery into sending it again.
+func (a *Activities) mapMessage(ctx context.Context, d pipeline.Delivery, platformID string) {
+	if a.Store == nil {
+		return
+	}
+	if err := a.Store.MapMessage(ctx, d.Session.WorkflowID(), d.IdempotencyKey, platformID); err != nil {
+		a.Logger.Warn("message ID not mapped", "session", d.Session.WorkflowID(), "internal_id", d.IdempotencyKey, "error", err)
+	}
 }
 
 // thenReactBudget bounds the reactions a delivery sets after its chunk.

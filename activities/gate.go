@@ -24,7 +24,7 @@ Answer with strict JSON and nothing else: {"forward": true|false, "reason": "a f
 func (a *Activities) GateCheck(ctx context.Context, req pipeline.GateRequest) (pipeline.GateResult, error) {
 	model, err := a.Models.Get(a.Settings.GateModel)
 	if err != nil {
-		return pipeline.GateResult{}, modelError(pipeline.TurnRequest{Session: req.Session, Model: a.Settings.GateModel}, err)
+		return pipeline.GateResult{}, modelError(pipeline.TurnRequest{Session: req.Session, Model: a.Settings.GateModel}, err, nil)
 	}
 	var b strings.Builder
 	for _, m := range req.Context {
@@ -38,7 +38,7 @@ func (a *Activities) GateCheck(ctx context.Context, req pipeline.GateRequest) (p
 	}
 	answer, err := model.Complete(ctx, models.Prompt{System: gateSystem, Messages: []models.Message{{Role: "user", Text: b.String()}}})
 	if err != nil {
-		return pipeline.GateResult{}, modelError(pipeline.TurnRequest{Session: req.Session, Model: a.Settings.GateModel}, err)
+		return pipeline.GateResult{}, modelError(pipeline.TurnRequest{Session: req.Session, Model: a.Settings.GateModel}, err, nil)
 	}
 	result, err := ParseGateAnswer(answer.Text)
 	if err != nil {

@@ -94,18 +94,18 @@ func (a *Activities) CompactTranscript(ctx context.Context, req pipeline.Compact
 	turn := pipeline.TurnRequest{Session: req.Session, TurnID: "compact " + req.Key, Model: req.Model}
 	model, err := a.Models.Get(req.Model)
 	if err != nil {
-		return pipeline.CompactResult{}, modelError(turn, err)
+		return pipeline.CompactResult{}, modelError(turn, err, nil)
 	}
 	answer, err := model.Complete(ctx, compactionPrompt(history, req.Focus))
 	if err != nil {
 		if ctx.Err() != nil {
 			return pipeline.CompactResult{}, ctx.Err()
 		}
-		return pipeline.CompactResult{}, modelError(turn, err)
+		return pipeline.CompactResult{}, modelError(turn, err, nil)
 	}
 	summary := strings.TrimSpace(answer.Text)
 	if summary == "" {
-		return pipeline.CompactResult{}, modelError(turn, &models.Error{Type: pipeline.ErrFormat, Model: req.Model, Err: fmt.Errorf("the summary is empty")})
+		return pipeline.CompactResult{}, modelError(turn, &models.Error{Type: pipeline.ErrFormat, Model: req.Model, Err: fmt.Errorf("the summary is empty")}, nil)
 	}
 	now := time.Now()
 	prefix := compactKeyPrefix + strconv.Itoa(len(history))

@@ -135,6 +135,15 @@ type TurnRequest struct {
 	// Think is the reasoning effort to ask for (/think); "" asks for
 	// none, as before.
 	Think ThinkLevel `json:"think,omitempty"`
+	// Stream lets the step show its answer while the model writes it, in
+	// the worker's mode for the channel (REPLYFLOW_STREAM); the session
+	// sets it where a shown answer can be finished (not when muted, not
+	// in heartbeat turns).
+	Stream bool `json:"stream,omitempty"`
+	// Shown is what an earlier attempt of this step (a crashed worker's,
+	// or another model's) already showed: this one edits the same
+	// preview, or continues after the blocks sent.
+	Shown *Shown `json:"shown,omitempty"`
 }
 
 // TurnResult is what the agent answered, and which model answered it.
@@ -149,6 +158,10 @@ type TurnResult struct {
 	// ThinkIgnored is set when the request asked for a reasoning effort
 	// the answering model's provider does not take.
 	ThinkIgnored bool `json:"think_ignored,omitempty"`
+	// Shown is what the user saw while the answer streamed: the final
+	// delivery replaces the preview, or sends only what follows the
+	// blocks. nil when nothing was shown.
+	Shown *Shown `json:"shown,omitempty"`
 }
 
 // Built-in tools: staying silent this turn, and stepping back from a
@@ -270,6 +283,9 @@ type Delivery struct {
 	// effort: a refused one is named in Delivered.ReactionsFailed, and
 	// the chunk counts as delivered.
 	ThenReact []ReactionChange `json:"then_react,omitempty"`
+	// Replaces is a streamed preview's platform message ID: the chunk
+	// is delivered by editing that message to its text, not as a new one.
+	Replaces string `json:"replaces,omitempty"`
 }
 
 // Button is an inline button under a bot message; pressing it comes back

@@ -134,12 +134,22 @@ func (p PreviewPacing) Due(now, start, last time.Time) bool {
 type BlockCoalescer struct {
 	Min, Max int
 	pending  string
+	// taken counts the bytes of the pushed text that blocks (and the
+	// white space between them) consumed.
+	taken int
+}
+
+// Block is a block's text and the byte offset in the pushed text where
+// what it consumed ends.
+type Block struct {
+	Text string
+	End  int
 }
 
 // Push adds a delta and returns the blocks it completed.
-func (c *BlockCoalescer) Push(delta string) []string {
+func (c *BlockCoalescer) Push(delta string) []Block {
 	c.pending += delta
-	var out []string
+	var out []Block
 	for utf8.RuneCountInString(c.pending) >= c.Min {
 		cut := c.cut()
 		if cut <= 0 {
@@ -150,22 +160,25 @@ func (c *BlockCoalescer) Push(delta string) []string {
 	return out
 }
 
-// Flush returns what is pending as one block, "" when nothing is or the
-// text ends inside a code block (sending it would cut the fence).
-func (c *BlockCoalescer) Flush() string {
+// Flush returns what is pending as one block, with ok false when
+// nothing is or the text ends inside a code block (sending it would cut
+// the fence).
+func (c *BlockCoalescer) Flush() (Block, bool) {
 	if strings.TrimSpace(c.pending) == "" || endsInsideFence(c.pending) {
-		return ""
+		return Block{}, false
 	}
-	return c.take(len(c.pending))
+	return c.take(len(c.pending)), true
 }
 
 // Pending is the text not yet sent as a block.
 func (c *BlockCoalescer) Pending() string { return c.pending }
 
-func (c *BlockCoalescer) take(n int) string {
+func (c *BlockCoalescer) take(n int) Block {
 	block := strings.TrimSpace(c.pending[:n])
-	c.pending = strings.TrimLeft(c.pending[n:], "\n")
-	return block
+	rest := strings.TrimLeft(c.pending[n:], "\n")
+	c.taken += len(c.pending) - len(rest)
+	c.pending = rest
+	return Block{Text: block, End: c.taken}
 }
 
 // cut is the byte offset to cut the pending text at, 0 for not yet: the

@@ -63,15 +63,20 @@ func TestBlockCoalescerCutsAfterParagraphsBetweenMinAndMax(t *testing.T) {
 	p1 := paragraph(12, "alpha") // 71 chars: too short alone
 	p2 := paragraph(8, "beta")   // 39
 	p3 := paragraph(10, "gamma")
-	var blocks []string
-	for _, r := range p1 + "\n\n" + p2 + "\n\n" + p3 + "\n\n" + "tail" {
+	var blocks []Block
+	text := p1 + "\n\n" + p2 + "\n\n" + p3 + "\n\n" + "tail"
+	for _, r := range text {
 		blocks = append(blocks, c.Push(string(r))...)
 	}
 	require.Len(t, blocks, 1)
-	assert.Equal(t, p1+"\n\n"+p2, blocks[0], "two paragraphs reach Min; a cut never splits one")
+	assert.Equal(t, p1+"\n\n"+p2, blocks[0].Text, "two paragraphs reach Min; a cut never splits one")
+	assert.Equal(t, p3, text[blocks[0].End:blocks[0].End+len(p3)], "End is where the next block starts")
 	assert.Equal(t, p3+"\n\ntail", strings.TrimSpace(c.Pending()))
-	assert.Equal(t, p3+"\n\ntail", c.Flush())
-	assert.Equal(t, "", c.Flush(), "nothing left")
+	last, ok := c.Flush()
+	require.True(t, ok)
+	assert.Equal(t, Block{Text: p3 + "\n\ntail", End: len(text)}, last)
+	_, ok = c.Flush()
+	assert.False(t, ok, "nothing left")
 }
 
 func TestBlockCoalescerCutsALongParagraphAtAWordBeforeMax(t *testing.T) {
@@ -79,10 +84,10 @@ func TestBlockCoalescerCutsALongParagraphAtAWordBeforeMax(t *testing.T) {
 	blocks := c.Push(paragraph(60, "word"))
 	require.NotEmpty(t, blocks)
 	for _, b := range blocks {
-		n := utf8.RuneCountInString(b)
+		n := utf8.RuneCountInString(b.Text)
 		assert.LessOrEqual(t, n, 150)
 		assert.GreaterOrEqual(t, n, 100)
-		assert.False(t, strings.HasSuffix(b, "wor"), "cut between words: %q", b)
+		assert.False(t, strings.HasSuffix(b.Text, "wor"), "cut between words: %q", b.Text)
 	}
 }
 
@@ -92,17 +97,17 @@ func TestBlockCoalescerNeverCutsAFence(t *testing.T) {
 	text := "Here is the code:\n\n" + code + "\nAnd that is all of it, for now at least.\n\n"
 	var blocks []string
 	for i := 0; i < len(text); i += 7 {
-		blocks = append(blocks, c.Push(text[i:min(i+7, len(text))])...)
-		assert.Equal(t, "", func() string {
-			if endsInsideFence(c.Pending()) {
-				probe := BlockCoalescer{Min: c.Min, Max: c.Max, pending: c.pending}
-				return probe.Flush()
-			}
-			return ""
-		}(), "an idle flush inside a fence sends nothing")
+		for _, b := range c.Push(text[i:min(i+7, len(text))]) {
+			blocks = append(blocks, b.Text)
+		}
+		if endsInsideFence(c.Pending()) {
+			probe := BlockCoalescer{Min: c.Min, Max: c.Max, pending: c.pending}
+			_, ok := probe.Flush()
+			assert.False(t, ok, "an idle flush inside a fence sends nothing")
+		}
 	}
-	if rest := c.Flush(); rest != "" {
-		blocks = append(blocks, rest)
+	if rest, ok := c.Flush(); ok {
+		blocks = append(blocks, rest.Text)
 	}
 	require.NotEmpty(t, blocks)
 	for _, b := range blocks {
@@ -114,7 +119,9 @@ func TestBlockCoalescerNeverCutsAFence(t *testing.T) {
 func TestBlockCoalescerFlushesPartialTextOnIdle(t *testing.T) {
 	c := BlockCoalescer{Min: 800, Max: 1200}
 	assert.Empty(t, c.Push("A short first thought."))
-	assert.Equal(t, "A short first thought.", c.Flush())
+	b, ok := c.Flush()
+	require.True(t, ok)
+	assert.Equal(t, "A short first thought.", b.Text)
 	assert.Equal(t, "", c.Pending())
 }
 

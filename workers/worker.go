@@ -66,6 +66,12 @@ func New(c client.Client, taskQueue string, acts *activities.Activities, stopTim
 		WorkflowTaskPollerBehavior: pollers,
 		ActivityTaskPollerBehavior: pollers,
 		WorkerStopTimeout:          stopTimeout,
+		// A streamed answer's heartbeat carries what the user already saw
+		// (the preview's ID, the blocks sent); it must reach the server
+		// within a second, or the attempt after a crash could post them
+		// again. Steps that stream nothing heartbeat at a third of their
+		// timeout as before.
+		MaxHeartbeatThrottleInterval: time.Second,
 		Interceptors:               []interceptor.WorkerInterceptor{running},
 		DeploymentOptions:          deployment.options(),
 	})

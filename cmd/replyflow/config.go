@@ -11,6 +11,7 @@ import (
 	"github.com/kelseyhightower/envconfig"
 	"go.temporal.io/sdk/interceptor"
 
+	"github.com/replyflow/replyflow/activities"
 	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/gateway"
@@ -83,7 +84,15 @@ type Config struct {
 	TypingInterval   time.Duration            `envconfig:"TYPING_INTERVAL" default:"4s"`
 	TypingByChannel  map[string]time.Duration `envconfig:"TYPING_INTERVAL_BY_CHANNEL"`
 	ReactionCoalesce time.Duration            `envconfig:"REACTION_COALESCE" default:"700ms"`
-	DemoModelDelay   time.Duration            `envconfig:"DEMO_MODEL_DELAY" default:"1s"`
+	// Stream is how answers show while the model writes them: preview
+	// (one message, edited as it grows), blocks (paragraphs as their own
+	// messages) or off. StreamByChannel overrides it per channel.
+	Stream          string            `envconfig:"STREAM" default:"preview"`
+	StreamByChannel map[string]string `envconfig:"STREAM_BY_CHANNEL"`
+	// StreamPreviewAfter is how long a stream runs before its preview
+	// appears: an answer done sooner goes out as one message.
+	StreamPreviewAfter time.Duration `envconfig:"STREAM_PREVIEW_AFTER" default:"1s"`
+	DemoModelDelay     time.Duration `envconfig:"DEMO_MODEL_DELAY" default:"1s"`
 
 	Debounce           time.Duration            `envconfig:"DEBOUNCE" default:"1s"`
 	DebounceByChannel  map[string]time.Duration `envconfig:"DEBOUNCE_BY_CHANNEL"`
@@ -212,6 +221,12 @@ func (c Config) validate() error {
 		errs = append(errs, err)
 	}
 	check(c.TypingInterval >= 0, "REPLYFLOW_TYPING_INTERVAL must not be negative")
+	for _, m := range append([]string{c.Stream}, mapValues(c.StreamByChannel)...) {
+		if _, err := pipeline.ParseStreamMode(m); err != nil {
+			errs = append(errs, fmt.Errorf("REPLYFLOW_STREAM(_BY_CHANNEL): %w", err))
+		}
+	}
+	check(c.StreamPreviewAfter >= 0, "REPLYFLOW_STREAM_PREVIEW_AFTER must not be negative")
 	check(c.LogFormat == "text" || c.LogFormat == "json", "REPLYFLOW_LOG_FORMAT must be text or json, got %q", c.LogFormat)
 	check(c.ReactionCoalesce >= 0 && c.ReactionCoalesce <= 10*time.Second, "REPLYFLOW_REACTION_COALESCE must be between 0 and 10s, got %s", c.ReactionCoalesce)
 	check(c.DemoModelDelay >= 0, "REPLYFLOW_DEMO_MODEL_DELAY must not be negative")
@@ -361,4 +376,18 @@ func (c Config) queueDefaults() pipeline.QueueSettings {
 	mode, _ := pipeline.ParseQueueMode(c.QueueMode)
 	drop, _ := pipeline.ParseDropPolicy(c.QueueDrop)
 	return pipeline.QueueSettings{Mode: mode, Debounce: pipeline.Duration(c.Debounce), Cap: c.QueueCap, Drop: drop}
+}
+
+// streaming is the worker's stream settings (validated: a bad mode is
+// refused at start).
+func (c Config) streaming() activities.Streaming {
+	s := activities.Streaming{Pacing: pipeline.PreviewPacing{FirstAfter: c.StreamPreviewAfter}}
+	s.Mode, _ = pipeline.ParseStreamMode(c.Stream)
+	for channel, m := range c.StreamByChannel {
+		if s.ByChannel == nil {
+			s.ByChannel = map[string]pipeline.StreamMode{}
+		}
+		s.ByChannel[channel], _ = pipeline.ParseStreamMode(m)
+	}
+	return s
 }

@@ -103,6 +103,7 @@ func buildActivities(cfg Config, ids adapters.IDMap, logger *slog.Logger) (*acti
 		TypingInterval:  cfg.TypingInterval,
 		TypingByChannel: gateway.TypingIntervals(cfg.Platforms, cfg.TypingByChannel),
 		ThinkingAfter:   cfg.ReactionCoalesce,
+		Streaming:       cfg.streaming(),
 		ChannelSettings: cfg.channelSettings,
 		Logger:          logger,
 	}, nil
