@@ -155,6 +155,11 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 	}
 	if err != nil {
 		if ctx.Err() != nil {
+			if shown := live.snapshot(); shown != nil && !stoppedByTheSession(ctx) {
+				// Cut short by its worker stopping: the attempt after it
+				// must know what is on screen.
+				return pipeline.TurnResult{}, modelError(req, fmt.Errorf("the attempt was cut short mid-stream: %w", ctx.Err()), shown)
+			}
 			return pipeline.TurnResult{}, ctx.Err()
 		}
 		return pipeline.TurnResult{}, modelError(req, err, live.snapshot())

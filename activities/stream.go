@@ -2,6 +2,8 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -116,6 +118,45 @@ func (l *liveAnswer) previewing() bool {
 	return l.shown.PreviewID != ""
 }
 
+// shownBefore is what earlier attempts of this step showed: what the
+// session passed on (a failed attempt's heartbeat or details), or what
+// the store recorded as each was sent, whichever went further (a worker
+// that died before its heartbeat reached Temporal).
+func (a *Activities) shownBefore(ctx context.Context, req pipeline.TurnRequest) *pipeline.Shown {
+	best := req.Shown
+	if a.Store == nil {
+		return best
+	}
+	data, err := a.Store.Shown(ctx, req.Session.WorkflowID(), shownKey(req))
+	if err != nil {
+		a.Logger.Warn("What an earlier attempt streamed could not be read; going by the session's record", "session", req.Session.WorkflowID(), "turn_id", req.TurnID, "error", err)
+		return best
+	}
+	var recorded pipeline.Shown
+	if data == "" || json.Unmarshal([]byte(data), &recorded) != nil || recorded.Empty() {
+		return best
+	}
+	if best == nil || len(recorded.Blocks) > len(best.Blocks) || (best.PreviewID == "" && recorded.PreviewID != "") {
+		return &recorded
+	}
+	return best
+}
+
+// shownKey is the store's key of a step's stream.
+func shownKey(req pipeline.TurnRequest) string { return fmt.Sprintf("%s/%d", req.TurnID, req.Step) }
+
+// record keeps what was shown in the store at once, and heartbeats it.
+func (p *presenter) record() {
+	if p.a.Store != nil {
+		if shown := p.live.snapshot(); shown != nil {
+			if err := p.a.Store.SaveShown(p.ctx, p.req.Session.WorkflowID(), shownKey(p.req), mustJSON(shown)); err != nil {
+				p.a.Logger.Warn("What the stream showed was not recorded; a crash now could show it twice", "session", p.req.Session.WorkflowID(), "turn_id", p.req.TurnID, "error", err)
+			}
+		}
+	}
+	p.live.heartbeat(p.ctx)
+}
+
 // heartbeat records a heartbeat carrying what was shown. The SDK sends
 // it at once unless one went out within the worker's heartbeat throttle
 // (workers.New keeps that to a second).
@@ -168,16 +209,19 @@ type queuedBlock struct {
 func (a *Activities) stream(ctx, turnCtx context.Context, out adapters.Outbound, req pipeline.TurnRequest, model models.Streamer, prompt models.Prompt, mode pipeline.StreamMode, live *liveAnswer) (models.Completion, error) {
 	p := &presenter{a: a, ctx: ctx, out: out, req: req, live: live, cfg: a.Streaming.withDefaults(), mode: mode, limit: a.chunkLimit(req.Session), start: time.Now()}
 	p.blocks = pipeline.BlockCoalescer{Min: blockMin, Max: blockMax}
+	before := a.shownBefore(ctx, req)
 	live.update(func(s *pipeline.Shown) {
-		if req.Shown != nil {
-			*s = *req.Shown
-			s.Blocks = append([]string(nil), req.Shown.Blocks...)
+		if before != nil {
+			*s = *before
+			s.Blocks = append([]string(nil), before.Blocks...)
 		}
 		s.Mode = mode
 	})
-	if mode == pipeline.StreamBlocks && req.Shown != nil && req.Shown.Text != "" {
-		p.prefix = req.Shown.Text
-		p.sent = len(req.Shown.Blocks)
+	if before != nil {
+		p.sent = len(before.Blocks)
+	}
+	if mode == pipeline.StreamBlocks && before != nil && before.Text != "" {
+		p.prefix = before.Text
 		p.lastBlock = time.Now()
 		// The answer so far as the start of the model's own: it goes on
 		// from there instead of starting over (providers reject a

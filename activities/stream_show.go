@@ -36,7 +36,7 @@ func (p *presenter) showPreview(ctx context.Context, answer string) {
 		}
 		p.shownText = p.pendingPreview
 		p.live.update(func(s *pipeline.Shown) { s.PreviewID, s.Text = id, p.shownText })
-		p.live.heartbeat(p.ctx)
+		p.record()
 		return
 	}
 	edit := pipeline.Edit{Session: p.req.Session, PlatformMessageID: previewID, ThreadID: p.req.ThreadID, Text: p.pendingPreview}
@@ -89,7 +89,7 @@ func (p *presenter) sendQueued(ctx context.Context) {
 			s.Blocks = append(s.Blocks, id)
 			s.Text = p.answerText[:answerSoFar]
 		})
-		p.live.heartbeat(p.ctx)
+		p.record()
 	}
 }
 

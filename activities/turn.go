@@ -31,6 +31,8 @@ type Transcripts interface {
 	Owners(ctx context.Context) ([]string, error)
 	SaveToolResult(ctx context.Context, sessionID, turnID, callID, output string, isError bool) error
 	ToolResults(ctx context.Context, sessionID, turnID string) (map[string]store.ToolResult, error)
+	SaveShown(ctx context.Context, sessionID, turnID, shownJSON string) error
+	Shown(ctx context.Context, sessionID, turnID string) (string, error)
 }
 
 // transcript returns the session's transcript ID and recent messages,

@@ -52,6 +52,20 @@ type Shown struct {
 // Empty is true when nothing was shown.
 func (s *Shown) Empty() bool { return s == nil || (s.PreviewID == "" && len(s.Blocks) == 0) }
 
+// AfterShown is what of reply follows the blocks already sent (shown,
+// the answer's start as sent): the reply is delivered from there.
+func AfterShown(reply, shown string) string {
+	if rest, ok := strings.CutPrefix(reply, shown); ok {
+		return strings.TrimSpace(rest)
+	}
+	if strings.TrimSpace(shown) == strings.TrimSpace(reply) {
+		return ""
+	}
+	// The answer does not start with what was sent (a model that did not
+	// continue it): all of it, rather than lose a part.
+	return reply
+}
+
 // MaxStreamBlocks bounds the blocks one answer sends while streaming;
 // what comes after them is delivered with the final answer.
 const MaxStreamBlocks = 40

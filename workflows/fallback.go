@@ -61,6 +61,15 @@ func (s *turns) askModels(ctx workflow.Context, req pipeline.TurnRequest, rec *T
 			if ctx.Err() != nil {
 				return pipeline.TurnResult{}, err
 			}
+			if shown := shownIn(err); s.v.stream && shown != nil {
+				// The attempt streamed before it failed (a worker died,
+				// the provider broke off): the next one finishes what
+				// the user already sees.
+				req.Shown = shown
+				if a := s.st.Active; a != nil {
+					a.Shown = shown
+				}
+			}
 			typ := modelErrorType(err)
 			s.modelAttempted(model, typ)
 			rec.Fallback = append(rec.Fallback, model+": "+typ)
@@ -189,6 +198,21 @@ func modelErrorType(err error) string {
 		}
 	}
 	return pipeline.ErrTimeout
+}
+
+// shownIn is what a failed model attempt had shown: in a model error's
+// details, or in the last heartbeat of an attempt that timed out.
+func shownIn(err error) *pipeline.Shown {
+	var shown pipeline.Shown
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.HasDetails() && app.Details(&shown) == nil && !shown.Empty() {
+		return &shown
+	}
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) && timeout.HasLastHeartbeatDetails() && timeout.LastHeartbeatDetails(&shown) == nil && !shown.Empty() {
+		return &shown
+	}
+	return nil
 }
 
 func nextRetryDelay(err error) time.Duration {

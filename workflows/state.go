@@ -135,6 +135,10 @@ type ActiveTurn struct {
 	// chunk whose local activity failed. Only then is the state
 	// "delivering" published.
 	SlowDelivery bool `json:"slow_delivery,omitempty"`
+	// Shown is what the turn's streamed steps showed (runs with
+	// changeStream): the preview the reply will replace, the blocks it
+	// follows. Bounded by pipeline.Shown's own bounds; gone with the turn.
+	Shown *pipeline.Shown `json:"shown,omitempty"`
 }
 
 // options are the turn's chat settings; all off when it has none.

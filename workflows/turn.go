@@ -231,6 +231,10 @@ func (s *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, te
 			Group: anchor.ChatType == pipeline.ChatGroup, NewTranscript: newTranscript,
 			Rounds: rounds, NoTools: a.Step >= maxSteps-1, Think: opts.Think,
 		}
+		if s.v.stream {
+			req.Stream = !opts.Muted && a.Heartbeat == ""
+			req.Shown = a.Shown
+		}
 		newTranscript = false
 		stepCtx, cancel := workflow.WithCancel(ctx)
 		s.cancelTurn = cancel
@@ -271,6 +275,9 @@ func (s *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, te
 			s.turnNotice(a, anchor, failureReply(modelErrorType(err)))
 			return
 		}
+		if s.v.stream && result.Shown != nil {
+			a.Shown = result.Shown
+		}
 		a.Step++
 		rec.Steps, rec.Model = a.Step, result.Model
 		if s.v.control {
@@ -284,6 +291,13 @@ func (s *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, te
 		if skipsResponse(result.ToolCalls) {
 			result.Reply = "" // the model chose silence
 			break
+		}
+		if a.Shown != nil {
+			// The next step writes an answer of its own: it edits the
+			// same preview, and numbers its blocks after these.
+			next := *a.Shown
+			next.Text = ""
+			a.Shown = &next
 		}
 		toolCtx, cancelTools := workflow.WithCancel(ctx)
 		s.cancelTurn = cancelTools
@@ -329,6 +343,11 @@ func (s *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, te
 
 func (s *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, reply string, anchor pipeline.Inbound, refs []msgRef) {
 	text, deliver := pipeline.NormalizeReply(reply)
+	shownBlocks := a.Shown != nil && len(a.Shown.Blocks) > 0
+	if deliver && shownBlocks {
+		// The blocks are out: what follows them is the reply.
+		text = pipeline.AfterShown(text, a.Shown.Text)
+	}
 	opts := a.options()
 	switch {
 	case a.Heartbeat != "" && pipeline.HeartbeatAck(reply):
@@ -340,11 +359,11 @@ func (s *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecor
 		rec.Outcome = outcomeMuted
 		s.reactions.react(refs, pipeline.ReactionDone)
 		return
-	case deliver && s.v.control:
+	case deliver && s.v.control && text != "":
 		text = s.dressReply(text, rec, opts)
 	}
 	var chunks []string
-	if deliver {
+	if deliver && text != "" {
 		chunks = s.chunk(text)
 	}
 	rec.Chunks = len(chunks)
@@ -368,8 +387,11 @@ func (s *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecor
 			Index:          i,
 			Total:          len(chunks),
 		}
-		if i == 0 && !a.NoAnchor {
+		if i == 0 && !a.NoAnchor && !shownBlocks {
 			d.ReplyTo = anchor.MessageID
+		}
+		if i == 0 && a.Shown != nil && a.Shown.PreviewID != "" {
+			d.Replaces = a.Shown.PreviewID
 		}
 		if s.v.cost && i == len(chunks)-1 {
 			carried = s.reactions.carry(ctx, refs, s.reactions.doneState())
@@ -395,7 +417,7 @@ func (s *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecor
 		i++
 	}
 	rec.Outcome, rec.Error = "answered", ""
-	if len(chunks) == 0 {
+	if len(chunks) == 0 && !shownBlocks {
 		rec.Outcome = "silent"
 	} else if a.Heartbeat == "" {
 		s.engagement.grantSticky(a.Messages, anchor.ThreadID)

@@ -50,6 +50,12 @@ const (
 	// the fast path) are not published as search attributes; tool
 	// results reach later model steps through the store.
 	changeCost = "cost-2026-11"
+	// changeStream (issue 21): model steps may stream (TurnRequest.Stream,
+	// unless muted or a heartbeat turn); what a stream showed (a preview,
+	// blocks) is carried from a failed attempt to the next and from step
+	// to step, and the reply finishes it: the first chunk edits the
+	// preview, or only what follows the blocks is delivered.
+	changeStream = "stream-2026-11"
 )
 
 // versions are the changes this run took.
@@ -59,10 +65,11 @@ type versions struct {
 	security bool
 	control  bool
 	cost     bool
+	stream   bool
 }
 
 // changesInOrder are the changes, oldest first.
-var changesInOrder = []string{changeHardening, changeSlack, changeSecurity, changeControl, changeCost}
+var changesInOrder = []string{changeHardening, changeSlack, changeSecurity, changeControl, changeCost, changeStream}
 
 // NewestChange is the newest change: a build with BuiltBefore set to it
 // behaves as the release before (replyflow-bench measures it beside
@@ -92,6 +99,10 @@ func (s *runEnv) readVersions() {
 	// and records one marker instead of one a change. A run that began
 	// before it finds no marker for it here (GetVersion answers the
 	// default without recording) and reads the older ones as it did.
+	if taken(changeStream) {
+		s.v = versions{hardened: true, slack: true, security: true, control: true, cost: true, stream: true}
+		return
+	}
 	if taken(changeCost) {
 		s.v = versions{hardened: true, slack: true, security: true, control: true, cost: true}
 		return

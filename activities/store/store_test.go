@@ -73,6 +73,19 @@ func runSuite(t *testing.T, dsn func(*testing.T) string) {
 		return s, d
 	}
 
+	t.Run("what a stream showed is kept per turn, the newest write winning", func(t *testing.T) {
+		s, _ := open(t)
+		got, err := s.Shown(ctx, "session:webchat:a", "t1")
+		require.NoError(t, err)
+		assert.Equal(t, "", got, "nothing recorded yet")
+		require.NoError(t, s.SaveShown(ctx, "session:webchat:a", "t1", `{"mode":"blocks","blocks":["b1"]}`))
+		require.NoError(t, s.SaveShown(ctx, "session:webchat:a", "t1", `{"mode":"blocks","blocks":["b1","b2"]}`))
+		require.NoError(t, s.SaveShown(ctx, "session:webchat:a", "t2", `{"mode":"preview"}`))
+		got, err = s.Shown(ctx, "session:webchat:a", "t1")
+		require.NoError(t, err)
+		assert.Equal(t, `{"mode":"blocks","blocks":["b1","b2"]}`, got)
+	})
+
 	t.Run("session entries keep settings across a new transcript", func(t *testing.T) {
 		s, _ := open(t)
 		e, err := s.SessionEntry(ctx, "session:webchat:a")
