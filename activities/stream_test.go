@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/replyflow/replyflow/activities/models"
+	"github.com/replyflow/replyflow/activities/store"
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/pipeline"
 )
@@ -251,4 +253,36 @@ func TestAStoppedStreamKeepsItsPreviewAndSaysSo(t *testing.T) {
 	last := out.edits[len(out.edits)-1]
 	assert.True(t, strings.HasSuffix(last.Text, pipeline.StoppedMark), "%q", last.Text)
 	assert.True(t, strings.HasPrefix(last.Text, "word word"), "what was written stays")
+}
+
+// A worker that died right after sending a block, before its heartbeat
+// reached Temporal: the store recorded the block as it was sent, and the
+// next attempt continues after it.
+func TestTheStoreRecordsEachBlockAsItIsSent(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer db.Close()
+	out := &screen{}
+	background, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := &writer{words: paragraphs(6), pace: 2 * time.Millisecond, cancelAfter: 100, cancel: cancel}
+	acts := streamingActs(out, first, pipeline.StreamBlocks)
+	acts.Store = db
+	env := newActivityEnv(acts)
+	env.SetWorkerOptions(worker.Options{BackgroundActivityContext: background})
+	_, err = env.ExecuteActivity(acts.AgentTurn, streamReq)
+	require.Error(t, err, "the first attempt died mid-answer")
+	require.Len(t, out.posted, 1, "after one block")
+
+	second := &writer{words: paragraphs(6)[90:], pace: time.Millisecond}
+	acts.Models = only{second}
+	r, err := turnResult(t, acts, streamReq)
+	require.NoError(t, err)
+	require.Len(t, second.prompts, 1)
+	last := second.prompts[0].Messages[len(second.prompts[0].Messages)-1]
+	assert.Equal(t, "assistant", last.Role, "the second attempt continues the answer")
+	assert.Equal(t, strings.TrimSpace(out.posted[0].Text), last.Text)
+	assert.True(t, strings.HasPrefix(r.Reply, out.posted[0].Text))
+	assert.Equal(t, "msg-1", r.Shown.Blocks[0])
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -172,7 +173,7 @@ func TestAWorkerKilledMidStreamShowsTheAnswerOnce(t *testing.T) {
 			t.Cleanup(oa.Close)
 			env := harness.Env(temporalServer.FrontendHostPort(), fmt.Sprintf("killstream-%d", queueSeq.Add(1)), filepath.Join(dir, string(mode)+".db"), fake, map[string]string{
 				"MODEL": "openai/gpt-test", "STREAM": string(mode), "STREAM_PREVIEW_AFTER": "200ms",
-				"TURN_HEARTBEAT_TIMEOUT": "2s", "DEBOUNCE": "0s", "LOG_LEVEL": "info",
+				"TURN_HEARTBEAT_TIMEOUT": "2s", "DEBOUNCE": "0s", "LOG_LEVEL": "info", "REACTION_CLEAR_DELAY": "1s",
 			})
 			env = append(env, "OPENAI_BASE_URL="+oa.URL+"/v1", "OPENAI_API_KEY=test")
 			chat := telegramtest.Private(int64(6300 + i))
@@ -205,12 +206,22 @@ func TestAWorkerKilledMidStreamShowsTheAnswerOnce(t *testing.T) {
 				}
 				return len(got) >= 1
 			})
+			// The kill comes once the store recorded what is on screen: a
+			// worker killed between a platform's answer and that record
+			// (microseconds) would show it again, as a chunk killed
+			// between its send and its ledger entry would.
+			require.Eventually(t, func() bool { return recordedStreams(t, filepath.Join(dir, string(mode)+".db")) > 0 }, time.Minute, 10*time.Millisecond)
 			shownBefore := botMessages(fake, chat)
 			worker.Kill()
 			worker = harness.Worker(bin, env, filepath.Join(dir, string(mode)+"-worker2.log"))
 			require.NoError(t, worker.Start())
 			waitFor(t, fake, "the reaction cleared", cleared(fake, chat, asked))
 
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("the second worker's log:\n%s", worker.Tail())
+				}
+			})
 			got := botMessages(fake, chat)
 			requests := oa.Requests()
 			require.Len(t, requests, 2, "the second worker asked again")
@@ -221,13 +232,31 @@ func TestAWorkerKilledMidStreamShowsTheAnswerOnce(t *testing.T) {
 			}
 			sent := strings.TrimSpace(shownBefore[0].Text)
 			last := requests[1].Messages[len(requests[1].Messages)-1]
-			assert.True(t, strings.HasPrefix(last, "assistant: "+sent), "the second worker continued after what was sent: %.60q", last)
+			assert.True(t, strings.HasPrefix(last, "assistant: "+sent), "the second worker continued after what was sent: %.60q (of %d messages; first request %d)", last, len(requests[1].Messages), len(requests[0].Messages))
 			var texts []string
 			for _, m := range got {
 				texts = append(texts, m.Text)
 			}
-			whole := strings.Join(strings.Fields(answer+rest), " ")
+			// What the user sees: the blocks sent before the kill, once,
+			// then the continuation the second worker asked for.
+			var before []string
+			for _, m := range shownBefore {
+				before = append(before, m.Text)
+			}
+			whole := strings.Join(strings.Fields(strings.Join(before, "\n\n")+rest), " ")
 			assert.Equal(t, whole, strings.Join(strings.Fields(strings.Join(texts, "\n\n")), " "), "each block once, then the rest: nothing twice, nothing lost")
 		})
 	}
+}
+
+// recordedStreams counts the streams a worker's SQLite store recorded.
+func recordedStreams(t *testing.T, path string) int {
+	db, err := sql.Open("sqlite", path+"?mode=ro")
+	require.NoError(t, err)
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM stream_shown`).Scan(&n); err != nil {
+		return 0 // not migrated yet
+	}
+	return n
 }
