@@ -153,7 +153,9 @@ func TestStopMidStreamKeepsThePreviewAndSaysSo(t *testing.T) {
 	preview := botMessages(s.fake, chat)[0]
 	assert.True(t, strings.HasPrefix(preview.Text, "w0 w1"), "what was written stays: %q", preview.Text)
 	assert.NotContains(t, preview.Text, "w199", "the answer did not run to its end")
-	waitFor(t, s.fake, "the stop answered", func() bool { return s.stateOf(tgKey(chat)).LastTurn != nil && s.stateOf(tgKey(chat)).LastTurn.Outcome == "aborted" })
+	waitFor(t, s.fake, "the stop answered", func() bool {
+		return s.stateOf(tgKey(chat)).LastTurn != nil && s.stateOf(tgKey(chat)).LastTurn.Outcome == "aborted"
+	})
 	recordHistoryOf(t, s.client, tgKey(chat), "stream_stopped")
 }
 
