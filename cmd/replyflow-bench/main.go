@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +27,8 @@ import (
 )
 
 type options struct {
+	// only names the stages to run (their first word); empty runs all.
+	only        []string
 	address     string
 	temporalCLI string
 	replyflow   string
@@ -59,7 +62,7 @@ type options struct {
 
 func main() {
 	var o options
-	var sessions, idle string
+	var sessions, idle, only string
 	flag.StringVar(&o.address, "address", "", "an existing Temporal server (host:port) instead of a dev server started here")
 	flag.StringVar(&o.temporalCLI, "temporal", "bin/temporal", "the Temporal CLI that runs the dev server")
 	flag.StringVar(&o.replyflow, "replyflow", "", "the replyflow binary the worker runs from (built when empty)")
@@ -82,7 +85,11 @@ func main() {
 	flag.IntVar(&o.cluster.nodes, "nodes", 1, "-cluster: Temporal server nodes")
 	flag.StringVar(&clusterWorkers, "cluster-workers", "1,2,3", "-cluster: worker processes, comma-separated")
 	flag.IntVar(&o.cluster.sessions, "cluster-sessions", 50, "-cluster: concurrent sessions")
+	flag.StringVar(&only, "only", "", "run only these stages, by their first word, comma-separated: ingress, end, cost, live, idle, dev")
 	flag.Parse()
+	if only != "" {
+		o.only = strings.Split(only, ",")
+	}
 	var err error
 	if o.sessions, err = intList(sessions); err == nil {
 		o.idle, err = intList(idle)
@@ -157,6 +164,9 @@ func run(o options) error {
 	fmt.Printf("replyflow-bench  %s  %d cores  %s  Temporal: %s\n\n", time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), memTotal(), server)
 	var rows [][]string
 	stage := func(name string, f func() ([][]string, error)) error {
+		if len(o.only) > 0 && !slices.Contains(o.only, strings.Fields(name)[0]) {
+			return nil
+		}
 		fmt.Fprintf(os.Stderr, "%s…\n", name)
 		r, err := f()
 		if err != nil {
@@ -175,6 +185,9 @@ func run(o options) error {
 		if err := stage("cost per turn, before and after "+workflows.NewestChange(), func() ([][]string, error) { return benchTurnCost(ctx, c, o) }); err != nil {
 			return err
 		}
+	}
+	if err := stage("live replies", func() ([][]string, error) { return benchStreaming(ctx, c, o) }); err != nil {
+		return err
 	}
 	if len(o.idle) > 0 {
 		if err := stage("idle sessions", func() ([][]string, error) { return benchIdle(ctx, c, o) }); err != nil {
