@@ -24,16 +24,20 @@ import (
 // Live replies on Telegram, against fake providers that write their
 // answers at a human-visible pace.
 
-// streamingStack is a Telegram stack whose worker asks a fake OpenAI
-// (and, as its fallback, a fake Anthropic) and streams in mode, with a
-// preview that appears after 200 ms and is edited every 300 ms.
-func streamingStack(t *testing.T, mode pipeline.StreamMode) (*telegramStack, *modeltest.Server, *modeltest.Server) {
+// streamingModels are a fake OpenAI and, as its fallback, a fake
+// Anthropic, with cfg set to ask them.
+func streamingModels(t *testing.T, cfg Config) (Config, *modeltest.Server, *modeltest.Server) {
 	oa, an := modeltest.NewOpenAI(), modeltest.NewAnthropic()
 	t.Cleanup(oa.Close)
 	t.Cleanup(an.Close)
-	cfg := testConfig(t)
 	cfg.Model, cfg.ModelFallbacks = "openai/gpt-test", []string{"anthropic/claude-test"}
-	s := startTelegramStack(t, cfg)
+	return cfg, oa, an
+}
+
+// startStreamingWorker runs s's worker against the fake models, streaming
+// in mode, with a preview that appears after 200 ms and is edited every
+// 300 ms.
+func startStreamingWorker(s *stack, oa, an *modeltest.Server, mode pipeline.StreamMode) {
 	s.startWorkerWith(func(acts *activities.Activities) {
 		acts.Models = &models.Registry{
 			MaxTokens:        256,
@@ -42,6 +46,13 @@ func streamingStack(t *testing.T, mode pipeline.StreamMode) (*telegramStack, *mo
 		}
 		acts.Streaming = activities.Streaming{Mode: mode, Pacing: pipeline.PreviewPacing{FirstAfter: 200 * time.Millisecond, Every: 300 * time.Millisecond}, BlockPause: 50 * time.Millisecond}
 	})
+}
+
+// streamingStack is a Telegram stack whose worker streams in mode.
+func streamingStack(t *testing.T, mode pipeline.StreamMode) (*telegramStack, *modeltest.Server, *modeltest.Server) {
+	cfg, oa, an := streamingModels(t, testConfig(t))
+	s := startTelegramStack(t, cfg)
+	startStreamingWorker(s.stack, oa, an, mode)
 	return s, oa, an
 }
 
