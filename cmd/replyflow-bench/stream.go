@@ -15,20 +15,20 @@ import (
 )
 
 // A streaming model's answer in the live-reply measure: streamWords
-// words in four paragraphs, one word every streamPace, as a model
-// writing at about 40 tokens a second.
+// words in eight paragraphs, one word every streamPace, as a model
+// writing at about 60 tokens a second.
 const (
-	streamWords = 160
-	streamPace  = 25 * time.Millisecond
+	streamWords = 320
+	streamPace  = 15 * time.Millisecond
 	streamTurns = 5
 )
 
-// streamedAnswer is the scripted answer: four paragraphs of about 240
-// characters, so blocks mode has paragraphs to send.
+// streamedAnswer is the scripted answer: eight paragraphs of about 240
+// characters (1,900 in all), so blocks mode has blocks to send.
 func streamedAnswer() string {
 	var paras []string
-	for p := 0; p < 4; p++ {
-		words := make([]string, streamWords/4)
+	for p := 0; p < 8; p++ {
+		words := make([]string, streamWords/8)
 		for i := range words {
 			words[i] = fmt.Sprintf("word%d", p)
 		}

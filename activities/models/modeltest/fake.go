@@ -32,8 +32,9 @@ type Step struct {
 	Cost                      *float64
 	// Thinking is an Anthropic thinking block sent before the text.
 	Thinking string
-	// TokenDelay paces a streamed reply: the pause before each of its
-	// word-sized deltas, as a model that writes at a human-visible speed.
+	// TokenDelay paces a reply: the pause before each of its word-sized
+	// deltas when streamed, and their sum before the whole reply when
+	// not, as a model that writes at a human-visible speed.
 	TokenDelay time.Duration
 	// BreakAfter, when positive, cuts a streamed reply's connection after
 	// that many deltas: a provider that fails mid-answer.
@@ -177,6 +178,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	reply := step.Text
 	if reply == "" && len(step.ToolCalls) == 0 {
 		reply = "echo: " + last
+	}
+	if !req.Stream && step.TokenDelay > 0 {
+		// The same model, asked without streaming, takes as long to
+		// write its answer: it only says nothing until it is done.
+		select {
+		case <-time.After(time.Duration(len(strings.Fields(reply))) * step.TokenDelay):
+		case <-r.Context().Done():
+			return
+		}
 	}
 	if req.Stream {
 		s.stream(w, r.Context().Done(), req.Model, reply, step, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
