@@ -229,9 +229,9 @@ func (c *BlockCoalescer) cut() int {
 			return l.end + 1
 		}
 	}
-	if !endsInsideFence(c.pending[:maxAt]) {
-		if i := strings.LastIndexAny(c.pending[:maxAt], " \t"); i > 0 {
-			return i + 1
+	if li := lineAt(lines, maxAt); lines[li].kind == textLine && !mayOpenFence(c.pending[lines[li].start:lines[li].end], lines[li].end == len(c.pending)) {
+		if i := strings.LastIndexAny(c.pending[lines[li].start:maxAt], " \t"); i > 0 {
+			return lines[li].start + i + 1
 		}
 		return maxAt
 	}
@@ -244,6 +244,19 @@ func (c *BlockCoalescer) cut() int {
 		}
 	}
 	return 0
+}
+
+// mayOpenFence: a line still being written (partial) that could yet
+// become a fence opener ("~~", "``" so far).
+func mayOpenFence(line string, partial bool) bool {
+	if !partial {
+		return false
+	}
+	trimmed := strings.TrimLeft(line, " ")
+	if len(line)-len(trimmed) > 3 {
+		return false
+	}
+	return trimmed == "" || strings.Trim(trimmed, "`") == "" || strings.Trim(trimmed, "~") == ""
 }
 
 // endsInsideFence: text stops inside an open fenced code block.
