@@ -97,4 +97,3 @@ func (a *Activities) showTyping(ctx context.Context, out adapters.Outbound, req 
 		a.Logger.Debug("typing indicator not shown", "session", req.Session.WorkflowID(), "error", err)
 	}
 }
-
