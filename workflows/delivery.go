@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/pipeline/mrkdwn"
 )
 
 // fastDeliveryTimeout bounds the local activity that sends a reply's
@@ -76,4 +77,124 @@ func (e *runEnv) deliverDurably(ctx workflow.Context, d pipeline.Delivery) (pipe
 	var out pipeline.Delivered
 	err := workflow.ExecuteActivity(ctx, pipeline.ActivityDeliver, d).Get(ctx, &out)
 	return out, err
+}
+
+func (s *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, reply string, anchor pipeline.Inbound, refs []msgRef) {
+	text, deliver := pipeline.NormalizeReply(reply)
+	shownBlocks := a.Shown != nil && len(a.Shown.Blocks) > 0
+	if deliver && shownBlocks {
+		// The blocks are out: what follows them is the reply.
+		text = pipeline.AfterShown(text, a.Shown.Text)
+	}
+	opts := a.options()
+	switch {
+	case a.Heartbeat != "" && pipeline.HeartbeatAck(reply):
+		rec.Outcome = outcomeHeartbeatOK
+		return
+	case deliver && opts.Muted:
+		// /send off: the turn ran and is in the transcript; nothing is
+		// sent, and the messages show they were handled.
+		rec.Outcome = outcomeMuted
+		s.reactions.react(refs, pipeline.ReactionDone)
+		return
+	case deliver && s.v.control && text != "":
+		text = s.dressReply(text, rec, opts)
+	}
+	var chunks []string
+	if deliver && text != "" {
+		chunks = s.chunk(text)
+	}
+	rec.Chunks = len(chunks)
+	a.Phase = PhaseDelivering
+	// With changeCost, a reply on the fast path stays "thinking" in the
+	// search attributes (deliverChunk says when it is not).
+	s.attrsDirty = !s.v.cost
+	var carried []pipeline.ReactionChange
+	var refused []string
+	for i := 0; i < len(chunks); {
+		if a.Aborted {
+			rec.Outcome = "aborted"
+			s.reactions.react(refs, pipeline.ReactionNone)
+			return
+		}
+		d := pipeline.Delivery{
+			Session:        s.key,
+			IdempotencyKey: fmt.Sprintf("%s/%s/%d", s.key.WorkflowID(), a.TurnID, i),
+			ThreadID:       anchor.ThreadID,
+			Text:           chunks[i],
+			Index:          i,
+			Total:          len(chunks),
+		}
+		if i == 0 && !a.NoAnchor && !shownBlocks {
+			d.ReplyTo = anchor.MessageID
+		}
+		if i == 0 && a.Shown != nil && a.Shown.PreviewID != "" {
+			d.Replaces = a.Shown.PreviewID
+		}
+		if s.v.cost && i == len(chunks)-1 {
+			carried = s.reactions.carry(ctx, refs, s.reactions.doneState())
+			d.ThenReact = carried
+		}
+		delivered, err := s.deliverChunk(ctx, a, d)
+		platformID := delivered.PlatformMessageID
+		refused = delivered.ReactionsFailed
+		if err != nil {
+			s.count(MetricDeliveries, map[string]string{"channel": s.key.Channel, "outcome": "failed"})
+			if !s.park(ctx, a, rec, refs, i, err) {
+				return
+			}
+			continue // the same chunk (or the abort), with the same idempotency key
+		}
+		s.st.recordDelivery(DeliveryRecord{TurnID: a.TurnID, Chunk: i, PlatformMessageID: platformID})
+		s.count(MetricDeliveries, map[string]string{"channel": s.key.Channel, "outcome": "delivered"})
+		if i == 0 && a.Heartbeat == "" && !anchor.ReceivedAt.IsZero() {
+			workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"channel": s.key.Channel}).
+				Timer(MetricFirstChunk).Record(workflow.Now(ctx).Sub(anchor.ReceivedAt))
+		}
+		rec.Delivered++
+		i++
+	}
+	rec.Outcome, rec.Error = "answered", ""
+	if len(chunks) == 0 && !shownBlocks {
+		rec.Outcome = "silent"
+	} else if a.Heartbeat == "" {
+		s.engagement.grantSticky(a.Messages, anchor.ThreadID)
+	}
+	if carried != nil {
+		s.reactions.carried(carried, refused)
+		return
+	}
+	s.reactions.react(refs, pipeline.ReactionDone)
+}
+
+// chunk splits a reply for delivery: with the fence-safe chunker (on
+// Slack, measured after rendering as mrkdwn), or with the one a run that
+// started before it replays with.
+func (s *turns) chunk(text string) []string {
+	if s.v.slack && s.key.Channel == mrkdwn.Channel {
+		return mrkdwn.Chunk(text, s.settings.ChunkLimit)
+	}
+	if s.v.hardened {
+		return pipeline.Chunk(text, s.settings.ChunkLimit)
+	}
+	return pipeline.ChunkV1(text, s.settings.ChunkLimit)
+}
+
+// park holds a turn whose chunk could not be delivered within the deadline:
+// ❌ on the user's messages, state delivery_failed, and a wait for the retry
+// signal. It returns false if the wait was cancelled.
+func (s *turns) park(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, refs []msgRef, chunk int, err error) bool {
+	s.failTurn(rec, refs, fmt.Sprintf("delivery of chunk %d/%d failed", chunk+1, rec.Chunks), err)
+	rec.Outcome = "delivery_failed"
+	a.Phase = PhaseParked
+	s.count(MetricParked, map[string]string{"channel": s.key.Channel})
+	s.attrsDirty = true
+	s.log.Error("Delivery parked: fix the cause, then `replyflow retry` this session", "turn_id", a.TurnID, "chunk", chunk+1)
+	if werr := workflow.Await(ctx, func() bool { return a.RetryRequested || a.Aborted }); werr != nil {
+		return false
+	}
+	a.RetryRequested, a.Phase = false, PhaseDelivering
+	rec.Outcome = "running"
+	s.attrsDirty = true
+	return true
 }
