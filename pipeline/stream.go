@@ -247,7 +247,7 @@ func (c *BlockCoalescer) cut() int {
 }
 
 // mayOpenFence: a line still being written (partial) that could yet
-// become a fence opener ("~~", "``" so far).
+// become a fence opener ("~~", "“" so far).
 func mayOpenFence(line string, partial bool) bool {
 	if !partial {
 		return false

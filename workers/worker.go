@@ -72,8 +72,8 @@ func New(c client.Client, taskQueue string, acts *activities.Activities, stopTim
 		// again. Steps that stream nothing heartbeat at a third of their
 		// timeout as before.
 		MaxHeartbeatThrottleInterval: time.Second,
-		Interceptors:               []interceptor.WorkerInterceptor{running},
-		DeploymentOptions:          deployment.options(),
+		Interceptors:                 []interceptor.WorkerInterceptor{running},
+		DeploymentOptions:            deployment.options(),
 	})
 	Register(w, acts)
 	return &Worker{Worker: w, running: running}
