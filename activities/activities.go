@@ -159,6 +159,8 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 				// Cut short by its worker stopping: the attempt after it
 				// must know what is on screen.
 				return pipeline.TurnResult{}, modelError(req, fmt.Errorf("the attempt was cut short mid-stream: %w", ctx.Err()), shown)
+			} else if shown != nil {
+				a.rememberStopped(ctx, transcriptID, req, shown)
 			}
 			return pipeline.TurnResult{}, ctx.Err()
 		}

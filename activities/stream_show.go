@@ -120,3 +120,18 @@ func (a *Activities) markStopped(cancelled context.Context, out interface {
 		a.Logger.Warn("Stopped preview not marked as stopped", "session", req.Session.WorkflowID(), "turn_id", req.TurnID, "error", err)
 	}
 }
+
+// rememberStopped keeps a stopped stream's preview in the transcript as
+// the user saw it (the words written, marked stopped), with the user's
+// text: the next turn knows what was said. Best effort: the stop
+// already took effect.
+func (a *Activities) rememberStopped(cancelled context.Context, transcriptID string, req pipeline.TurnRequest, shown *pipeline.Shown) {
+	if shown.PreviewID == "" || shown.Text == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(cancelled), 5*time.Second)
+	defer cancel()
+	if err := a.remember(ctx, transcriptID, req, shown.Text+pipeline.StoppedMark, time.Now()); err != nil {
+		a.Logger.Warn("The stopped answer was not saved in the transcript", "session", req.Session.WorkflowID(), "turn_id", req.TurnID, "error", err)
+	}
+}
