@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
+	"maps"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +20,8 @@ import (
 	"github.com/replyflow/replyflow/activities"
 	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/activities/models/modeltest"
+	"github.com/replyflow/replyflow/adapters/discord/discordtest"
+	"github.com/replyflow/replyflow/adapters/slack/slacktest"
 	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
 	"github.com/replyflow/replyflow/cmd/internal/harness"
 	"github.com/replyflow/replyflow/pipeline"
@@ -171,95 +177,190 @@ func TestStopMidStreamKeepsThePreviewAndSaysSo(t *testing.T) {
 }
 
 // TestAWorkerKilledMidStreamShowsTheAnswerOnce kills the worker process
-// (SIGKILL: no goodbye, no last heartbeat) while it streams, in each
-// mode, and starts another: the user sees one preview, or each block
-// once, and one complete answer.
+// (SIGKILL: no goodbye, no last heartbeat) while it streams, on each
+// platform in each mode, and starts another: the user sees one preview,
+// or each block once, and one complete answer.
 func TestAWorkerKilledMidStreamShowsTheAnswerOnce(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bin, err := harness.Build(dir)
 	require.NoError(t, err)
-	for i, mode := range []pipeline.StreamMode{pipeline.StreamPreview, pipeline.StreamBlocks} {
-		t.Run(string(mode), func(t *testing.T) {
-			fake := telegramtest.New(fmt.Sprintf("500%d:killstream", i))
-			t.Cleanup(fake.Close)
-			oa := modeltest.NewOpenAI()
-			t.Cleanup(oa.Close)
-			env := harness.Env(temporalServer.FrontendHostPort(), fmt.Sprintf("killstream-%d", queueSeq.Add(1)), filepath.Join(dir, string(mode)+".db"), fake, map[string]string{
-				"MODEL": "openai/gpt-test", "STREAM": string(mode), "STREAM_PREVIEW_AFTER": "200ms",
-				"TURN_HEARTBEAT_TIMEOUT": "2s", "DEBOUNCE": "0s", "LOG_LEVEL": "info", "REACTION_CLEAR_DELAY": "1s",
+	for _, platform := range []string{"telegram", "slack", "discord"} {
+		for _, mode := range []pipeline.StreamMode{pipeline.StreamPreview, pipeline.StreamBlocks} {
+			t.Run(platform+"/"+string(mode), func(t *testing.T) {
+				killMidStream(t, bin, filepath.Join(dir, platform+"-"+string(mode)), newKillChat(t, platform), mode)
 			})
-			env = append(env, "OPENAI_BASE_URL="+oa.URL+"/v1", "OPENAI_API_KEY=test")
-			chat := telegramtest.Private(int64(6300 + i))
-			var answer, rest string
-			if mode == pipeline.StreamPreview {
-				answer = sentence(200)
-				oa.Push(modeltest.Step{Text: answer, TokenDelay: 40 * time.Millisecond})
-				rest = "The answer again, whole, from the second worker."
-				oa.Push(modeltest.Step{Text: rest})
-			} else {
-				para := func(p int) string { return strings.TrimSpace(strings.Repeat(fmt.Sprintf("para%d ", p), 150)) } // 900 characters
-				answer = para(0) + "\n\n" + para(1) + "\n\n" + para(2)
-				oa.Push(modeltest.Step{Text: answer, TokenDelay: 15 * time.Millisecond})
-				rest = "\n\n" + para(3)
-				oa.Push(modeltest.Step{Text: rest})
-			}
-			worker := harness.Worker(bin, env, filepath.Join(dir, string(mode)+"-worker1.log"))
-			require.NoError(t, worker.Start())
-			t.Cleanup(func() { worker.Kill() })
-			gw, err := harness.Gateway(bin, env, filepath.Join(dir, string(mode)+"-gateway.log"))
-			require.NoError(t, err)
-			require.NoError(t, gw.Start())
-			t.Cleanup(func() { gw.Kill() })
-
-			asked := fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: "a long one"})
-			waitFor(t, fake, "the answer on screen", func() bool {
-				got := botMessages(fake, chat)
-				if mode == pipeline.StreamPreview {
-					return len(got) == 1 && got[0].Edits >= 2
-				}
-				return len(got) >= 1
-			})
-			// The kill comes once the store recorded what is on screen: a
-			// worker killed between a platform's answer and that record
-			// (microseconds) would show it again, as a chunk killed
-			// between its send and its ledger entry would.
-			require.Eventually(t, func() bool { return recordedStreams(t, filepath.Join(dir, string(mode)+".db")) > 0 }, time.Minute, 10*time.Millisecond)
-			shownBefore := botMessages(fake, chat)
-			worker.Kill()
-			worker = harness.Worker(bin, env, filepath.Join(dir, string(mode)+"-worker2.log"))
-			require.NoError(t, worker.Start())
-			waitFor(t, fake, "the reaction cleared", cleared(fake, chat, asked))
-
-			t.Cleanup(func() {
-				if t.Failed() {
-					t.Logf("the second worker's log:\n%s", worker.Tail())
-				}
-			})
-			got := botMessages(fake, chat)
-			requests := oa.Requests()
-			require.Len(t, requests, 2, "the second worker asked again")
-			if mode == pipeline.StreamPreview {
-				require.Len(t, got, 1, "one preview: the second worker edited it")
-				assert.Equal(t, rest, got[0].Text, "the complete answer replaced the preview")
-				return
-			}
-			sent := strings.TrimSpace(shownBefore[0].Text)
-			last := requests[1].Messages[len(requests[1].Messages)-1]
-			assert.True(t, strings.HasPrefix(last, "assistant: "+sent), "the second worker continued after what was sent: %.60q (of %d messages; first request %d)", last, len(requests[1].Messages), len(requests[0].Messages))
-			var texts []string
-			for _, m := range got {
-				texts = append(texts, m.Text)
-			}
-			// What the user sees: the blocks sent before the kill, once,
-			// then the continuation the second worker asked for.
-			var before []string
-			for _, m := range shownBefore {
-				before = append(before, m.Text)
-			}
-			whole := strings.Join(strings.Fields(strings.Join(before, "\n\n")+rest), " ")
-			assert.Equal(t, whole, strings.Join(strings.Fields(strings.Join(texts, "\n\n")), " "), "each block once, then the rest: nothing twice, nothing lost")
-		})
+		}
 	}
+}
+
+// killChat is one platform's fake as the kill test uses it: a chat to
+// ask in, and the bot's messages there as they read now.
+type killChat struct {
+	env     map[string]string
+	up      func() bool
+	ask     func(text string)
+	bot     func() []shownMessage
+	waitFor func(ctx context.Context, cond func() bool) error
+}
+
+type shownMessage struct {
+	Text  string
+	Edits int
+}
+
+func newKillChat(t *testing.T, platform string) killChat {
+	const user = "830000000000000001"
+	switch platform {
+	case "slack":
+		fake := slacktest.New(slacktest.Options{})
+		t.Cleanup(fake.Close)
+		channel := "DKILL" + strings.ToUpper(strconv.FormatInt(time.Now().UnixNano(), 36))
+		fake.AddChannel(slacktest.Channel{ID: channel, Members: 2})
+		return killChat{
+			env: harness.SlackVars(fake),
+			up:  func() bool { return fake.Connections() > 0 },
+			ask: func(text string) {
+				_, events := fake.AddMessage(slacktest.Post{Channel: channel, User: "U0KILL", Text: text})
+				for _, ev := range events {
+					fake.SendEvent(ev)
+				}
+			},
+			bot: func() (out []shownMessage) {
+				for _, m := range fake.Sent(channel) {
+					out = append(out, shownMessage{m.Text, m.Edits})
+				}
+				return out
+			},
+			waitFor: fake.WaitFor,
+		}
+	case "discord":
+		fake := discordtest.New(discordtest.Options{})
+		t.Cleanup(fake.Close)
+		channel := newSnowflake()
+		fake.AddChannel(discordtest.Channel{ID: channel, Type: discordtest.DM, Recipient: user})
+		return killChat{
+			env: harness.DiscordVars(fake),
+			up:  func() bool { return fake.Connections() > 0 },
+			ask: func(text string) { fake.Post(discordtest.Post{Channel: channel, Author: user, Content: text}) },
+			bot: func() (out []shownMessage) {
+				for _, m := range fake.Sent(channel) {
+					out = append(out, shownMessage{m.Content, m.Edits})
+				}
+				return out
+			},
+			waitFor: fake.WaitFor,
+		}
+	}
+	// A bot and a chat of its own: sessions outlive a subtest on the
+	// shared server, and one of the same key would be the last one's.
+	n := queueSeq.Add(1)
+	fake := telegramtest.New(fmt.Sprintf("%d:killstream", 5000+n))
+	t.Cleanup(fake.Close)
+	chat := telegramtest.Private(6300 + n)
+	return killChat{
+		env: harness.TelegramVars(fake),
+		up:  func() bool { return true },
+		ask: func(text string) { fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: text}) },
+		bot: func() (out []shownMessage) {
+			for _, m := range botMessages(fake, chat) {
+				out = append(out, shownMessage{m.Text, m.Edits})
+			}
+			return out
+		},
+		waitFor: fake.WaitFor,
+	}
+}
+
+func killMidStream(t *testing.T, bin, dir string, chat killChat, mode pipeline.StreamMode) {
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	oa := modeltest.NewOpenAI()
+	t.Cleanup(oa.Close)
+	vars := map[string]string{
+		"MODEL": "openai/gpt-test", "STREAM": string(mode), "STREAM_PREVIEW_AFTER": "200ms",
+		"TURN_HEARTBEAT_TIMEOUT": "2s", "DEBOUNCE": "0s", "LOG_LEVEL": "info", "REACTION_CLEAR_DELAY": "1s",
+	}
+	maps.Copy(vars, chat.env)
+	store := filepath.Join(dir, "store.db")
+	env := harness.Env(temporalServer.FrontendHostPort(), fmt.Sprintf("killstream-%d", queueSeq.Add(1)), store, nil, vars)
+	env = append(env, "OPENAI_BASE_URL="+oa.URL+"/v1", "OPENAI_API_KEY=test")
+	var answer, rest string
+	if mode == pipeline.StreamPreview {
+		answer = sentence(200)
+		oa.Push(modeltest.Step{Text: answer, TokenDelay: 40 * time.Millisecond})
+		rest = "The answer again, whole, from the second worker."
+		oa.Push(modeltest.Step{Text: rest})
+	} else {
+		para := func(p int) string { return strings.TrimSpace(strings.Repeat(fmt.Sprintf("para%d ", p), 150)) } // 900 characters
+		answer = para(0) + "\n\n" + para(1) + "\n\n" + para(2)
+		oa.Push(modeltest.Step{Text: answer, TokenDelay: 15 * time.Millisecond})
+		rest = "\n\n" + para(3)
+		oa.Push(modeltest.Step{Text: rest})
+	}
+	worker := harness.Worker(bin, env, filepath.Join(dir, "worker1.log"))
+	require.NoError(t, worker.Start())
+	t.Cleanup(func() { worker.Kill() })
+	gw, err := harness.Gateway(bin, env, filepath.Join(dir, "gateway.log"))
+	require.NoError(t, err)
+	require.NoError(t, gw.Start())
+	t.Cleanup(func() { gw.Kill() })
+	waitOn := func(what string, cond func() bool) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		require.NoError(t, chat.waitFor(ctx, cond), "waiting for %s", what)
+	}
+	waitOn("the gateway connected", chat.up)
+
+	chat.ask("a long one")
+	waitOn("the answer on screen", func() bool {
+		got := chat.bot()
+		if mode == pipeline.StreamPreview {
+			return len(got) == 1 && got[0].Edits >= 2
+		}
+		return len(got) >= 1
+	})
+	// The kill comes once the store recorded what is on screen: a worker
+	// killed between a platform's answer and that record (microseconds)
+	// would show it again, as a chunk killed between its send and its
+	// ledger entry would.
+	require.Eventually(t, func() bool { return recordedStreams(t, store) > 0 }, time.Minute, 10*time.Millisecond)
+	shownBefore := chat.bot()
+	worker.Kill()
+	worker = harness.Worker(bin, env, filepath.Join(dir, "worker2.log"))
+	require.NoError(t, worker.Start())
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the second worker's log:\n%s", worker.Tail())
+		}
+	})
+	final := strings.TrimSpace(rest)
+	waitOn("the complete answer", func() bool {
+		got := chat.bot()
+		return len(got) > 0 && got[len(got)-1].Text == final
+	})
+
+	got := chat.bot()
+	requests := oa.Requests()
+	require.Len(t, requests, 2, "the second worker asked again")
+	if mode == pipeline.StreamPreview {
+		require.Len(t, got, 1, "one preview: the second worker edited it")
+		return
+	}
+	sent := strings.TrimSpace(shownBefore[0].Text)
+	last := requests[1].Messages[len(requests[1].Messages)-1]
+	assert.True(t, strings.HasPrefix(last, "assistant: "+sent), "the second worker continued after what was sent: %.60q", last)
+	// What the user sees: the blocks sent before the kill, once, then the
+	// continuation the second worker asked for.
+	var before, texts []string
+	for _, m := range shownBefore {
+		before = append(before, m.Text)
+	}
+	for _, m := range got {
+		texts = append(texts, m.Text)
+	}
+	whole := strings.Join(strings.Fields(strings.Join(before, "\n\n")+rest), " ")
+	assert.Equal(t, whole, strings.Join(strings.Fields(strings.Join(texts, "\n\n")), " "), "each block once, then the rest: nothing twice, nothing lost")
 }
 
 // recordedStreams counts the streams a worker's SQLite store recorded.
