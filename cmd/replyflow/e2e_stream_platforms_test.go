@@ -132,12 +132,7 @@ func newLiveChat(t *testing.T, platform string, mode pipeline.StreamMode) (liveC
 					fake.SendEvent(ev)
 				}
 			},
-			bot: func() (out []shownMessage) {
-				for _, m := range fake.Sent(channel) {
-					out = append(out, shownMessage{m.Text, m.Edits})
-				}
-				return out
-			},
+			bot:     slackShown(fake, channel),
 			waitFor: func(what string, cond func() bool) { waitForSlack(t, fake, what, cond) },
 			state: func() workflows.Snapshot {
 				return s.stateOf(pipeline.SessionKey{Channel: slack.Channel, Account: fake.TeamID, Chat: channel})
@@ -148,13 +143,8 @@ func newLiveChat(t *testing.T, platform string, mode pipeline.StreamMode) (liveC
 		startStreamingWorker(s.stack, oa, an, mode)
 		channel := s.newChannel()
 		return liveChat{
-			ask: func(text string) { s.mention(channel, discordAlice, text) },
-			bot: func() (out []shownMessage) {
-				for _, m := range s.fake.Sent(channel) {
-					out = append(out, shownMessage{m.Content, m.Edits})
-				}
-				return out
-			},
+			ask:     func(text string) { s.mention(channel, discordAlice, text) },
+			bot:     discordShown(s.fake, channel),
 			waitFor: func(what string, cond func() bool) { waitForDiscord(t, s.fake, what, cond) },
 			state:   func() workflows.Snapshot { return s.stateOf(s.key(channel)) },
 		}, oa, an

@@ -209,6 +209,25 @@ type shownMessage struct {
 	Edits int
 }
 
+// slackShown and discordShown read the bot's messages in a channel.
+func slackShown(fake *slacktest.Server, channel string) func() []shownMessage {
+	return func() (out []shownMessage) {
+		for _, m := range fake.Sent(channel) {
+			out = append(out, shownMessage{m.Text, m.Edits})
+		}
+		return out
+	}
+}
+
+func discordShown(fake *discordtest.Server, channel string) func() []shownMessage {
+	return func() (out []shownMessage) {
+		for _, m := range fake.Sent(channel) {
+			out = append(out, shownMessage{m.Content, m.Edits})
+		}
+		return out
+	}
+}
+
 func newKillChat(t *testing.T, platform string) killChat {
 	const user = "830000000000000001"
 	switch platform {
@@ -226,12 +245,7 @@ func newKillChat(t *testing.T, platform string) killChat {
 					fake.SendEvent(ev)
 				}
 			},
-			bot: func() (out []shownMessage) {
-				for _, m := range fake.Sent(channel) {
-					out = append(out, shownMessage{m.Text, m.Edits})
-				}
-				return out
-			},
+			bot:     slackShown(fake, channel),
 			waitFor: fake.WaitFor,
 		}
 	case "discord":
@@ -240,15 +254,10 @@ func newKillChat(t *testing.T, platform string) killChat {
 		channel := newSnowflake()
 		fake.AddChannel(discordtest.Channel{ID: channel, Type: discordtest.DM, Recipient: user})
 		return killChat{
-			env: harness.DiscordVars(fake),
-			up:  func() bool { return fake.Connections() > 0 },
-			ask: func(text string) { fake.Post(discordtest.Post{Channel: channel, Author: user, Content: text}) },
-			bot: func() (out []shownMessage) {
-				for _, m := range fake.Sent(channel) {
-					out = append(out, shownMessage{m.Content, m.Edits})
-				}
-				return out
-			},
+			env:     harness.DiscordVars(fake),
+			up:      func() bool { return fake.Connections() > 0 },
+			ask:     func(text string) { fake.Post(discordtest.Post{Channel: channel, Author: user, Content: text}) },
+			bot:     discordShown(fake, channel),
 			waitFor: fake.WaitFor,
 		}
 	}
