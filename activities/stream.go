@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"go.temporal.io/sdk/activity"
 
@@ -190,11 +191,18 @@ type presenter struct {
 
 	answerText string // the whole answer so far
 
-	blocks    pipeline.BlockCoalescer
-	fed       int // bytes of the answer given to the coalescer
+	blocks pipeline.BlockCoalescer
+	fed    int // bytes of the answer given to the coalescer
+	// queued are the blocks waiting for their pause: at most
+	// MaxStreamBlocks less those sent, each waiting at most BlockPause
+	// after the one before.
 	queued    []queuedBlock
 	lastBlock time.Time
 	sent      int
+	// blocksOff: no more blocks this attempt (one was refused, too long
+	// for one message, or past MaxStreamBlocks); the rest of the answer
+	// goes with the final delivery, so no later block may go before it.
+	blocksOff bool
 }
 
 type queuedBlock struct {
@@ -283,9 +291,6 @@ func (a *Activities) stream(ctx, turnCtx context.Context, out adapters.Outbound,
 // answer is the whole answer so far: what was sent before, then what the
 // model wrote in this attempt.
 func (p *presenter) answer(raw string) string {
-	if p.prefix == "" {
-		return strings.TrimLeftFunc(raw, unicode.IsSpace)
-	}
 	return p.prefix + strings.TrimLeftFunc(raw, unicode.IsSpace)
 }
 
@@ -331,6 +336,14 @@ func (p *presenter) tick(ctx context.Context, answer string) {
 }
 
 func (p *presenter) queue(b pipeline.Block) {
+	// A code block longer than a message (the coalescer holds a fence
+	// whole) is left to the final delivery, which chunks it fence-safe.
+	if p.sent+len(p.queued) >= pipeline.MaxStreamBlocks || utf8.RuneCountInString(b.Text) > p.limit {
+		p.blocksOff = true
+	}
+	if p.blocksOff {
+		return
+	}
 	p.queued = append(p.queued, queuedBlock{text: b.Text, end: len(p.prefix) + b.End})
 }
 

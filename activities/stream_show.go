@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -66,19 +67,14 @@ func (p *presenter) giveUpPreview(err error) {
 // rest of the answer goes with the final delivery.
 func (p *presenter) sendQueued(ctx context.Context) {
 	for len(p.queued) > 0 && time.Since(p.lastBlock) >= p.cfg.BlockPause {
-		if p.sent >= pipeline.MaxStreamBlocks {
-			p.queued = nil
-			return
-		}
 		b := p.queued[0]
 		key := fmt.Sprintf("%s/%s/block/%d", p.req.Session.WorkflowID(), p.req.TurnID, p.sent)
 		id, err := p.out.Send(ctx, p.delivery(key, b.text, p.sent, p.sent+2))
 		if err != nil {
-			p.queued = nil
-			p.sent = pipeline.MaxStreamBlocks
 			if ctx.Err() == nil {
 				p.a.Logger.Warn("Block not sent; the rest of the answer is delivered when complete", "session", p.req.Session.WorkflowID(), "turn_id", p.req.TurnID, "block", p.sent, "error", err)
 			}
+			p.queued, p.blocksOff = nil, true
 			return
 		}
 		p.queued = p.queued[1:]
@@ -106,9 +102,7 @@ func (p *presenter) delivery(key, text string, index, total int) pipeline.Delive
 
 // markStopped ends the preview of a step that was cancelled (/stop, an
 // interrupt): it keeps what was written and says it was stopped.
-func (a *Activities) markStopped(cancelled context.Context, out interface {
-	Edit(context.Context, pipeline.Edit) error
-}, req pipeline.TurnRequest, shown *pipeline.Shown) {
+func (a *Activities) markStopped(cancelled context.Context, out adapters.Outbound, req pipeline.TurnRequest, shown *pipeline.Shown) {
 	if shown == nil || shown.PreviewID == "" {
 		return
 	}

@@ -141,6 +141,8 @@ func TestAPreviewAppearsThenIsEditedAtMostAtItsPace(t *testing.T) {
 func TestAQuickAnswerShowsNoPreview(t *testing.T) {
 	out := &screen{}
 	acts := streamingActs(out, &writer{words: words(3, "hi"), pace: time.Millisecond}, pipeline.StreamPreview)
+	// Done long before the preview's time, however loaded the machine.
+	acts.Streaming.Pacing.FirstAfter = time.Hour
 	r, err := turnResult(t, acts, streamReq)
 	require.NoError(t, err)
 	assert.Empty(t, out.posted)
@@ -296,4 +298,27 @@ func TestTheStoreRecordsEachBlockAsItIsSent(t *testing.T) {
 	assert.Equal(t, strings.TrimSpace(out.posted[0].Text), last.Text)
 	assert.True(t, strings.HasPrefix(r.Reply, out.posted[0].Text))
 	assert.Equal(t, "msg-1", r.Shown.Blocks[0])
+}
+
+// A block longer than one message (a code block the coalescer held
+// whole) is not sent, nor anything after it: the final delivery chunks
+// the rest fence-safe.
+func TestABlockTooLongForAMessageIsLeftToTheDelivery(t *testing.T) {
+	out := &screen{}
+	code := []string{"Intro ", "paragraph ", "here.\n\n", "```\n"}
+	for i := 0; i < 300; i++ {
+		code = append(code, fmt.Sprintf("line %d\n", i))
+	}
+	code = append(code, "```\n\n", "Outro.")
+	acts := streamingActs(out, &writer{words: append(paragraphs(2)[:59], code...), pace: time.Millisecond}, pipeline.StreamBlocks)
+	acts.Settings.ChunkLimit = 1000
+	r, err := turnResult(t, acts, streamReq)
+	require.NoError(t, err)
+	require.NotEmpty(t, out.posted, "the paragraphs before the code went as a block")
+	for _, d := range out.posted {
+		assert.LessOrEqual(t, len([]rune(d.Text)), 1000, "no block longer than a message")
+		assert.NotContains(t, d.Text, "line 299")
+	}
+	require.NotNil(t, r.Shown)
+	assert.Contains(t, pipeline.AfterShown(r.Reply, r.Shown.Text), "line 299", "the code block goes with the final delivery")
 }

@@ -133,3 +133,9 @@ func TestParseStreamMode(t *testing.T) {
 	_, err := ParseStreamMode("live")
 	assert.ErrorContains(t, err, "off, preview or blocks")
 }
+
+func TestAfterShownIsWhatFollowsTheBlocks(t *testing.T) {
+	assert.Equal(t, "two", AfterShown("one\n\ntwo", "one\n\n"))
+	assert.Equal(t, "", AfterShown("one", "one\n\n"))
+	assert.Equal(t, "other", AfterShown("other", "one\n\n"), "an answer that did not continue is delivered whole")
+}

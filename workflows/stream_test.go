@@ -119,9 +119,3 @@ func TestRunsBeforeStreamingDoNotStream(t *testing.T) {
 	require.NotEmpty(t, p.steps)
 	assert.False(t, p.steps[0].Req.Stream)
 }
-
-func TestAfterShown(t *testing.T) {
-	assert.Equal(t, "two", pipeline.AfterShown("one\n\ntwo", "one\n\n"))
-	assert.Equal(t, "", pipeline.AfterShown("one", "one\n\n"))
-	assert.Equal(t, "other", pipeline.AfterShown("other", "one\n\n"), "an answer that did not continue is delivered whole")
-}
