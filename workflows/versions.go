@@ -76,6 +76,9 @@ var changesInOrder = []string{changeHardening, changeSlack, changeSecurity, chan
 // today's code).
 func NewestChange() string { return changesInOrder[len(changesInOrder)-1] }
 
+// Changes are the change IDs, oldest first: what BuiltBefore accepts.
+func Changes() []string { return slices.Clone(changesInOrder) }
+
 // BuiltBefore, when set at link time to a change ID
 // (-ldflags "-X github.com/replyflow/replyflow/workflows.BuiltBefore=control-2026-11"),
 // builds a worker whose sessions behave as the release before that

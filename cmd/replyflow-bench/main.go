@@ -51,8 +51,10 @@ type options struct {
 	// existing server): its action counter counts heartbeats.
 	metricsURL string
 	// baseline is the replyflow binary built as the release before the
-	// newest workflow change ("today"), measured beside o.replyflow.
+	// workflow change before (the newest by default: "today"), measured
+	// beside o.replyflow.
 	baseline     string
+	before       string
 	withBaseline bool
 	// saturationRounds is how many times each build's saturation is
 	// measured, alternating, so the machine's drift over the run falls
@@ -76,6 +78,7 @@ func main() {
 	flag.StringVar(&o.codecKeys, "codec-keys", "", "encrypt payloads: REPLYFLOW_CODEC_KEYS for the worker and this program's client (empty: off)")
 	flag.BoolVar(&o.unversioned, "unversioned", false, "run the workers unversioned (REPLYFLOW_WORKER_VERSIONING=false), to compare")
 	flag.IntVar(&o.saturationRounds, "saturation-rounds", 2, "-baseline: how many alternating saturation runs of each build")
+	flag.StringVar(&o.before, "before", workflows.NewestChange(), "-baseline: the baseline is the release before this workflow change (cost-2026-11 compares with the cost per turn before issue 22)")
 	flag.BoolVar(&o.withBaseline, "baseline", true, "also measure the cost per turn and the saturation of a build that behaves as the release before the newest workflow change (workflows.BuiltBefore)")
 	var clusterWorkers string
 	flag.BoolVar(&o.cluster.on, "cluster", false, "also measure a real Temporal cluster on PostgreSQL beside the dev server, with one, two and three workers")
@@ -134,8 +137,11 @@ func run(o options) error {
 		o.replyflow = bin
 	}
 	if o.withBaseline {
-		fmt.Fprintf(os.Stderr, "building replyflow as the release before %s…\n", workflows.NewestChange())
-		bin, err := harness.BuildAs(o.workDir, "replyflow-before", "-X github.com/replyflow/replyflow/workflows.BuiltBefore="+workflows.NewestChange())
+		if !slices.Contains(workflows.Changes(), o.before) {
+			return fmt.Errorf("-before %q: want one of %s", o.before, strings.Join(workflows.Changes(), ", "))
+		}
+		fmt.Fprintf(os.Stderr, "building replyflow as the release before %s…\n", o.before)
+		bin, err := harness.BuildAs(o.workDir, "replyflow-before", "-X github.com/replyflow/replyflow/workflows.BuiltBefore="+o.before)
 		if err != nil {
 			return err
 		}
@@ -182,7 +188,7 @@ func run(o options) error {
 		return err
 	}
 	if o.baseline != "" {
-		if err := stage("cost per turn, before and after "+workflows.NewestChange(), func() ([][]string, error) { return benchTurnCost(ctx, c, o) }); err != nil {
+		if err := stage("cost per turn, before and after "+o.before, func() ([][]string, error) { return benchTurnCost(ctx, c, o) }); err != nil {
 			return err
 		}
 	}
