@@ -43,7 +43,7 @@ func shortConfig(t *testing.T) config {
 	require.NoError(t, err)
 
 	cfg := defaultConfig()
-	cfg.temporalCLI, cfg.replyflow, cfg.workDir = cli, bin, t.TempDir()
+	cfg.temporalCLI, cfg.replyflow, cfg.workDir = cli, bin, keptOnFailure(t)
 	cfg.platforms = []string{"telegram", "slack", "discord"}
 	// Long enough that the kills (each worker kill waits for a post)
 	// mostly land while the conversations go on.
@@ -56,11 +56,31 @@ func shortConfig(t *testing.T) config {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	cfg.codecKeys = "chaos:" + base64.StdEncoding.EncodeToString(key)
+	// A failed run's histories are read with it (REPLYFLOW_CODEC_KEYS):
+	// it is this run's own key, kept beside them only.
+	require.NoError(t, os.WriteFile(filepath.Join(cfg.workDir, "codec.keys"), []byte(cfg.codecKeys+"\n"), 0o600))
 	if testing.Verbose() {
 		cfg.progress = os.Stderr
 	}
 	t.Logf("seed %d (fixed, so every run attacks alike; `make chaos` takes a fresh one)", cfg.seed)
 	return cfg
+}
+
+// keptOnFailure is a work directory for the run's processes, removed when
+// the test passes and kept, with its path in the log, when it fails: the
+// logs of the gateway, the workers and the server, the store, and the
+// dev server's database explain what the report counts.
+func keptOnFailure(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "replyflow-chaos-"+t.Name()+"-")
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the run's logs, store and Temporal database are kept in %s", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
+	return dir
 }
 
 // The short configuration of `make cluster`: the same conversations and
