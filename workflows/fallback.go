@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -38,6 +39,7 @@ func (s *turns) chain() (models []string, strict bool) {
 func (s *turns) askModels(ctx workflow.Context, req pipeline.TurnRequest, rec *TurnRecord) (pipeline.TurnResult, error) {
 	models, strict := s.chain()
 	var lastErr error
+	losses := 0 // workers lost by this step's attempts (askModel)
 	rounds := max(s.settings.TurnAttempts, 1)
 	for round := 1; round <= rounds; round++ {
 		candidates := s.notCooling(models, strict)
@@ -51,7 +53,7 @@ func (s *turns) askModels(ctx workflow.Context, req pipeline.TurnRequest, rec *T
 		}
 		for _, model := range candidates {
 			req.Model = model
-			result, err := s.modelAttempt(ctx, req, len(rec.Fallback)+1)
+			result, err := s.askModel(ctx, &req, rec, &losses)
 			if err == nil {
 				s.modelAttempted(model, "")
 				s.cooledDown(model)
@@ -60,15 +62,6 @@ func (s *turns) askModels(ctx workflow.Context, req pipeline.TurnRequest, rec *T
 			lastErr = err
 			if ctx.Err() != nil {
 				return pipeline.TurnResult{}, err
-			}
-			if shown := shownIn(err); s.v.stream && shown != nil {
-				// The attempt streamed before it failed (a worker died,
-				// the provider broke off): the next one finishes what
-				// the user already sees.
-				req.Shown = shown
-				if a := s.st.Active; a != nil {
-					a.Shown = shown
-				}
 			}
 			typ := modelErrorType(err)
 			s.modelAttempted(model, typ)
@@ -93,6 +86,53 @@ func (s *turns) askModels(ctx workflow.Context, req pipeline.TurnRequest, rec *T
 		}
 	}
 	return pipeline.TurnResult{}, lastErr
+}
+
+// maxWorkerLosses bounds the attempts of one model step that lose their
+// worker (askModel) before a loss counts as the model's Timeout, as it did
+// before changeStream: a step that takes its worker down every time (out
+// of memory on a huge prompt, say) must still end. The most it waits is
+// that many heartbeat timeouts (REPLYFLOW_TURN_HEARTBEAT_TIMEOUT each).
+const maxWorkerLosses = 5
+
+// askModel asks one model for the step. An attempt whose worker was lost
+// (its heartbeat stopped: the process was killed, ran out of memory, its
+// machine went away) says nothing about the model, so with changeStream
+// the same model is asked again, on whichever worker takes the task, up to
+// maxWorkerLosses a step, without costing the turn one of its
+// TurnAttempts rounds: a turn must finish after restarts without asking
+// the user again, even when several workers die in a row under it. What a
+// failed attempt had shown (a preview, blocks) goes to the next one.
+func (s *turns) askModel(ctx workflow.Context, req *pipeline.TurnRequest, rec *TurnRecord, losses *int) (pipeline.TurnResult, error) {
+	for {
+		result, err := s.modelAttempt(ctx, *req, len(rec.Fallback)+1+*losses)
+		if err == nil || ctx.Err() != nil {
+			return result, err
+		}
+		if shown := shownIn(err); s.v.stream && shown != nil {
+			// The attempt streamed before it failed (a worker died, the
+			// provider broke off): the next one finishes what the user
+			// already sees.
+			req.Shown = shown
+			if a := s.st.Active; a != nil {
+				a.Shown = shown
+			}
+		}
+		if !s.v.stream || !workerLost(err) || *losses >= maxWorkerLosses {
+			return result, err
+		}
+		*losses++
+		s.log.Warn("The worker running a model step was lost (its heartbeat stopped); asking the same model again on another worker",
+			"turn_id", req.TurnID, "model", req.Model, "step", req.Step+1, "losses", *losses, "max", maxWorkerLosses)
+	}
+}
+
+// workerLost: the attempt failed because its worker stopped heartbeating,
+// not because of anything the model did (a model too slow for the turn
+// is a start-to-close timeout, and its failures are ApplicationErrors).
+func workerLost(err error) bool {
+	var timeout *temporal.TimeoutError
+	return errors.As(err, &timeout) && timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT
 }
 
 func (s *turns) modelAttempt(ctx workflow.Context, req pipeline.TurnRequest, attempt int) (pipeline.TurnResult, error) {

@@ -54,7 +54,10 @@ const (
 	// unless muted or a heartbeat turn); what a stream showed (a preview,
 	// blocks) is carried from a failed attempt to the next and from step
 	// to step, and the reply finishes it: the first chunk edits the
-	// preview, or only what follows the blocks is delivered.
+	// preview, or only what follows the blocks is delivered. And a model
+	// attempt whose worker was lost (a heartbeat timeout) is asked again
+	// of the same model instead of counting as the model's Timeout
+	// (askModel), up to maxWorkerLosses a step.
 	changeStream = "stream-2026-11"
 )
 
