@@ -304,11 +304,19 @@ func (p *presenter) grew(ctx context.Context, answer string) {
 	case pipeline.StreamPreview:
 		p.showPreview(ctx, answer)
 	case pipeline.StreamBlocks:
-		if len(answer) > p.fed {
+		if len(answer) > p.fed && !p.blocksOff {
 			delta := answer[p.fed:]
 			p.fed = len(answer)
 			for _, b := range p.blocks.Push(delta) {
 				p.queue(b)
+			}
+			// Held text past one message (a code fence not closed yet)
+			// can only end as a block too long to send: the rest goes
+			// with the final delivery, and the coalescer, which scans
+			// what it holds at each delta, is fed no more (a long open
+			// fence would cost time growing with its square).
+			if utf8.RuneCountInString(p.blocks.Pending()) > p.limit {
+				p.blocksOff = true
 			}
 		}
 		p.sendQueued(ctx)

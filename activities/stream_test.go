@@ -322,3 +322,21 @@ func TestABlockTooLongForAMessageIsLeftToTheDelivery(t *testing.T) {
 	require.NotNil(t, r.Shown)
 	assert.Contains(t, pipeline.AfterShown(r.Reply, r.Shown.Text), "line 299", "the code block goes with the final delivery")
 }
+
+// The coalescer scans what it holds at each delta, so a code fence that
+// stays open is held at most one message long: past that it could only
+// end as a block too long to send, and the rest is left to the final
+// delivery instead of being scanned again at every delta.
+func TestAnOpenFenceIsHeldNoLongerThanAMessage(t *testing.T) {
+	p := &presenter{a: &Activities{Logger: slog.Default()}, ctx: context.Background(), out: &screen{}, req: streamReq,
+		live: &liveAnswer{}, cfg: Streaming{}.withDefaults(), mode: pipeline.StreamBlocks, limit: 1000}
+	p.blocks = pipeline.BlockCoalescer{Min: blockMin, Max: blockMax}
+	answer := "```\n"
+	for i := 0; i < 2000; i++ {
+		answer += fmt.Sprintf("line %d\n", i)
+		p.grew(context.Background(), answer)
+		require.LessOrEqual(t, len([]rune(p.blocks.Pending())), 1000+len("line 9999\n"), "held past a message at line %d", i)
+	}
+	assert.True(t, p.blocksOff)
+	assert.Empty(t, p.queued)
+}

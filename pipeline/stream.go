@@ -144,7 +144,9 @@ func (p PreviewPacing) Due(now, start, last time.Time) bool {
 // allows, cut after a paragraph (else a line, else a word), never inside
 // a fenced code block. A code block longer than Max is held until it
 // closes; Flush (after a second without new text) sends what is pending
-// unless it ends inside one.
+// unless it ends inside one. Push scans what is held at each delta, so a
+// caller bounds how much it lets pile up (the model step stops feeding it
+// once an open fence is longer than a message).
 type BlockCoalescer struct {
 	Min, Max int
 	pending  string
@@ -204,7 +206,10 @@ func (c *BlockCoalescer) cut() int {
 	inCode := func(li int) bool { return lines[li].kind == openerLine || lines[li].kind == codeLine }
 	maxAt := byteOffset(c.pending, c.Max)
 	best := 0
-	// Paragraph ends: an empty line after a line outside code.
+	// Paragraph ends: an empty line after a line outside code. The
+	// characters before each are counted on from the last one's, so a
+	// text of many empty lines costs one pass, not one per line.
+	counted, runes := 0, 0
 	for li := 1; li < len(lines); li++ {
 		l := lines[li]
 		if l.start >= len(c.pending) || strings.TrimSpace(c.pending[l.start:l.end]) != "" || l.end >= len(c.pending) {
@@ -214,7 +219,12 @@ func (c *BlockCoalescer) cut() int {
 			continue
 		}
 		at := l.end + 1
-		if n := utf8.RuneCountInString(c.pending[:at]); n >= c.Min && at <= maxAt {
+		if at > maxAt {
+			break
+		}
+		runes += utf8.RuneCountInString(c.pending[counted:at])
+		counted = at
+		if runes >= c.Min {
 			best = at
 		}
 	}
@@ -230,10 +240,18 @@ func (c *BlockCoalescer) cut() int {
 		}
 	}
 	if li := lineAt(lines, maxAt); lines[li].kind == textLine && !mayOpenFence(c.pending[lines[li].start:lines[li].end], lines[li].end == len(c.pending)) {
+		// At the last space before Max, else at Max; never where the
+		// block would end in what reads as a fence opener on its own
+		// ("``` a`b" is text whole, but "```" cut from it opens a fence).
+		candidates := []int{maxAt}
 		if i := strings.LastIndexAny(c.pending[lines[li].start:maxAt], " \t"); i > 0 {
-			return lines[li].start + i + 1
+			candidates = []int{lines[li].start + i + 1, maxAt}
 		}
-		return maxAt
+		for _, at := range candidates {
+			if !endsInsideFence(strings.TrimSpace(c.pending[:at])) {
+				return at
+			}
+		}
 	}
 	for _, b := range blocks {
 		if lines[b.opener].start < maxAt && (b.closer < 0 || lines[b.closer].end >= maxAt) {
@@ -247,7 +265,9 @@ func (c *BlockCoalescer) cut() int {
 }
 
 // mayOpenFence: a line still being written (partial) that could yet
-// become a fence opener ("~~", "“" so far).
+// become a fence opener: fence characters so far ("~~", two backticks), or a
+// fence with the start of its info string ("```go", "~~~ 0"), which the
+// rest of the line may still leave an opener.
 func mayOpenFence(line string, partial bool) bool {
 	if !partial {
 		return false
@@ -256,7 +276,8 @@ func mayOpenFence(line string, partial bool) bool {
 	if len(line)-len(trimmed) > 3 {
 		return false
 	}
-	return trimmed == "" || strings.Trim(trimmed, "`") == "" || strings.Trim(trimmed, "~") == ""
+	return trimmed == "" || strings.Trim(trimmed, "`") == "" || strings.Trim(trimmed, "~") == "" ||
+		strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~")
 }
 
 // endsInsideFence: text stops inside an open fenced code block.

@@ -116,6 +116,28 @@ func TestBlockCoalescerNeverCutsAFence(t *testing.T) {
 	assert.Equal(t, strings.Join(strings.Fields(text), " "), strings.Join(strings.Fields(strings.Join(blocks, "\n\n")), " "), "nothing lost or repeated")
 }
 
+// A long line that starts like a fence is not cut where the first part
+// would open one on its own: while it is written its info string may
+// still leave it an opener, and a backtick in the info string makes it
+// text only as a whole (the fuzz test found both).
+func TestBlockCoalescerDoesNotCutALineThatStartsLikeAFence(t *testing.T) {
+	for name, text := range map[string]string{
+		"an opener being written":        "```" + strings.Repeat("0", 70) + "`",
+		"text whose start is an opener":  "``` " + strings.Repeat("0", 20) + "`" + strings.Repeat("0", 50) + "\n",
+		"a tilde opener with words":      "~~~ " + strings.Repeat("word ", 20),
+		"backticks, info, then the text": "```go " + strings.Repeat("x", 30) + "` and more words after it to pass the maximum\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := BlockCoalescer{Min: 40, Max: 60}
+			for _, r := range text {
+				for _, b := range c.Push(string(r)) {
+					assert.False(t, endsInsideFence(b.Text), "a block opens a fence it does not close: %q", b.Text)
+				}
+			}
+		})
+	}
+}
+
 func TestBlockCoalescerFlushesPartialTextOnIdle(t *testing.T) {
 	c := BlockCoalescer{Min: 800, Max: 1200}
 	assert.Empty(t, c.Push("A short first thought."))
