@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -190,11 +191,25 @@ func (c *BlockCoalescer) Flush() (Block, bool) {
 func (c *BlockCoalescer) Pending() string { return c.pending }
 
 func (c *BlockCoalescer) take(n int) Block {
-	block := strings.TrimSpace(c.pending[:n])
+	block := trimBlock(c.pending[:n])
 	rest := strings.TrimLeft(c.pending[n:], "\n")
 	c.taken += len(c.pending) - len(rest)
 	c.pending = rest
 	return Block{Text: block, End: c.taken}
+}
+
+// trimBlock drops a block's leading blank lines and trailing white space.
+// Its first line keeps its indentation: Markdown reads it (indented four
+// spaces, "~~~" is text; trimmed, it would open a fence).
+func trimBlock(s string) string {
+	for {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 || strings.TrimSpace(s[:i]) != "" {
+			break
+		}
+		s = s[i+1:]
+	}
+	return strings.TrimRightFunc(s, unicode.IsSpace)
 }
 
 // cut is the byte offset to cut the pending text at, 0 for not yet: the
@@ -248,7 +263,7 @@ func (c *BlockCoalescer) cut() int {
 			candidates = []int{lines[li].start + i + 1, maxAt}
 		}
 		for _, at := range candidates {
-			if !endsInsideFence(strings.TrimSpace(c.pending[:at])) {
+			if !endsInsideFence(trimBlock(c.pending[:at])) {
 				return at
 			}
 		}
