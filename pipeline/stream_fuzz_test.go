@@ -49,18 +49,11 @@ func FuzzBlockCoalescer(f *testing.F) {
 	})
 }
 
-// noSpace is s without its white space, byte for byte otherwise: a
-// delta may end inside a character, so a block may too, and mapping
-// runes would turn two stray bytes that the white space between them
-// kept apart into one character on one side only.
 func noSpace(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if !unicode.IsSpace(r) {
-			b.WriteString(s[i : i+size])
+	return strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) {
+			return -1
 		}
-		i += size
-	}
-	return b.String()
+		return r
+	}, s)
 }

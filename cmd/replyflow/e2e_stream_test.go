@@ -306,18 +306,11 @@ func killMidStream(t *testing.T, bin, dir string, chat killChat, mode pipeline.S
 		rest = "\n\n" + para(3)
 		oa.Push(modeltest.Step{Text: rest})
 	}
-	worker := harness.Worker(bin, env, filepath.Join(dir, "worker1.log"))
-	require.NoError(t, worker.Start())
-	t.Cleanup(func() { worker.Kill() })
-	gw, err := harness.Gateway(bin, env, filepath.Join(dir, "gateway.log"))
-	require.NoError(t, err)
-	require.NoError(t, gw.Start())
-	t.Cleanup(func() { gw.Kill() })
+	startWorker := realProcesses(t, bin, dir, env)
+	worker := startWorker(1)
 	waitOn := func(what string, cond func() bool) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		require.NoError(t, chat.waitFor(ctx, cond), "waiting for %s", what)
+		waitOnFake(t, chat.waitFor, what, cond)
 	}
 	waitOn("the gateway connected", chat.up)
 
@@ -336,13 +329,7 @@ func killMidStream(t *testing.T, bin, dir string, chat killChat, mode pipeline.S
 	require.Eventually(t, func() bool { return recordedStreams(t, store) > 0 }, time.Minute, 10*time.Millisecond)
 	shownBefore := chat.bot()
 	worker.Kill()
-	worker = harness.Worker(bin, env, filepath.Join(dir, "worker2.log"))
-	require.NoError(t, worker.Start())
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the second worker's log:\n%s", worker.Tail())
-		}
-	})
+	startWorker(2)
 	final := strings.TrimSpace(rest)
 	waitOn("the complete answer", func() bool {
 		got := chat.bot()
