@@ -34,6 +34,12 @@ const (
 	// schedule's tick (HeartbeatTickWorkflow); its ID is the same for
 	// every delivery of one tick.
 	SignalHeartbeat = "heartbeat"
+	// SignalReload makes the session read its settings again (the
+	// worker's configuration and the session entry): an open chat takes a
+	// changed allow list, owner list, model chain or deadline at its next
+	// message or turn. Its payload (who asked, why) is a ReloadRequest and
+	// is optional.
+	SignalReload = "reload"
 )
 
 // Status is where a session stands, kept in the ReplyflowState search

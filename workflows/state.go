@@ -239,6 +239,12 @@ type RetryRequest struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// ReloadRequest is the optional payload of the reload signal.
+type ReloadRequest struct {
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
 func (s *TurnState) recordDelivery(d DeliveryRecord) {
 	s.Deliveries = append(s.Deliveries, d)
 	if over := len(s.Deliveries) - deliveryWindow; over > 0 {
