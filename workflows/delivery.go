@@ -109,9 +109,24 @@ func (s *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecor
 	// With changeCost, a reply on the fast path stays "thinking" in the
 	// search attributes (deliverChunk says when it is not).
 	s.attrsDirty = !s.v.cost
+	p := a.Progress
+	if p == nil {
+		p = &TurnProgress{Refs: refs}
+	}
+	p.Chunks, p.Next = chunks, 0
+	s.deliverChunks(ctx, a, rec, p, anchor)
+}
+
+// deliverChunks delivers the reply's chunks from p.Next on, parking the
+// turn when one cannot be delivered, and sets the messages' reactions
+// when the last is out.
+func (s *turns) deliverChunks(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, p *TurnProgress, anchor pipeline.Inbound) {
+	chunks, refs := p.Chunks, p.Refs
+	shownBlocks := a.Shown != nil && len(a.Shown.Blocks) > 0
 	var carried []pipeline.ReactionChange
 	var refused []string
-	for i := 0; i < len(chunks); {
+	for p.Next < len(chunks) {
+		i := p.Next
 		if a.Aborted {
 			rec.Outcome = "aborted"
 			s.reactions.react(refs, pipeline.ReactionNone)
@@ -140,7 +155,8 @@ func (s *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecor
 		refused = delivered.ReactionsFailed
 		if err != nil {
 			s.count(MetricDeliveries, map[string]string{"channel": s.key.Channel, "outcome": "failed"})
-			if !s.park(ctx, a, rec, refs, i, err) {
+			s.park(a, rec, refs, i, err)
+			if !s.parkWait(ctx, a, rec) {
 				return
 			}
 			continue // the same chunk (or the abort), with the same idempotency key
@@ -152,7 +168,7 @@ func (s *turns) deliverReply(ctx workflow.Context, a *ActiveTurn, rec *TurnRecor
 				Timer(MetricFirstChunk).Record(workflow.Now(ctx).Sub(anchor.ReceivedAt))
 		}
 		rec.Delivered++
-		i++
+		p.Next++
 	}
 	rec.Outcome, rec.Error = "answered", ""
 	if len(chunks) == 0 && !shownBlocks {
@@ -181,15 +197,20 @@ func (s *turns) chunk(text string) []string {
 }
 
 // park holds a turn whose chunk could not be delivered within the deadline:
-// ❌ on the user's messages, state delivery_failed, and a wait for the retry
-// signal. It returns false if the wait was cancelled.
-func (s *turns) park(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, refs []msgRef, chunk int, err error) bool {
+// ❌ on the user's messages, state delivery_failed; parkWait then waits for
+// the retry signal.
+func (s *turns) park(a *ActiveTurn, rec *TurnRecord, refs []msgRef, chunk int, err error) {
 	s.failTurn(rec, refs, fmt.Sprintf("delivery of chunk %d/%d failed", chunk+1, rec.Chunks), err)
 	rec.Outcome = "delivery_failed"
 	a.Phase = PhaseParked
 	s.count(MetricParked, map[string]string{"channel": s.key.Channel})
 	s.attrsDirty = true
 	s.log.Error("Delivery parked: fix the cause, then `replyflow retry` this session", "turn_id", a.TurnID, "chunk", chunk+1)
+}
+
+// parkWait waits for the retry signal (or a /stop) of a parked turn. It
+// returns false if the wait was cancelled.
+func (s *turns) parkWait(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord) bool {
 	if werr := workflow.Await(ctx, func() bool { return a.RetryRequested || a.Aborted }); werr != nil {
 		return false
 	}

@@ -63,6 +63,10 @@ func (s *turns) askModels(ctx workflow.Context, req pipeline.TurnRequest, rec *T
 			if ctx.Err() != nil {
 				return pipeline.TurnResult{}, err
 			}
+			if s.v.promises && errorType(err) == pipeline.ErrToolResultsMissing {
+				// Every model would miss the same results.
+				return pipeline.TurnResult{}, err
+			}
 			typ := modelErrorType(err)
 			s.modelAttempted(model, typ)
 			rec.Fallback = append(rec.Fallback, model+": "+typ)
@@ -118,7 +122,7 @@ func (s *turns) askModel(ctx workflow.Context, req *pipeline.TurnRequest, rec *T
 				a.Shown = shown
 			}
 		}
-		if !s.v.stream || !workerLost(err) || *losses >= maxWorkerLosses {
+		if !s.v.stream || !(workerLost(err) || (s.v.promises && errorType(err) == pipeline.ErrWorkerStopped)) || *losses >= maxWorkerLosses {
 			return result, err
 		}
 		*losses++
@@ -127,7 +131,8 @@ func (s *turns) askModel(ctx workflow.Context, req *pipeline.TurnRequest, rec *T
 	}
 }
 
-// workerLost: the attempt failed because its worker stopped heartbeating,
+// workerLost: the attempt failed because its worker stopped heartbeating
+// (a worker that stops in order says so itself: ErrWorkerStopped),
 // not because of anything the model did (a model too slow for the turn
 // is a start-to-close timeout, and its failures are ApplicationErrors).
 func workerLost(err error) bool {

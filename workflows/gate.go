@@ -45,6 +45,18 @@ func (s *engagement) askGateNow() {
 		s.cancelGateTimer = nil
 	}
 	batch := s.takeGateBuffer()
+	if s.v.promises {
+		// The batch is out of State from here on: the session counts as
+		// busy until the gate is asked, so no continue-as-new decided in
+		// this task leaves it behind. runGate counts itself again
+		// without yielding in between.
+		s.gating++
+		workflow.Go(s.ctx, func(ctx workflow.Context) {
+			s.gating--
+			s.runGate(ctx, batch)
+		})
+		return
+	}
 	workflow.Go(s.ctx, func(ctx workflow.Context) { s.runGate(ctx, batch) })
 }
 

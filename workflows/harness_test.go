@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -339,7 +340,22 @@ var errModelDown = errors.New("model down")
 // runsFromBefore makes env's session a run that began before change:
 // it records neither that change nor any newer one, as the code of its
 // time did not know them.
+//
+// It also runs on that code to its end: it never moves on to the newest
+// release at a quiet point (runsFromBeforeAndMovesOn does).
 func runsFromBefore(env *testsuite.TestWorkflowEnvironment, change string) {
+	runsFromBeforeAndMovesOn(env, change)
+	for n := 1; n <= maxMoveOnChecksInTests; n++ {
+		env.OnGetVersion(changeMoveOn+"/"+strconv.Itoa(n), workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	}
+}
+
+// maxMoveOnChecksInTests is more quiet points than any test's run has.
+const maxMoveOnChecksInTests = 500
+
+// runsFromBeforeAndMovesOn is runsFromBefore for a run that the newest
+// code executes: at its first quiet point it continues as new.
+func runsFromBeforeAndMovesOn(env *testsuite.TestWorkflowEnvironment, change string) {
 	for _, c := range changesInOrder[slices.Index(changesInOrder, change):] {
 		env.OnGetVersion(c, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	}

@@ -298,6 +298,14 @@ func (s *proposals) waitForDecisions(ctx workflow.Context, ids []string, aborted
 // decided, without buttons, and returns what the model is told.
 func (s *proposals) close(ctx workflow.Context, id string) pipeline.ToolResult {
 	p := s.get(id)
+	if s.v.promises {
+		// A copy: closing prunes the oldest decided proposals, which
+		// shifts the list under any pointer into it, and the outcome
+		// read below must be this proposal's own.
+		own := *p
+		p = &own
+		s.forgetArguments(id)
+	}
 	if p.MessageID != "" {
 		text, buttons := pipeline.RenderProposal(p.view())
 		// Shown even when the turn was aborted: its buttons must go.
@@ -329,6 +337,16 @@ func (s *proposals) close(ctx workflow.Context, id string) pipeline.ToolResult {
 		return pipeline.ToolResult{CallID: p.Call.ID, Name: p.Call.Name, IsError: true, Output: "Nobody approved this call in time (expired). It was not run."}
 	}
 	return pipeline.ToolResult{}
+}
+
+// forgetArguments drops a decided proposal's tool arguments (model
+// output, of any size): what is kept of a decided proposal answers late or
+// repeated decisions and shows the outcome, for which the summary is
+// enough, so kept proposals stay small in the carried state.
+func (s *proposals) forgetArguments(id string) {
+	if p := s.get(id); p != nil && p.Status != ProposalPending {
+		p.Call.Arguments = ""
+	}
 }
 
 func (s *proposals) prune() {

@@ -16,7 +16,9 @@ func (s *turns) dispatch(b Batch) {
 		s.enqueue(b)
 		return
 	}
-	steerable := a.Phase == PhaseModel && !a.Interrupted && b.Last().ThreadID == a.threadID() &&
+	// A stopped turn takes nothing more: what arrives after a /stop is
+	// answered by a turn of its own.
+	steerable := a.Phase == PhaseModel && !a.Interrupted && !(s.v.promises && a.Aborted) && b.Last().ThreadID == a.threadID() &&
 		(!s.v.hardened || (len(a.Steered)+len(a.SteeredBacklog)+len(b.Messages) <= maxSteered &&
 			sizeOf(a.Steered)+sizeOf(a.SteeredBacklog)+sizeOf(b.Messages) <= maxSteeredBytes))
 	switch b.Queue.Mode {
@@ -209,6 +211,12 @@ func (s *turns) retry(r RetryRequest) {
 func (s *turns) abortActive() bool {
 	if a := s.st.Active; a != nil && !a.Aborted {
 		a.Aborted = true
+		if s.v.promises && len(a.Steered) > 0 {
+			// Steered messages not yet given to the model waited like
+			// queued ones, and /stop drops everything that waited.
+			s.drop(Batch{Messages: a.Steered}, "aborted")
+			a.Steered = nil
+		}
 		if s.cancelTurn != nil {
 			s.cancelTurn()
 		}

@@ -48,6 +48,7 @@ type session struct {
 	disengages workflow.ReceiveChannel
 	feedback   workflow.ReceiveChannel
 	heartbeats workflow.ReceiveChannel
+	reloads    workflow.ReceiveChannel
 	turns      *turns
 	reactions  *reactions
 	proposals  *proposals
@@ -84,6 +85,7 @@ func SessionWorkflow(ctx workflow.Context, p SessionParams) error {
 		disengages: workflow.GetSignalChannel(ctx, SignalDisengage),
 		feedback:   workflow.GetSignalChannel(ctx, SignalFeedback),
 		heartbeats: workflow.GetSignalChannel(ctx, SignalHeartbeat),
+		reloads:    workflow.GetSignalChannel(ctx, SignalReload),
 	}
 	fresh := s.st == nil
 	if fresh {
@@ -200,19 +202,47 @@ func (s *session) loadSettings() error {
 	return nil
 }
 
-// resume restarts the timers a previous run left armed: debounce windows
-// and scheduled clears. (A run continues as new only between turns and with
-// no reply in flight, so nothing else is under way.)
+// resume restarts the timers a previous run left armed (debounce windows
+// and scheduled clears) and the turn it carried, which waits for decisions
+// or a retry (turn_progress.go). Nothing else is under way when a run
+// continues as new.
 func (s *session) resume() {
 	s.intake.resume()
 	s.engagement.resume()
 	s.reactions.resume()
+	if s.v.promises {
+		s.turns.resumeTurn()
+	}
 }
 
 // run is the main loop.
 func (s *session) run() error {
 	for {
+		if err := s.takeReloads(); err != nil {
+			return err
+		}
 		s.takeInbound()
+		if s.v.promises && s.shouldContinueAsNew() && s.mayCarry() {
+			// Before the next turn starts: a chat that never goes quiet
+			// still continues as new, carrying its queue.
+			if err := s.settle(); err != nil {
+				return err
+			}
+			if s.mayCarry() {
+				return s.continueAsNew()
+			}
+		}
+		if !s.v.promises && s.atQuietPoint() && s.movesOn() {
+			// A run of an older release takes the newest at its next
+			// quiet point, carrying what it holds.
+			if err := s.settle(); err != nil {
+				return err
+			}
+			if s.atQuietPoint() {
+				s.log.Info("Continuing as new to take the newest release of the session")
+				return s.continueAsNew()
+			}
+		}
 		if s.turns.ready() && !s.compacting {
 			s.turns.startTurn()
 		}
@@ -244,9 +274,10 @@ func (s *session) run() error {
 			continue
 		}
 		err := workflow.Await(s.ctx, func() bool {
-			return s.inbound.Len() > 0 || s.retries.Len() > 0 || (s.v.control && s.heartbeats.Len() > 0) || s.proposals.decisions.Len() > 0 || s.disengages.Len() > 0 || s.feedback.Len() > 0 || s.attrsDirty || s.idle() ||
+			return s.inbound.Len() > 0 || s.retries.Len() > 0 || (s.v.promises && s.reloads.Len() > 0) || (s.v.control && s.heartbeats.Len() > 0) || s.proposals.decisions.Len() > 0 || s.disengages.Len() > 0 || s.feedback.Len() > 0 || s.attrsDirty || s.idle() ||
 				(s.turns.ready() && !s.compacting) ||
-				(s.shouldContinueAsNew() && s.atQuietPoint())
+				(s.shouldContinueAsNew() && s.atQuietPoint()) ||
+				(s.v.promises && s.shouldContinueAsNew() && s.mayCarry())
 		})
 		if err != nil {
 			return err
@@ -297,7 +328,7 @@ func (s *session) takeInbound() {
 func (s *session) idle() bool {
 	return s.atQuietPoint() && !s.turns.queued() && !s.intake.buffering() && !s.engagement.gatePending() &&
 		!s.reactions.pending() && s.inbound.Len() == 0 && s.retries.Len() == 0 && s.proposals.decisions.Len() == 0 && s.feedback.Len() == 0 &&
-		(!s.v.control || s.heartbeats.Len() == 0)
+		(!s.v.control || s.heartbeats.Len() == 0) && (!s.v.promises || s.reloads.Len() == 0)
 }
 
 // atQuietPoint is true between turns with no side effect under way: the
@@ -305,6 +336,41 @@ func (s *session) idle() bool {
 // carried in State and re-armed by the next run.
 func (s *session) atQuietPoint() bool {
 	return !s.turns.running() && !s.reactions.busy() && !s.replies.busy() && !s.engagement.busy() && s.heartbeatReads == 0
+}
+
+// mayCarry is true where a run that took changePromises may continue as
+// new: at a quiet point, or while the turn waits for decisions or is
+// parked with nothing of its own under way (the next run resumes it from
+// State). Such a turn may hold the run for days while messages keep
+// coming, so it must not keep the history from being cut.
+func (s *session) mayCarry() bool {
+	if !s.turns.running() {
+		return s.atQuietPoint()
+	}
+	return s.turns.carriable() && !s.reactions.busy() && !s.replies.busy() && !s.engagement.busy() && s.heartbeatReads == 0
+}
+
+// takeReloads reads the settings again when the reload signal asked for
+// it (a changed configuration, or an operator's `replyflow reload`):
+// before the messages that came with it, so a sender no longer allowed is
+// refused at their next message. Runs before changePromises leave the
+// signal unread; they take the new settings when they continue as new.
+func (s *session) takeReloads() error {
+	if !s.v.promises || s.reloads.Len() == 0 {
+		return nil
+	}
+	for {
+		var r ReloadRequest
+		if !s.reloads.ReceiveAsync(&r) {
+			break
+		}
+		s.log.Info("Reloading the session's settings", "by", r.By, "reason", r.Reason)
+	}
+	if err := s.loadSettings(); err != nil {
+		return err
+	}
+	s.attrsDirty = true
+	return nil
 }
 
 // waitWhileIdle waits for work, or for the idle TTL to pass. The timer is

@@ -139,6 +139,10 @@ type ActiveTurn struct {
 	// changeStream): the preview the reply will replace, the blocks it
 	// follows. Bounded by pipeline.Shown's own bounds; gone with the turn.
 	Shown *pipeline.Shown `json:"shown,omitempty"`
+	// Progress is where the turn's coroutine stands (turn_progress.go):
+	// what a turn that waits for decisions or is parked needs to go on
+	// in the next run.
+	Progress *TurnProgress `json:"progress,omitempty"`
 }
 
 // options are the turn's chat settings; all off when it has none.

@@ -10,33 +10,52 @@ import (
 )
 
 // runTools runs a step's tool calls in order. Calls that need approval
-// are proposed first, all at once, and the turn waits (⏳ on the user's
-// messages) until each is decided or expires; then everything runs in the
-// order the model asked.
-func (s *turns) runTools(ctx workflow.Context, a *ActiveTurn, calls []pipeline.ToolCall, origin pipeline.Inbound, refs []msgRef) ([]pipeline.ToolResult, bool) {
-	proposals := map[string]string{}
-	var ids []string
-	for _, call := range calls {
-		if call.RequiresApproval {
-			id := s.approvals.propose(ctx, a.TurnID, call, origin)
-			proposals[call.ID] = id
-			ids = append(ids, id)
+// are proposed first, all at once (unless proposed says a previous run
+// posted them already), and the turn waits (⏳ on the user's messages)
+// until each is decided or expires; then everything runs in the order the
+// model asked.
+func (s *turns) runTools(ctx workflow.Context, a *ActiveTurn, p *TurnProgress, round pipeline.ToolRound, origin pipeline.Inbound, proposed []CallProposal) ([]pipeline.ToolResult, bool) {
+	calls := round.Calls
+	resumed := proposed != nil
+	if !resumed {
+		for _, call := range calls {
+			if call.RequiresApproval {
+				proposed = append(proposed, CallProposal{CallID: call.ID, ProposalID: s.approvals.propose(ctx, a.TurnID, call, origin)})
+			}
 		}
+	}
+	proposalOf := func(callID string) (string, bool) {
+		for i := len(proposed) - 1; i >= 0; i-- {
+			if proposed[i].CallID == callID {
+				return proposed[i].ProposalID, true
+			}
+		}
+		return "", false
+	}
+	ids := make([]string, 0, len(proposed))
+	for _, cp := range proposed {
+		ids = append(ids, cp.ProposalID)
 	}
 	if len(ids) > 0 {
 		a.Phase = PhaseWaiting
-		s.reactions.react(refs, pipeline.ReactionWaitingUser)
+		if !resumed {
+			s.reactions.react(p.Refs, pipeline.ReactionWaitingUser)
+		}
+		if s.v.promises {
+			p.Waiting = &WaitingStep{Round: round, Proposals: proposed}
+		}
 		s.attrsDirty = true
 		if err := s.approvals.waitForDecisions(ctx, ids, func() bool { return a.Aborted }); err != nil {
 			s.log.Warn("Waiting for decisions ended", "error", err)
 		}
+		p.Waiting = nil
 		a.Phase = PhaseModel
-		s.reactions.react(refs, pipeline.ReactionThinking)
+		s.reactions.react(p.Refs, pipeline.ReactionThinking)
 		s.attrsDirty = true
 	}
 	results := make([]pipeline.ToolResult, 0, len(calls))
 	for _, call := range calls {
-		if id, ok := proposals[call.ID]; ok {
+		if id, ok := proposalOf(call.ID); ok {
 			if res := s.approvals.close(ctx, id); res.IsError {
 				results = append(results, res)
 				continue

@@ -201,33 +201,47 @@ func (s *turns) startHeartbeat(tick pipeline.HeartbeatTick, checklist string) {
 // runTurn runs the model steps of a turn, then delivers the reply chunk by
 // chunk, recording each platform message ID before the next chunk.
 func (s *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, text string, refs []msgRef) {
-	defer func() {
-		s.requeueSteered(a)
-		s.st.Active, s.cancelTurn = nil, nil
-		rec.FinishedAt = workflow.Now(ctx)
-		s.attrsDirty = true
-		s.turnEnded(rec.Outcome, rec.Duration())
-		if a.Heartbeat != "" {
-			s.chat.heartbeatDone(a.Heartbeat, heartbeatOutcome(rec.Outcome), a.TurnID)
-		} else if s.v.control {
-			s.chat.touched()
-		}
-	}()
-	opts := a.options()
-	anchor := a.Messages[len(a.Messages)-1]
-	thinkingOn := idsOf(refs)
-	var result pipeline.TurnResult
-	reset := false
-	var rounds []pipeline.ToolRound
-	maxSteps := max(s.settings.MaxSteps, 1)
+	defer s.endTurn(ctx, a, rec)
+	p := &TurnProgress{Text: text, Refs: refs, Anchor: len(a.Messages) - 1}
+	a.Progress = p
 	newTranscript := s.st.NewTranscript
 	s.st.NewTranscript = false
+	reply, ok := s.modelSteps(ctx, a, rec, p, idsOf(refs), newTranscript)
+	if !ok {
+		return
+	}
+	s.deliverReply(ctx, a, rec, reply, a.Messages[p.Anchor], p.Refs)
+}
+
+// endTurn closes the turn, however it ended: steered messages it never
+// took are queued, and the session learns the turn is over.
+func (s *turns) endTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord) {
+	s.requeueSteered(a)
+	s.st.Active, s.cancelTurn = nil, nil
+	rec.FinishedAt = workflow.Now(ctx)
+	s.attrsDirty = true
+	s.turnEnded(rec.Outcome, rec.Duration())
+	if a.Heartbeat != "" {
+		s.chat.heartbeatDone(a.Heartbeat, heartbeatOutcome(rec.Outcome), a.TurnID)
+	} else if s.v.control {
+		s.chat.touched()
+	}
+}
+
+// modelSteps asks the models, step after step, running the tools each
+// step calls, until a step answers without tools; it returns that answer,
+// or false when the turn ended otherwise (stopped, failed).
+func (s *turns) modelSteps(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, p *TurnProgress, thinkingOn []string, newTranscript bool) (string, bool) {
+	opts := a.options()
+	anchor := a.Messages[p.Anchor]
+	var result pipeline.TurnResult
+	maxSteps := max(s.settings.MaxSteps, 1)
 	for {
 		req := pipeline.TurnRequest{
 			Session: s.key, TurnID: a.TurnID, ThreadID: anchor.ThreadID, Step: a.Step,
-			Text: text, Messages: turnMessages(a.Messages), ThinkingOn: thinkingOn,
+			Text: p.Text, Messages: turnMessages(a.Messages), ThinkingOn: thinkingOn,
 			Group: anchor.ChatType == pipeline.ChatGroup, NewTranscript: newTranscript,
-			Rounds: rounds, NoTools: a.Step >= maxSteps-1, Think: opts.Think,
+			Rounds: p.Rounds, NoTools: a.Step >= maxSteps-1, Think: opts.Think,
 		}
 		if s.v.stream {
 			req.Stream = !opts.Muted && a.Heartbeat == ""
@@ -239,10 +253,10 @@ func (s *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, te
 		var err error
 		result, err = s.askModels(stepCtx, req, rec)
 		cancel()
-		if err != nil && modelErrorType(err) == pipeline.ErrContextOverflow && !reset && !(s.v.hardened && a.stopped()) {
+		if err != nil && modelErrorType(err) == pipeline.ErrContextOverflow && !p.Reset && !(s.v.hardened && a.stopped()) {
 			// A fresh session, told to the user, and one more try, which
 			// a /stop or an interrupt cancels like any step.
-			reset = true
+			p.Reset = true
 			s.counters.Resets++
 			s.turnNotice(a, anchor, pipeline.ReplyContextReset)
 			req.NewTranscript = true
@@ -258,20 +272,20 @@ func (s *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, te
 		if s.v.hardened && a.stopped() {
 			// A stop wins over whatever the step returned: an answer
 			// that raced the cancellation is not delivered.
-			s.endStopped(a, rec, refs)
-			return
+			s.endStopped(a, rec, p.Refs)
+			return "", false
 		}
 		if err != nil {
 			if a.stopped() {
 				rec.Outcome = a.stopOutcome()
 				// A cancelled step may still show ✍️ until it sees the
 				// cancellation at its next heartbeat: clear after that.
-				s.reactions.clearLater(refs, s.settings.TurnHeartbeatTimeout.D())
-				return
+				s.reactions.clearLater(p.Refs, s.settings.TurnHeartbeatTimeout.D())
+				return "", false
 			}
-			s.failTurn(rec, refs, "agent turn failed", err)
-			s.turnNotice(a, anchor, failureReply(modelErrorType(err)))
-			return
+			s.failTurn(rec, p.Refs, "agent turn failed", err)
+			s.turnNotice(a, anchor, s.failureReply(err))
+			return "", false
 		}
 		if s.v.stream && result.Shown != nil {
 			a.Shown = result.Shown
@@ -297,50 +311,72 @@ func (s *turns) runTurn(ctx workflow.Context, a *ActiveTurn, rec *TurnRecord, te
 			next.Text = ""
 			a.Shown = &next
 		}
-		toolCtx, cancelTools := workflow.WithCancel(ctx)
-		s.cancelTurn = cancelTools
-		round := pipeline.ToolRound{Text: result.Reply, Calls: result.ToolCalls}
-		var waited bool
-		round.Results, waited = s.runTools(toolCtx, a, result.ToolCalls, anchor, refs)
-		cancelTools()
-		if opts.Verbose && !opts.Muted && !a.stopped() {
-			s.showToolLines(ctx, a, anchor, round)
-		}
-		if a.stopped() {
-			if s.v.hardened {
-				s.endStopped(a, rec, refs)
-				return
+		var ok bool
+		if thinkingOn, ok = s.toolStep(ctx, a, p, pipeline.ToolRound{Text: result.Reply, Calls: result.ToolCalls}, nil); !ok {
+			if !s.v.hardened {
+				rec.Outcome = a.stopOutcome()
+				s.reactions.clearLater(p.Refs, s.settings.TurnHeartbeatTimeout.D())
+			} else {
+				s.endStopped(a, rec, p.Refs)
 			}
-			rec.Outcome = a.stopOutcome()
-			s.reactions.clearLater(refs, s.settings.TurnHeartbeatTimeout.D())
-			return
-		}
-		if s.v.cost {
-			// The results are in the store: later steps carry references,
-			// so the turn's history does not grow with each step by every
-			// earlier result.
-			round = round.References()
-		}
-		rounds = append(rounds, round)
-		injected := append(a.Steered, a.SteeredBacklog...)
-		a.Steered, a.SteeredBacklog = nil, nil
-		thinkingOn = nil
-		if waited {
-			thinkingOn = idsOf(refs) // back from ⏳ to ✍️
-		}
-		if len(injected) > 0 {
-			text = pipeline.RenderSteered(text, textsOf(injected))
-			a.Messages = append(a.Messages, injected...)
-			refs = append(refs, refsOf(injected...)...)
-			thinkingOn = idsOf(refsOf(injected...))
-			s.reactions.react(refsOf(injected...), pipeline.ReactionThinking)
+			return "", false
 		}
 	}
-	s.deliverReply(ctx, a, rec, result.Reply, anchor, refs)
+	return result.Reply, true
+}
+
+// toolStep runs a step's tool calls (proposed is non-nil for a step that
+// a previous run carried with its proposals posted) and takes what was
+// steered in meanwhile; it returns the messages the next step shows ✍️
+// on, or false when the turn was stopped (the caller ends it).
+func (s *turns) toolStep(ctx workflow.Context, a *ActiveTurn, p *TurnProgress, round pipeline.ToolRound, proposed []CallProposal) ([]string, bool) {
+	opts := a.options()
+	anchor := a.Messages[p.Anchor]
+	toolCtx, cancelTools := workflow.WithCancel(ctx)
+	s.cancelTurn = cancelTools
+	var waited bool
+	round.Results, waited = s.runTools(toolCtx, a, p, round, anchor, proposed)
+	cancelTools()
+	if opts.Verbose && !opts.Muted && !a.stopped() {
+		s.showToolLines(ctx, a, anchor, round)
+	}
+	if a.stopped() {
+		return nil, false
+	}
+	if s.v.cost {
+		// The results are in the store: later steps carry references,
+		// so the turn's history does not grow with each step by every
+		// earlier result.
+		round = round.References()
+	}
+	p.Rounds = append(p.Rounds, round)
+	injected := append(a.Steered, a.SteeredBacklog...)
+	a.Steered, a.SteeredBacklog = nil, nil
+	var thinkingOn []string
+	if waited {
+		thinkingOn = idsOf(p.Refs) // back from ⏳ to ✍️
+	}
+	if len(injected) > 0 {
+		p.Text = pipeline.RenderSteered(p.Text, textsOf(injected))
+		a.Messages = append(a.Messages, injected...)
+		p.Refs = append(p.Refs, refsOf(injected...)...)
+		thinkingOn = idsOf(refsOf(injected...))
+		s.reactions.react(refsOf(injected...), pipeline.ReactionThinking)
+	}
+	return thinkingOn, true
 }
 
 // failureReply is what the user is told when a turn fails.
-func failureReply(errType string) string {
+func (s *turns) failureReply(err error) string {
+	if s.v.promises && errorType(err) == pipeline.ErrToolResultsMissing {
+		return pipeline.ReplyToolResultsMissing
+	}
+	return failureReplyOf(modelErrorType(err))
+}
+
+// failureReplyOf is what the user is told when a turn's models failed
+// with errType.
+func failureReplyOf(errType string) string {
 	switch errType {
 	case pipeline.ErrFormat:
 		return pipeline.ReplyFormatError

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"slices"
+	"strconv"
 
 	"go.temporal.io/sdk/workflow"
 )
@@ -59,6 +60,22 @@ const (
 	// of the same model instead of counting as the model's Timeout
 	// (askModel), up to maxWorkerLosses a step.
 	changeStream = "stream-2026-11"
+	// changePromises: a decision reaches exactly its own proposal however
+	// many are kept, and a decided proposal keeps no tool arguments; a
+	// busy chat continues as new between turns, carrying a turn that
+	// waits for decisions or is parked (it resumes in the next run);
+	// /stop drops what was steered into the stopped turn; a gated batch
+	// sent to the gate counts as busy at once; the reload signal reads
+	// the settings again; a model attempt whose worker stopped
+	// (WorkerStopped) is asked again like a lost worker, and a turn
+	// whose tool results are gone (ToolResultsMissing) ends without
+	// falling back through the chain.
+	changePromises = "promises-2026-11"
+	// changeMoveOn is read at a quiet point of a run that began before
+	// changePromises: a run that records it continues as new there, so
+	// an open session takes the newest release at its next quiet point
+	// instead of at its next idle expiry or history bound.
+	changeMoveOn = "promises-2026-11/move-on"
 )
 
 // versions are the changes this run took.
@@ -69,10 +86,11 @@ type versions struct {
 	control  bool
 	cost     bool
 	stream   bool
+	promises bool
 }
 
 // changesInOrder are the changes, oldest first.
-var changesInOrder = []string{changeHardening, changeSlack, changeSecurity, changeControl, changeCost, changeStream}
+var changesInOrder = []string{changeHardening, changeSlack, changeSecurity, changeControl, changeCost, changeStream, changePromises}
 
 // NewestChange is the newest change: a build with BuiltBefore set to it
 // behaves as the release before (replyflow-bench measures it beside
@@ -105,6 +123,10 @@ func (s *runEnv) readVersions() {
 	// and records one marker instead of one a change. A run that began
 	// before it finds no marker for it here (GetVersion answers the
 	// default without recording) and reads the older ones as it did.
+	if taken(changePromises) {
+		s.v = versions{hardened: true, slack: true, security: true, control: true, cost: true, stream: true, promises: true}
+		return
+	}
 	if taken(changeStream) {
 		s.v = versions{hardened: true, slack: true, security: true, control: true, cost: true, stream: true}
 		return
@@ -117,4 +139,19 @@ func (s *runEnv) readVersions() {
 	s.v.slack = taken(changeSlack)
 	s.v.security = taken(changeSecurity)
 	s.v.control = taken(changeControl)
+}
+
+// movesOn reports, at a quiet point of a run that began before the newest
+// change, whether it continues as new there to take the newest release.
+// A run replaying a history recorded before this check existed finds no
+// marker and stays; a run executing now records the marker and moves.
+// Each check has a change ID of its own (numbered in the run's order):
+// the SDK remembers the first answer for an ID, and a run that replayed
+// its older quiet points (answered "stay") must still move at a new one.
+func (s *runEnv) movesOn() bool {
+	if s.v.promises || slices.Contains(changesInOrder, BuiltBefore) {
+		return false
+	}
+	s.moveOnChecks++
+	return workflow.GetVersion(s.ctx, changeMoveOn+"/"+strconv.Itoa(s.moveOnChecks), workflow.DefaultVersion, 1) >= 1
 }
