@@ -59,6 +59,10 @@ func (s *Store) Claim(ctx context.Context, code, who string) (bool, error) {
 	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO owners (who, claimed_at) VALUES (?, ?) ON CONFLICT (who) DO NOTHING`), who, time.Now().UTC()); err != nil {
 		return false, fmt.Errorf("record owner %s: %w", who, err)
 	}
+	// The other codes claim nothing from now on: they go.
+	if _, err := tx.ExecContext(ctx, `DELETE FROM claim_codes WHERE used_by = ''`); err != nil {
+		return false, fmt.Errorf("delete the unused claim codes: %w", err)
+	}
 	return true, tx.Commit()
 }
 

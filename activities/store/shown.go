@@ -10,15 +10,15 @@ import (
 
 // SaveShown records what a turn's streamed answer shows now (a JSON
 // pipeline.Shown), replacing what was recorded before. Rows older than
-// toolResultsKept are deleted on the way.
+// the tool results' retention are deleted on the way.
 func (s *Store) SaveShown(ctx context.Context, sessionID, turnID, shownJSON string) error {
 	now := time.Now().UTC()
+	if err := s.prune(ctx, s.db, "stream_shown", "session_id, turn_id", "updated_at", now.Add(-s.retention.ToolResults)); err != nil {
+		return fmt.Errorf("record what turn %s of %s showed: %w", turnID, sessionID, err)
+	}
 	if _, err := s.db.ExecContext(ctx, s.q(`INSERT INTO stream_shown (session_id, turn_id, shown, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (session_id, turn_id) DO UPDATE SET shown = excluded.shown, updated_at = excluded.updated_at`),
 		sessionID, turnID, shownJSON, now); err != nil {
 		return fmt.Errorf("record what turn %s of %s showed: %w", turnID, sessionID, err)
-	}
-	if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM stream_shown WHERE updated_at < ?`), now.Add(-toolResultsKept)); err != nil {
-		return fmt.Errorf("delete old stream records: %w", err)
 	}
 	return nil
 }

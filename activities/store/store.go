@@ -5,6 +5,7 @@
 //
 // Only activities use it. Every write is idempotent, keyed by turn and
 // message IDs, because activities run at least once.
+// Every table has a retention (retention.go says which, and how long).
 package store
 
 import (
@@ -36,14 +37,15 @@ const postgresMaxConns = 8
 
 // Store is the database behind the activities.
 type Store struct {
-	db       *sql.DB
-	postgres bool
+	db        *sql.DB
+	postgres  bool
+	retention Retention
 }
 
 // Open opens the store named by dsn: a postgres:// (or postgresql://) URL,
 // or a SQLite file path (its folder is created), and applies migrations.
 func Open(ctx context.Context, dsn string) (*Store, error) {
-	s := &Store{}
+	s := &Store{retention: DefaultRetention()}
 	var err error
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		s.postgres = true
@@ -251,16 +253,43 @@ func (s *Store) SaveSettings(ctx context.Context, e Entry) error {
 
 // StartTranscript points the session at a new transcript named by key
 // (a turn ID, so a repeated call does nothing new) and keeps its settings.
+// The transcript it leaves is recorded as left, to be deleted
+// Retention.Transcripts later.
 func (s *Store) StartTranscript(ctx context.Context, sessionID, key string) (string, error) {
 	if _, err := s.SessionEntry(ctx, sessionID); err != nil {
 		return "", err
 	}
 	id := sessionID + "#" + key
-	_, err := s.db.ExecContext(ctx, s.q(`UPDATE sessions SET transcript_id = ?, updated_at = ? WHERE session_id = ?`), id, time.Now().UTC(), sessionID)
-	if err != nil {
+	if err := s.startTranscript(ctx, sessionID, id); err != nil {
 		return "", fmt.Errorf("start a new transcript for %s: %w", sessionID, err)
 	}
 	return id, nil
+}
+
+func (s *Store) startTranscript(ctx context.Context, sessionID, id string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	var current string
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT transcript_id FROM sessions WHERE session_id = ?`), sessionID).Scan(&current); err != nil {
+		return err
+	}
+	if current == id {
+		return nil
+	}
+	now := time.Now().UTC()
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO abandoned_transcripts (transcript_id, abandoned_at) VALUES (?, ?) ON CONFLICT (transcript_id) DO UPDATE SET abandoned_at = excluded.abandoned_at`), current, now); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM abandoned_transcripts WHERE transcript_id = ?`), id); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET transcript_id = ?, updated_at = ? WHERE session_id = ?`), id, now, sessionID); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // Message is one message of a transcript. Key makes its write idempotent
@@ -274,7 +303,9 @@ type Message struct {
 }
 
 // Append adds messages to a transcript, in order; a message whose key is
-// already there is skipped.
+// already there is skipped. On the way it trims the transcript to its
+// retention (CurrentTranscriptKept at least) and deletes transcripts left
+// longer ago than Retention.Transcripts.
 func (s *Store) Append(ctx context.Context, transcriptID string, msgs []Message) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -292,6 +323,18 @@ func (s *Store) Append(ctx context.Context, transcriptID string, msgs []Message)
 		if err != nil {
 			return fmt.Errorf("append %s to transcript %s: %w", m.Key, transcriptID, err)
 		}
+	}
+	// The newest message's, as written: a message already there took no
+	// new number.
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT COALESCE(MAX(seq), 0) FROM transcript_messages WHERE transcript_id = ?`), transcriptID).Scan(&seq); err != nil {
+		return fmt.Errorf("append to transcript %s: %w", transcriptID, err)
+	}
+	cutoff := time.Now().Add(-s.retention.Transcripts)
+	if err := s.trimCurrent(ctx, tx, transcriptID, seq, cutoff); err != nil {
+		return err
+	}
+	if err := s.pruneAbandoned(ctx, tx, cutoff); err != nil {
+		return err
 	}
 	return tx.Commit()
 }
@@ -317,8 +360,12 @@ func (s *Store) Recent(ctx context.Context, transcriptID string, limit int) ([]M
 	return out, rows.Err()
 }
 
-// MapMessage records the platform's ID of an internal message.
+// MapMessage records the platform's ID of an internal message. Entries
+// older than Retention.Deliveries are deleted on the way.
 func (s *Store) MapMessage(ctx context.Context, sessionID, internalID, platformID string) error {
+	if err := s.prune(ctx, s.db, "message_ids", "session_id, internal_id", "created_at", time.Now().Add(-s.retention.Deliveries)); err != nil {
+		return fmt.Errorf("map message %s of %s: %w", internalID, sessionID, err)
+	}
 	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO message_ids (session_id, internal_id, platform_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (session_id, internal_id) DO NOTHING`),
 		sessionID, internalID, platformID, time.Now().UTC())
 	if err != nil {
@@ -360,8 +407,12 @@ type Feedback struct {
 	CreatedAt  time.Time
 }
 
-// AddFeedback records a feedback event once.
+// AddFeedback records a feedback event once. Events older than
+// Retention.Feedback are deleted on the way.
 func (s *Store) AddFeedback(ctx context.Context, f Feedback) error {
+	if err := s.prune(ctx, s.db, "feedback_events", "event_id", "created_at", time.Now().Add(-s.retention.Feedback)); err != nil {
+		return fmt.Errorf("record feedback %s: %w", f.EventID, err)
+	}
 	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO feedback_events (event_id, session_id, message_id, unresolved, sender_id, emoji, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`),
 		f.EventID, f.SessionID, f.MessageID, f.Unresolved, f.SenderID, f.Emoji, f.CreatedAt.UTC())
 	if err != nil {

@@ -6,22 +6,18 @@ import (
 	"time"
 )
 
-// toolResultsKept is how long a tool result stays: far longer than any
-// turn (REPLYFLOW_TURN_TIMEOUT bounds each step), short enough that the
-// table stays small.
-const toolResultsKept = 48 * time.Hour
-
 // SaveToolResult keeps a tool call's result for the later steps of its
 // turn. A second write of the same call (a retried write) changes
-// nothing. Results older than toolResultsKept are deleted on the way.
+// nothing. Results older than the retention (Retention.ToolResults, as
+// long as a turn may still read them) are deleted on the way.
 func (s *Store) SaveToolResult(ctx context.Context, sessionID, turnID, callID, output string, isError bool) error {
 	now := time.Now().UTC()
+	if err := s.prune(ctx, s.db, "tool_results", "session_id, turn_id, call_id", "created_at", now.Add(-s.retention.ToolResults)); err != nil {
+		return fmt.Errorf("save the result of tool call %s (turn %s of %s): %w", callID, turnID, sessionID, err)
+	}
 	if _, err := s.db.ExecContext(ctx, s.q(`INSERT INTO tool_results (session_id, turn_id, call_id, output, is_error, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, turn_id, call_id) DO NOTHING`),
 		sessionID, turnID, callID, output, isError, now); err != nil {
 		return fmt.Errorf("save the result of tool call %s (turn %s of %s): %w", callID, turnID, sessionID, err)
-	}
-	if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM tool_results WHERE created_at < ?`), now.Add(-toolResultsKept)); err != nil {
-		return fmt.Errorf("delete old tool results: %w", err)
 	}
 	return nil
 }

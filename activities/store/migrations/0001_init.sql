@@ -1,5 +1,5 @@
 -- Session entries: settings that outlive a workflow run, and the current
--- transcript.
+-- transcript. Kept: one row per session, its settings.
 CREATE TABLE sessions (
     session_id     TEXT PRIMARY KEY,
     transcript_id  TEXT NOT NULL,
@@ -11,6 +11,9 @@ CREATE TABLE sessions (
 );
 
 -- Transcripts: one row per message, keyed so a repeated write is a no-op.
+-- Kept (store/retention.go): a left transcript, REPLYFLOW_TRANSCRIPT_RETENTION
+-- after it was left, a current one, its messages newer than that and
+-- always its newest 200.
 CREATE TABLE transcript_messages (
     transcript_id TEXT NOT NULL,
     message_key   TEXT NOT NULL,
@@ -23,7 +26,8 @@ CREATE TABLE transcript_messages (
 );
 CREATE INDEX transcript_messages_by_seq ON transcript_messages (transcript_id, seq);
 
--- The internal-to-platform message ID map.
+-- The internal-to-platform message ID map, the delivery ledger. Kept:
+-- REPLYFLOW_DELIVERY_RETENTION after the chunk was sent.
 CREATE TABLE message_ids (
     session_id  TEXT NOT NULL,
     internal_id TEXT NOT NULL,
@@ -33,7 +37,8 @@ CREATE TABLE message_ids (
 );
 CREATE INDEX message_ids_by_platform ON message_ids (session_id, platform_id);
 
--- Reaction feedback on the bot's messages.
+-- Reaction feedback on the bot's messages. Kept:
+-- REPLYFLOW_FEEDBACK_RETENTION after the reaction.
 CREATE TABLE feedback_events (
     event_id   TEXT PRIMARY KEY,
     session_id TEXT NOT NULL,

@@ -1,8 +1,9 @@
 -- Tool results kept for the later model steps of their turn (issue 22):
 -- the workflow passes references, so a turn's history does not carry
 -- every earlier result again at each step. A result is written once, by
--- the tool's activity (which runs once), and read by the steps after it;
--- rows older than two days are deleted as new ones are written.
+-- the tool's activity (which runs once), and read by the steps after it.
+-- Kept: as long as its turn may still read it (store.ToolResultsRetention,
+-- at least two days), deleted as new ones are written.
 CREATE TABLE tool_results (
     session_id TEXT NOT NULL,
     turn_id    TEXT NOT NULL,
