@@ -92,6 +92,14 @@ type Inlet interface {
 	adapters.FeedbackSink
 }
 
+// Router is an Inlet that says which session a message goes to: the
+// Ingress, whose per-sender scope gives each sender of a group a session
+// of their own. The Limiter asks it, so that "is this session new" means
+// the session the message starts, not the chat it was written in.
+type Router interface {
+	SessionOf(in pipeline.Inbound) pipeline.SessionKey
+}
+
 // Notifier sends the slow-down notice on the platforms that can; the
 // gateway's Serving is one.
 type Notifier interface {
@@ -107,8 +115,10 @@ type Notifier interface {
 //     reactions;
 //   - per chat (the session): messages and button presses;
 //   - new sessions from senders that are not known (see Limits), one
-//     bucket for the gateway: a message whose session the gateway has
-//     not accepted lately. "Lately" is a bounded memory of the sessions
+//     bucket for the gateway: a message whose session (as the Router
+//     routes it: under per-sender scope, its sender's session of the
+//     group) the gateway has not accepted lately. "Lately" is a bounded
+//     memory of the sessions
 //     it accepted, kept in this process: after a gateway restart every
 //     session looks new once, so a burst of strangers' messages right
 //     after a restart can meet this limit early. That is acceptable: the
@@ -132,10 +142,10 @@ type Limiter struct {
 	now func() time.Time
 
 	mu       sync.Mutex
-	senders  *lru[*bucket] // by channel:sender; nil when off
-	chats    *lru[*bucket] // by session workflow ID; nil when off
-	starts   *bucket       // new sessions; nil when off
-	recent   *lru[struct{}]
+	senders  *lru[*bucket]   // by channel:sender; nil when off
+	chats    *lru[*bucket]   // by the chat's session workflow ID; nil when off
+	starts   *bucket         // new sessions; nil when off
+	recent   *lru[struct{}]  // by the routed session's workflow ID
 	windows  *lru[time.Time] // limit and key: when its quiet window ends
 	notices  *rate.Limiter
 	notifier Notifier
@@ -212,8 +222,8 @@ func (l *Limiter) Wait() { l.sending.Wait() }
 
 // Accept hands in on unless a limit refuses it.
 func (l *Limiter) Accept(ctx context.Context, in pipeline.Inbound) error {
-	session := in.Session().WorkflowID()
-	ask := charge{sender: in.Channel + ":" + in.SenderID, session: session, chat: true, mayStart: !l.isKnown(in)}
+	chat := in.Session().WorkflowID()
+	ask := charge{sender: in.Channel + ":" + in.SenderID, chat: chat, session: l.sessionOf(in).WorkflowID(), mayStart: !l.isKnown(in)}
 	return l.through(ask, in, func() error { return l.next.Accept(ctx, in) })
 }
 
@@ -225,6 +235,15 @@ func (l *Limiter) Feedback(ctx context.Context, f pipeline.Feedback) error {
 	return l.through(ask, in, func() error { return l.next.Feedback(ctx, f) })
 }
 
+// sessionOf is the session in goes to: the Router's answer, or the
+// chat's session when next routes by chat.
+func (l *Limiter) sessionOf(in pipeline.Inbound) pipeline.SessionKey {
+	if r, ok := l.next.(Router); ok {
+		return r.SessionOf(in)
+	}
+	return in.Session()
+}
+
 // isKnown: a sender an explicit entry names, or the adapter vouches is
 // an owner.
 func (l *Limiter) isKnown(in pipeline.Inbound) bool {
@@ -232,11 +251,12 @@ func (l *Limiter) isKnown(in pipeline.Inbound) bool {
 }
 
 // charge is what one event costs: its sender's token, its chat's when
-// chat, and a new session's when mayStart and its session is not
-// recent.
+// chat is set (the chat's session, whatever the scope: the chat limit
+// holds a crowd flooding one chat), and a new session's when mayStart
+// and session (where the event goes) is not recent.
 type charge struct {
-	sender, session string
-	chat, mayStart  bool
+	sender, chat, session string
+	mayStart              bool
 }
 
 // refusal is a limit that refused, for which key, and when it takes a
@@ -269,8 +289,8 @@ func (l *Limiter) admit(now time.Time, ask charge) ([]*bucket, *refusal) {
 	if l.senders != nil {
 		costs = append(costs, cost{LimitSender, ask.sender, l.senders.getOrPut(ask.sender, func() *bucket { return newBucket(l.limits.Sender) })})
 	}
-	if l.chats != nil && ask.chat {
-		costs = append(costs, cost{LimitChat, ask.session, l.chats.getOrPut(ask.session, func() *bucket { return newBucket(l.limits.Chat) })})
+	if l.chats != nil && ask.chat != "" {
+		costs = append(costs, cost{LimitChat, ask.chat, l.chats.getOrPut(ask.chat, func() *bucket { return newBucket(l.limits.Chat) })})
 	}
 	if l.starts != nil && ask.mayStart && !l.recent.has(ask.session) {
 		costs = append(costs, cost{LimitNewSessions, ask.session, l.starts})
@@ -336,7 +356,7 @@ func (l *Limiter) refuse(r refusal, in pipeline.Inbound) error {
 	l.mu.Unlock()
 
 	if warn {
-		fields := []any{"channel", in.Channel, "sender", in.SenderID, "session", in.Session().WorkflowID(),
+		fields := []any{"channel", in.Channel, "sender", in.SenderID, "session", l.sessionOf(in).WorkflowID(),
 			"limit", r.limit, "retry_after", r.retryAfter.Round(time.Millisecond), "quiet_for", NoticeWindow}
 		if r.limit == LimitNewSessions {
 			fields = append(fields, "refused_since_last_warning", quiet)

@@ -411,3 +411,28 @@ func TestOffTurnsEveryLimitOff(t *testing.T) {
 	assert.Nil(t, r.senders)
 	assert.Nil(t, r.recent, "no memory of sessions is kept when nothing uses it")
 }
+
+// perSenderInlet routes as the Ingress does under per-sender scope.
+type perSenderInlet struct{ inlet }
+
+func (p *perSenderInlet) SessionOf(in pipeline.Inbound) pipeline.SessionKey {
+	return in.SessionIn(pipeline.SessionScopePerSender)
+}
+
+func TestUnderPerSenderScopeASendersFirstMessageInAGroupIsANewSession(t *testing.T) {
+	next := &perSenderInlet{}
+	l := NewLimiter(next, Limits{NewSessions: Rate{Burst: 1, Every: time.Hour}}, slog.New(slog.DiscardHandler))
+	ctx := t.Context()
+	group := func(sender string, n int) pipeline.Inbound {
+		in := msg("telegram", "-100", sender, n)
+		in.ChatType = pipeline.ChatGroup
+		return in
+	}
+	require.NoError(t, l.Accept(ctx, group("alice", 1)), "alice's session starts")
+	require.NoError(t, l.Accept(ctx, group("alice", 2)), "alice's session is not new any more")
+	err := l.Accept(ctx, group("bob", 3))
+	limited, ok := adapters.AsRateLimited(err)
+	require.True(t, ok, "bob's first message starts bob's own session, a new one: %v", err)
+	assert.Equal(t, LimitNewSessions, limited.Limit)
+	assert.Equal(t, 2, next.count())
+}
