@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -39,6 +40,10 @@ type Receiver struct {
 	cfg     ReceiverConfig
 	logger  *slog.Logger
 	members *members.Counter // nil without CountMembers
+	// catchup is the Socket Mode receiver's, while it runs; nil in
+	// events mode.
+	catchup     atomic.Pointer[catchup]
+	catchupTune catchupTune
 }
 
 // NewReceiver checks the config and returns the receiver.
@@ -74,7 +79,12 @@ var errNotAccepted = errors.New("not accepted")
 // only when the sink did not accept it; an event that can never be used
 // is logged and dropped.
 func (r *Receiver) HandleEvent(ctx context.Context, ev slackevents.EventsAPIEvent) error {
-	return r.deliver(ctx, Normalize(r.cfg.Bot, r.cfg.Mode, ev, r.cfg.Now()), eventID(ev))
+	e := Normalize(r.cfg.Bot, r.cfg.Mode, ev, r.cfg.Now())
+	err := r.deliver(ctx, e, eventID(ev))
+	if c := r.catchup.Load(); c != nil && e.Inbound != nil && ctx.Err() == nil {
+		c.noted(*e.Inbound, err == nil)
+	}
+	return err
 }
 
 // HandleInteraction hands one button press to the sink, as HandleEvent.

@@ -32,7 +32,10 @@ const DefaultStaleAfter = 2 * time.Minute
 
 // RunSocket receives events over Socket Mode until ctx is done. Each
 // events_api and interactive envelope is acked only after the sink
-// accepted it; one it did not stays unacked, and Slack sends it again.
+// accepted it; one it did not stays unacked, and Slack sends it again, a
+// few times: after every connection, and after a refusal until Temporal
+// takes messages again, the catch-up (catchup.go) fetches from the
+// conversations' history what Slack gave up sending.
 // Other envelopes (hello, disconnect, slash commands) are acked or
 // handled by slack-go and skipped.
 //
@@ -50,7 +53,8 @@ func (r *Receiver) RunSocket(ctx context.Context, cfg SocketConfig) error {
 	if cfg.APIURL != "" {
 		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
 	}
-	client := socketmode.New(slack.New(cfg.BotToken, opts...), socketmode.OptionPingInterval(cfg.StaleAfter))
+	api := slack.New(cfg.BotToken, opts...)
+	client := socketmode.New(api, socketmode.OptionPingInterval(cfg.StaleAfter))
 	report := func(h adapters.Health) {
 		if cfg.Health != nil {
 			cfg.Health.Report(Channel, h)
@@ -64,8 +68,17 @@ func (r *Receiver) RunSocket(ctx context.Context, cfg SocketConfig) error {
 		cancel()
 	}()
 	work := lanes.New(socketLanes, socketQueued)
+	catchup := newCatchup(r, api, work)
+	r.catchup.Store(catchup)
+	defer r.catchup.Store(nil)
+	caughtUp := make(chan struct{})
+	go func() {
+		defer close(caughtUp)
+		catchup.run(ctx)
+	}()
 	err := r.consume(ctx, client, work, report)
 	cancel()
+	<-caughtUp  // it queues no more work
 	work.Wait() // hand-offs end with ctx; their envelopes stay unacked
 	if runErr := <-failed; runErr != nil {
 		err = runErr
@@ -121,6 +134,9 @@ func (r *Receiver) consume(ctx context.Context, client *socketmode.Client, work 
 			}
 		case socketmode.EventTypeHello:
 			report(adapters.Health{State: adapters.StateUp})
+			if c := r.catchup.Load(); c != nil {
+				c.reconnected()
+			}
 		case socketmode.EventTypeConnectionError:
 			h := adapters.Health{State: adapters.StateConnecting}
 			if e, ok := evt.Data.(*slack.ConnectionErrorEvent); ok {
