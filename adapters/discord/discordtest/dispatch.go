@@ -105,6 +105,30 @@ func (s *Server) RefuseConnections(refuse bool) {
 	s.gw.refuse = refuse
 }
 
+// RefuseIdentifies closes every IDENTIFY from now on with code and
+// Discord's reason for it, as Discord answers one it will not take: 4004
+// a token reset since, 4010 or 4011 a shard, 4012 an API version, 4013
+// or 4014 the intents (4014 once the Message Content Intent is switched
+// off in the Developer Portal; DenyMessageContent is that from the
+// start). A RESUME is not refused by it: with InvalidateSessions, it gets
+// op 9 and the IDENTIFY that follows is closed. 0 takes them again.
+func (s *Server) RefuseIdentifies(code int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gw.refuseIdentify = code
+}
+
+// CloseConnections ends every connection with a close frame of code
+// (4000 "Unknown error." is Discord's "try reconnecting"); the sessions
+// stay resumable, InvalidateSessions ends them too.
+func (s *Server) CloseConnections(code int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.gw.conns {
+		c.send(frame{closeCode: code, closeText: closeText(code)})
+	}
+}
+
 // Reconnect sends op 7 on every connection: Discord asks the client to
 // reconnect and resume.
 func (s *Server) Reconnect() {

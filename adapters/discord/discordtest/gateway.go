@@ -45,6 +45,8 @@ type gatewayState struct {
 	resumes    []Resume
 	heartbeats int
 	refuse     bool
+	// refuseIdentify is the close code every IDENTIFY gets; 0 serves them.
+	refuseIdentify int
 }
 
 type gwSession struct {
@@ -67,6 +69,10 @@ type gwConn struct {
 	done    chan struct{} // closed when the connection ends
 	session *gwSession
 	zombie  bool
+	// closing says the fake sent a close frame: the client's close that
+	// answers it is the closing handshake, not the client ending its
+	// session.
+	closing bool
 }
 
 type frame struct {
@@ -79,6 +85,9 @@ type frame struct {
 // Discord drops it. s.mu must be held (the queue's order is the seq
 // order).
 func (c *gwConn) send(f frame) {
+	if f.closeCode != 0 {
+		c.closing = true
+	}
 	select {
 	case c.out <- f:
 	default:
@@ -147,11 +156,12 @@ func (s *Server) readLoop(c *gwConn) {
 		_, data, err := c.ws.ReadMessage()
 		if err != nil {
 			// Closing with 1000 or 1001 ends the session: it cannot be
-			// resumed. A lost connection or another code keeps it.
+			// resumed. A lost connection or another code keeps it, and
+			// so does the client's answer to a close the fake sent.
 			var ce *websocket.CloseError
 			if errors.As(err, &ce) && (ce.Code == websocket.CloseNormalClosure || ce.Code == websocket.CloseGoingAway) {
 				s.mu.Lock()
-				if c.session != nil {
+				if c.session != nil && !c.closing {
 					c.session.invalid = true
 				}
 				s.mu.Unlock()
@@ -215,6 +225,8 @@ func (s *Server) identify(c *gwConn, d json.RawMessage) {
 		refuse(4005, "Already authenticated.")
 	case !s.tokenOK(id.Token):
 		refuse(4004, "Authentication failed.")
+	case s.gw.refuseIdentify != 0:
+		refuse(s.gw.refuseIdentify, closeText(s.gw.refuseIdentify))
 	case rec.MessageContent && s.DenyMessageContent:
 		refuse(4014, "Disallowed intent(s).")
 	default:
@@ -231,6 +243,16 @@ func (s *Server) identify(c *gwConn, d json.RawMessage) {
 	}
 	s.gw.identifies = append(s.gw.identifies, rec)
 }
+
+// closeTexts are the reasons Discord gives with its close codes.
+var closeTexts = map[int]string{
+	4000: "Unknown error.", 4001: "Unknown opcode.", 4002: "Decode error.", 4003: "Not authenticated.",
+	4004: "Authentication failed.", 4005: "Already authenticated.", 4007: "Invalid seq.", 4008: "Rate limited.",
+	4009: "Session timed out.", 4010: "Invalid shard.", 4011: "Sharding required.", 4012: "Invalid API version.",
+	4013: "Invalid intent(s).", 4014: "Disallowed intent(s).",
+}
+
+func closeText(code int) string { return closeTexts[code] }
 
 func (s *Server) resume(c *gwConn, d json.RawMessage) {
 	var r struct {

@@ -303,3 +303,33 @@ func TestGatewayOpcode7ReconnectResumes(t *testing.T) {
 		t.Errorf("got %q, want the message on the resumed session", got.Content)
 	}
 }
+
+func TestGatewayRefusesTheIdentifyAfterARefusedResume(t *testing.T) {
+	fake, dg := start(t, calm)
+	ev := connect(t, dg, allIntents)
+	next(t, ev.ready, "READY")
+	settled(t, dg)
+	fake.RefuseIdentifies(4014)
+	fake.InvalidateSessions()
+	fake.DropConnections()
+	// discordgo resumes, takes op 9, identifies on the same connection and
+	// is closed with 4014 (then does it again, by itself, with backoff).
+	waitFor(t, fake, "a refused IDENTIFY after the RESUME", func() bool { return len(fake.Identifies()) >= 2 })
+	if r, id := fake.Resumes(), fake.Identifies(); len(r) < 1 || r[0].Resumed || id[1].CloseCode != 4014 || id[1].Session != "" {
+		t.Errorf("resumes = %+v, identifies = %+v; want the RESUME refused with op 9, then the IDENTIFY closed with 4014", r, id)
+	}
+}
+
+func TestGatewayCloseWithACodeKeepsTheSession(t *testing.T) {
+	fake, dg := start(t, calm)
+	ev := connect(t, dg, allIntents)
+	next(t, ev.ready, "READY")
+	settled(t, dg)
+	fake.CloseConnections(4000)
+	// discordgo answers the close with its own 1000, which is the closing
+	// handshake, not the end of the session.
+	next(t, ev.resumed, "RESUMED")
+	if r := fake.Resumes(); len(r) != 1 || !r[0].Resumed || len(fake.Identifies()) != 1 {
+		t.Errorf("resumes = %+v, identifies %d; want the session resumed after close 4000", r, len(fake.Identifies()))
+	}
+}

@@ -24,7 +24,11 @@
 // content, except those mentioning the bot, as Discord sends them.
 //
 // Sessions live until the client closes with 1000 or 1001 (as on
-// Discord) or InvalidateSessions: what a session misses while no
+// Discord; not its answer to a close the fake sent) or InvalidateSessions;
+// CloseConnections ends connections with a close code, RefuseIdentifies
+// closes IDENTIFYs with one (4004, 4010 to 4014), so a RESUME refused with
+// op 9 can be followed by a refused IDENTIFY, as after an intent is
+// switched off: what a session misses while no
 // connection carries it is replayed on RESUME, never after a fresh
 // IDENTIFY, so "posted while the gateway was down" reaches a new session
 // only through the REST history. Not modelled: the fake's own rate
