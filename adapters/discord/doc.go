@@ -12,9 +12,19 @@
 // messages, their reactions and the privileged MESSAGE_CONTENT. Discord
 // closes an IDENTIFY that asks for an intent the application may not use
 // with 4014; the gateway then logs it, shows "failed" on /healthz with
-// MessageContentHint, and keeps trying (backoff up to 30 s), so enabling
-// the intent in the Developer Portal (Bot tab) is enough. A refused token (4004) is
-// the one failure that stops the gateway (Serving.Failed). discordgo's own
+// MessageContentHint, and keeps trying (backoff up to 30 s, within the
+// identify budget), so enabling the intent in the Developer Portal (Bot
+// tab) is enough. The refusals no retry fixes (4004 token, 4010 and 4011
+// shards, 4012 API version, 4013 intents) stop the gateway
+// (Serving.Failed), each with its cause and what to do. Either is handled
+// wherever it comes: at the first IDENTIFY, or at the one discordgo sends
+// by itself after Discord refused a RESUME (op 9), whose close code it
+// keeps to itself; the gateway then identifies once more on a new
+// discordgo session to learn it. Every IDENTIFY spends the identify
+// budget (budget.go): at most 100 in any 24 hours per gateway process, a
+// tenth of the 1,000 after which Discord resets the token; once spent,
+// even a RESUME waits (it may end in an IDENTIFY), and /healthz says
+// until when. discordgo's own
 // reconnect is off: Run reconnects itself (at once, then with backoff
 // from 1 s to 30 s), so each
 // end of a connection is logged and /healthz says connecting, up or

@@ -78,8 +78,9 @@ func (p *Platform) Validate() []error {
 // Serve connects to Discord's gateway in the background, so that Discord
 // being unreachable holds up no other platform, and keeps it connected
 // until ctx is done. Serving.Failed reports a refusal no retry fixes (a
-// wrong token); a refused Message Content Intent is shown on /healthz
-// and retried, so enabling it in the Developer Portal is enough.
+// wrong token, a shard, the API version, invalid intents); a refused
+// Message Content Intent is shown on /healthz and retried within the
+// identify budget, so enabling it in the Developer Portal is enough.
 func (p *Platform) Serve(ctx context.Context, gw adapters.GatewaySide) (adapters.Serving, error) {
 	g, err := NewGateway(GatewayConfig{
 		Token: p.Token, HTTPClient: p.httpClient(),

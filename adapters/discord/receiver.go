@@ -51,6 +51,10 @@ type tuning struct {
 	drain time.Duration
 	// maxPresses bounds the button presses handled at once.
 	maxPresses int
+	// identifyBurst and identifyEvery are the identify budget's bucket:
+	// its size, and how often it gains one IDENTIFY back.
+	identifyBurst int
+	identifyEvery time.Duration
 }
 
 func defaultTuning() tuning {
@@ -68,6 +72,8 @@ func defaultTuning() tuning {
 		watchTick:      time.Second,
 		drain:          5 * time.Second,
 		maxPresses:     64,
+		identifyBurst:  10,
+		identifyEvery:  16 * time.Minute,
 	}
 }
 

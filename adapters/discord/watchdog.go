@@ -41,9 +41,10 @@ func (g *Gateway) watch(ctx context.Context) {
 		if !g.up.Load() {
 			continue
 		}
-		g.session.RLock()
-		ack := g.session.LastHeartbeatAck
-		g.session.RUnlock()
+		ws := g.ws.Load()
+		ws.RLock()
+		ack := ws.LastHeartbeatAck
+		ws.RUnlock()
 		if c := g.conn.Load(); c != conn {
 			conn, lastAck, gaps, longest = c, ack, 0, 0
 			continue
@@ -66,6 +67,6 @@ func (g *Gateway) watch(ctx context.Context) {
 		g.logger.Warn("Discord gateway connection silent: no heartbeat ACK and no event; closing it to connect again (the session is kept, so its RESUME replays what was held back)",
 			"silent_for", quiet.Round(time.Millisecond), "heartbeat_interval", longest.Round(time.Millisecond))
 		gaps = 0 // judged once per connection
-		_ = g.session.CloseWithCode(closeResumable)
+		_ = ws.CloseWithCode(closeResumable)
 	}
 }
