@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
+	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/internal/lanes"
 	"github.com/replyflow/replyflow/pipeline"
 )
@@ -37,11 +39,15 @@ import (
 //
 // The cursors are this process's memory, as the gateway is stateless:
 // they survive reconnections and Temporal outages, which is what Slack's
-// giving up meets. A gateway restart forgets them: a message whose
-// deliveries ran out while no gateway was running, or whose conversation
-// this gateway has not seen since it started, is not fetched. With two
-// gateways each catches up the conversations it saw; the copies are
-// dropped by the session's dedupe.
+// giving up meets. A gateway that starts takes its first cursors from
+// Temporal instead, as Discord's catch-up does: the running Slack
+// sessions of its team, each from when it last took a message
+// (ReplyflowLastInboundAt, else its start) less seedMargin. So after a
+// restart a message of a running session whose deliveries ran out while
+// no gateway was up is fetched too; the first message of a conversation
+// with no running session, posted then, is not. With two gateways each
+// catches up the conversations it knows; the copies are dropped by the
+// session's dedupe.
 const (
 	// CatchupConversations bounds the conversations with a cursor: past
 	// it the one quiet the longest is forgotten (and not caught up). A
@@ -63,6 +69,11 @@ const (
 	// older than that is not answered now.
 	CatchupMaxAge = 24 * time.Hour
 )
+
+// seedMargin is taken off a running session's last message when it
+// seeds a cursor: the session's clock and Slack's differ a little, and a
+// message fetched twice is dropped by the session's dedupe.
+const seedMargin = time.Minute
 
 // catchupTune are the catch-up's timings; tests shorten them.
 type catchupTune struct {
@@ -156,6 +167,67 @@ func (c *catchup) conversationLocked(in pipeline.Inbound) *conversation {
 	conv := &conversation{channel: in.ChatID, team: in.Account, direct: in.ChatType == pipeline.ChatDirect}
 	c.convs[in.ChatID] = c.order.PushFront(conv)
 	return conv
+}
+
+// seed takes cursors from the running Slack sessions of team, listed
+// through sessions (retried with the backoff while Temporal does not
+// answer), for the conversations this receiver does not track yet, the
+// most recently active first within the bound; then it asks for a round.
+func (c *catchup) seed(ctx context.Context, sessions adapters.SessionLister, team string) {
+	var open []adapters.OpenSession
+	for backoff := time.Duration(0); ; {
+		var err error
+		if open, err = sessions.OpenSessions(ctx, Channel); err == nil {
+			break
+		}
+		backoff = min(max(2*backoff, c.tune.retryFirst), c.tune.retryLast)
+		c.r.logger.Warn("Slack catch-up cannot list the running sessions yet; trying again", "next_in", backoff, "error", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+	}
+	since := map[string]time.Time{} // by channel: the earliest of its sessions (per-sender scope has several)
+	for _, s := range open {
+		if s.Key.Account != team {
+			continue // another workspace's (another token's)
+		}
+		at := s.LastInboundAt
+		if at.IsZero() {
+			at = s.StartedAt
+		}
+		if prev, ok := since[s.Key.Chat]; !ok || at.Before(prev) {
+			since[s.Key.Chat] = at
+		}
+	}
+	channels := slices.SortedFunc(maps.Keys(since), func(a, b string) int { return since[b].Compare(since[a]) })
+	channels = channels[:min(len(channels), CatchupConversations)]
+	c.mu.Lock()
+	seeded := 0
+	for i := len(channels) - 1; i >= 0; i-- { // the most recently active ends in front
+		channel := channels[i]
+		if _, known := c.convs[channel]; known {
+			continue
+		}
+		conv := c.conversationLocked(pipeline.Inbound{ChatID: channel, Account: team, ChatType: chatTypeOf(channel)})
+		conv.after, conv.behind = slackTS(since[channel].Add(-seedMargin)), true
+		seeded++
+	}
+	c.mu.Unlock()
+	c.r.logger.Info("Slack catch-up after the gateway started: the running sessions' conversations fetch what they missed",
+		"sessions", len(open), "conversations", seeded, "max_age", CatchupMaxAge)
+	if seeded > 0 {
+		c.ask(true)
+	}
+}
+
+// chatTypeOf: direct message IDs start with D.
+func chatTypeOf(channel string) pipeline.ChatType {
+	if strings.HasPrefix(channel, "D") {
+		return pipeline.ChatDirect
+	}
+	return pipeline.ChatGroup
 }
 
 // reconnected marks every conversation behind and asks for a round now:

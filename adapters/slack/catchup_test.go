@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/slack/slacktest"
 	"github.com/replyflow/replyflow/pipeline"
 )
@@ -130,4 +131,45 @@ func TestSocketCatchesUpWhenTemporalTakesMessagesAgain(t *testing.T) {
 	waitUntil(t, ctx, "the message Slack gave up on handed to the sink", func() bool { return sink.acceptedOf(post.TS) >= 1 })
 	assert.Equal(t, 1, sink.acceptedOf(post.TS), "handed once")
 	assert.Equal(t, opened, fake.Opened(), "no reconnection was needed")
+}
+
+// openSessions is Temporal's visibility as the gateway's Sessions lists
+// it.
+type openSessions []adapters.OpenSession
+
+func (o openSessions) OpenSessions(_ context.Context, channel string) ([]adapters.OpenSession, error) {
+	if channel != Channel {
+		return nil, errors.New("asked for another channel's sessions")
+	}
+	return o, nil
+}
+
+func TestAStartedGatewayCatchesUpTheRunningSessionsConversations(t *testing.T) {
+	fake, sink := startFake(t), newOutageSink()
+	sink.up()
+	// Posted while no gateway ran, and given up on by Slack: only history
+	// has it. Another workspace's session with the same channel ID is not
+	// this bot's.
+	post, _ := fake.AddMessage(slacktest.Post{Channel: "C1", User: "U1", Text: "anyone?"})
+	running := openSessions{
+		{Key: pipeline.SessionKey{Channel: Channel, Account: fake.TeamID, Chat: "C1"}, LastInboundAt: time.Now().Add(-time.Hour)},
+		{Key: pipeline.SessionKey{Channel: Channel, Account: "T0OTHER", Chat: "C2"}, LastInboundAt: time.Now().Add(-time.Hour)},
+	}
+	r, err := NewReceiver(ReceiverConfig{Bot: Identity{UserID: fake.BotUserID, BotID: fake.BotID}, Sink: sink})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	done := make(chan error, 1)
+	go func() {
+		done <- r.RunSocket(ctx, SocketConfig{AppToken: fake.AppToken, BotToken: fake.BotToken, APIURL: fake.APIURL(),
+			Sessions: running, Team: fake.TeamID})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		assert.NoError(t, <-done)
+	})
+	waitUntil(t, ctx, "the message posted while no gateway ran handed to the sink", func() bool { return sink.acceptedOf(post.TS) >= 1 })
+	assert.Equal(t, 1, sink.acceptedOf(post.TS))
+	for _, call := range fake.Calls("conversations.history") {
+		assert.Equal(t, "C1", call.Params["channel"], "only the bot's workspace's sessions are read")
+	}
 }

@@ -191,7 +191,8 @@ func (p *Platform) run(ctx context.Context, gw adapters.GatewaySide, connected *
 		return nil
 	}
 	gw.Logger.Info("Slack connecting over Socket Mode", "team", auth.TeamID, "bot", auth.UserID)
-	return rcv.RunSocket(ctx, SocketConfig{AppToken: p.AppToken, BotToken: p.BotToken, APIURL: p.APIURL, StaleAfter: p.StaleAfter, Health: gw.Health})
+	return rcv.RunSocket(ctx, SocketConfig{AppToken: p.AppToken, BotToken: p.BotToken, APIURL: p.APIURL, StaleAfter: p.StaleAfter, Health: gw.Health,
+		Sessions: gw.Sessions, Team: auth.TeamID})
 }
 
 // untilConnected runs attempt until it succeeds, ctx is done, or Slack

@@ -25,6 +25,12 @@ type SocketConfig struct {
 	StaleAfter time.Duration
 	// Health takes the connection's state; nil for none.
 	Health adapters.HealthReporter
+	// Sessions lists the running sessions, whose conversations the
+	// catch-up reads once the receiver started (see catchup.go); Team
+	// is the bot's workspace (auth.test's team_id), whose sessions they
+	// are. Nil: the catch-up knows only the conversations it sees live.
+	Sessions adapters.SessionLister
+	Team     string
 }
 
 // DefaultStaleAfter is SocketConfig.StaleAfter when unset.
@@ -76,8 +82,16 @@ func (r *Receiver) RunSocket(ctx context.Context, cfg SocketConfig) error {
 		defer close(caughtUp)
 		catchup.run(ctx)
 	}()
+	seeded := make(chan struct{})
+	go func() {
+		defer close(seeded)
+		if cfg.Sessions != nil && cfg.Team != "" {
+			catchup.seed(ctx, cfg.Sessions, cfg.Team)
+		}
+	}()
 	err := r.consume(ctx, client, work, report)
 	cancel()
+	<-seeded
 	<-caughtUp  // it queues no more work
 	work.Wait() // hand-offs end with ctx; their envelopes stay unacked
 	if runErr := <-failed; runErr != nil {
