@@ -359,9 +359,13 @@ func (c *catchup) catchUp(ctx context.Context, channel string) error {
 	msgs, err := c.fetch(ctx, conv, oldest)
 	var refused slack.SlackErrorResponse
 	if errors.As(err, &refused) {
+		c.forget(channel, conv.refusals)
+		if refused.Err == "channel_not_found" || refused.Err == "not_in_channel" {
+			c.r.logger.Warn("Slack catch-up skipped a conversation the bot is no longer in", "team", conv.team, "slack_channel", channel, "error", err)
+			return nil
+		}
 		c.r.logger.Error("Slack catch-up of a conversation refused by Slack: messages Slack stopped redelivering there are not fetched (the bot needs channels:history, groups:history, im:history, mpim:history)",
 			"team", conv.team, "slack_channel", channel, "error", err)
-		c.caughtUp(channel, conv.refusals)
 		return nil
 	}
 	if err != nil {
@@ -470,6 +474,18 @@ func (c *catchup) caughtUp(channel string, refusals uint64) {
 		if conv := e.Value.(*conversation); conv.refusals == refusals {
 			conv.behind = false
 		}
+	}
+}
+
+// forget drops channel's cursor unless a refusal was noted since the
+// catch-up began: Slack will not let it be read, and a live message
+// makes it again.
+func (c *catchup) forget(channel string, refusals uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.convs[channel]; ok && e.Value.(*conversation).refusals == refusals {
+		c.order.Remove(e)
+		delete(c.convs, channel)
 	}
 }
 
