@@ -140,7 +140,8 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 	// The typing refresher reads req: the filled-in copy is the prompt's.
 	full, err := a.withStoredResults(turnCtx, req)
 	if err != nil {
-		return pipeline.TurnResult{}, fmt.Errorf("load the tool results of %s: %w", req.Session.WorkflowID(), err)
+		// Unwrapped: an ApplicationError keeps its type only at the top.
+		return pipeline.TurnResult{}, err
 	}
 	prompt := a.prompt(full, history, time.Now())
 	prompt.Think = req.Think
@@ -155,9 +156,12 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 	}
 	if err != nil {
 		if ctx.Err() != nil {
+			if workerStopped(ctx) {
+				return pipeline.TurnResult{}, workerStoppedError(req, ctx.Err(), live.snapshot())
+			}
 			if shown := live.snapshot(); shown != nil && !stoppedByTheSession(ctx) {
-				// Cut short by its worker stopping: the attempt after it
-				// must know what is on screen.
+				// Timed out mid-stream: the attempt after it must know
+				// what is on screen.
 				return pipeline.TurnResult{}, modelError(req, fmt.Errorf("the attempt was cut short mid-stream: %w", ctx.Err()), shown)
 			} else if shown != nil {
 				a.rememberStopped(ctx, transcriptID, req, shown)
@@ -196,6 +200,35 @@ func stoppedByTheSession(ctx context.Context) bool {
 	default:
 		return true
 	}
+}
+
+// workerStopped: the attempt's context ended while its worker stops (the
+// shutdown grace ran out), which says nothing about the model.
+func workerStopped(ctx context.Context) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	select {
+	case <-activity.GetWorkerStopChannel(ctx):
+		return true
+	default:
+		return false
+	}
+}
+
+// workerStoppedError is the ApplicationError of an attempt cut short by
+// its worker stopping: of type ErrWorkerStopped, never a model error type
+// (which would cool the model down and fall back), and non-retryable, so
+// that the workflow asks the same model again as after a lost worker.
+// What a stream showed rides in the details, as with modelError.
+func workerStoppedError(req pipeline.TurnRequest, err error, shown *pipeline.Shown) error {
+	msg := fmt.Sprintf("model %s for %s (turn %s) was cut short: its worker is stopping (the shutdown grace ran out); the session asks the same model again on another worker: %v",
+		req.Model, req.Session.WorkflowID(), req.TurnID, err)
+	opts := temporal.ApplicationErrorOptions{NonRetryable: true, Cause: err}
+	if shown != nil {
+		opts.Details = []any{shown}
+	}
+	return temporal.NewApplicationErrorWithOptions(msg, pipeline.ErrWorkerStopped, opts)
 }
 
 // modelError is the ApplicationError of a failed model attempt: its type
