@@ -2,9 +2,10 @@ package activities
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
+
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/activities/store"
@@ -90,8 +91,9 @@ func (a *Activities) prompt(req pipeline.TurnRequest, history []store.Message, n
 
 // withStoredResults fills in the outputs a request carries only by
 // reference (ToolResult.Stored), from the store where the tool's activity
-// saved them. One that is missing fails the attempt: the model must not
-// read an empty result as the tool's answer.
+// saved them. One that is missing fails the attempt as
+// ErrToolResultsMissing (toolResultsMissing): the model must not read an
+// empty result as the tool's answer, and no model can do better.
 func (a *Activities) withStoredResults(ctx context.Context, req pipeline.TurnRequest) (pipeline.TurnRequest, error) {
 	var saved map[string]store.ToolResult
 	rounds := make([]pipeline.ToolRound, len(req.Rounds))
@@ -101,16 +103,17 @@ func (a *Activities) withStoredResults(ctx context.Context, req pipeline.TurnReq
 			if res.Stored && res.Output == "" {
 				if saved == nil {
 					if a.Store == nil {
-						return req, errors.New("a tool result is in the store, and this worker has none")
+						return req, a.toolResultsMissing(req, res, "this worker has no store (set REPLYFLOW_STORE_DSN on every worker, to the same store)")
 					}
 					var err error
 					if saved, err = a.Store.ToolResults(ctx, req.Session.WorkflowID(), req.TurnID); err != nil {
-						return req, err
+						return req, fmt.Errorf("load the tool results of %s: %w", req.Session.WorkflowID(), err)
 					}
 				}
 				got, ok := saved[res.CallID]
 				if !ok {
-					return req, fmt.Errorf("the result of tool call %s (turn %s) is not in the store", res.CallID, req.TurnID)
+					keep := store.ToolResultsRetention(a.Settings.ProposalTTL.D(), a.Settings.MaxSteps)
+					return req, a.toolResultsMissing(req, res, fmt.Sprintf("it is not in the store (results are kept %s: REPLYFLOW_MAX_STEPS × REPLYFLOW_PROPOSAL_TTL + 48h, as this worker is configured; a worker configured with a shorter REPLYFLOW_PROPOSAL_TTL, or a store that was reset, loses them sooner)", keep))
 				}
 				res.Output, res.IsError = got.Output, got.IsError
 			}
@@ -120,6 +123,15 @@ func (a *Activities) withStoredResults(ctx context.Context, req pipeline.TurnReq
 	}
 	req.Rounds = rounds
 	return req, nil
+}
+
+// toolResultsMissing is the non-retryable ErrToolResultsMissing of a
+// step that cannot read the stored result res: the turn cannot go on,
+// and the user must ask again.
+func (a *Activities) toolResultsMissing(req pipeline.TurnRequest, res pipeline.ToolResult, why string) error {
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("step %d of turn %s of %s cannot read the result of tool call %s (%s): %s; the turn cannot go on without it, ask again", req.Step+1, req.TurnID, req.Session.WorkflowID(), res.CallID, res.Name, why),
+		pipeline.ErrToolResultsMissing, nil)
 }
 
 // systemText is the system prompt: the persona, then where and when the
