@@ -287,15 +287,29 @@ func (a *Activities) Deliver(ctx context.Context, d pipeline.Delivery) (pipeline
 	return pipeline.Delivered{PlatformMessageID: id, ReactionsFailed: a.thenReact(ctx, out, d)}, nil
 }
 
+// ledgerWriteBudget bounds the delivery ledger's write after a send: it
+// runs on a context of its own, because the attempt's may end (its
+// deadline) while the platform call completes, and a send left out of
+// the ledger is sent again by the retry.
+const ledgerWriteBudget = 5 * time.Second
+
 // mapMessage records a delivered chunk in the delivery ledger (the
-// store's message map). The chunk is out: a failed mapping is logged,
-// and must not fail the delivery into sending it again.
+// store's message map), even when the attempt's context ended as the
+// send completed. The chunk is out: a failed mapping is logged, and must
+// not fail the delivery into sending it again.
 func (a *Activities) mapMessage(ctx context.Context, d pipeline.Delivery, platformID string) {
+	a.recordSent(ctx, d.Session, d.IdempotencyKey, platformID)
+}
+
+// recordSent writes one ledger entry with ledgerWriteBudget of its own.
+func (a *Activities) recordSent(attempt context.Context, session pipeline.SessionKey, internalID, platformID string) {
 	if a.Store == nil {
 		return
 	}
-	if err := a.Store.MapMessage(ctx, d.Session.WorkflowID(), d.IdempotencyKey, platformID); err != nil {
-		a.Logger.Warn("message ID not mapped", "session", d.Session.WorkflowID(), "internal_id", d.IdempotencyKey, "error", err)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(attempt), ledgerWriteBudget)
+	defer cancel()
+	if err := a.Store.MapMessage(ctx, session.WorkflowID(), internalID, platformID); err != nil {
+		a.Logger.Warn("Sent message not recorded in the delivery ledger; a retry may send it again (is the store reachable? REPLYFLOW_STORE_DSN)", "session", session.WorkflowID(), "internal_id", internalID, "error", err)
 	}
 }
 

@@ -250,9 +250,7 @@ func (a *Activities) exportFile(ctx context.Context, files adapters.FileSender, 
 	if err != nil {
 		return pipeline.ExportResult{}, platformError("send the transcript of "+req.Session.WorkflowID()+" as a file", err)
 	}
-	if err := a.Store.MapMessage(ctx, req.Session.WorkflowID(), d.IdempotencyKey, id); err != nil {
-		a.Logger.Warn("message ID not mapped", "session", req.Session.WorkflowID(), "internal_id", d.IdempotencyKey, "error", err)
-	}
+	a.mapMessage(ctx, d, id)
 	return pipeline.ExportResult{Messages: n, AsFile: true}, nil
 }
 

@@ -1,0 +1,63 @@
+package activities
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/replyflow/replyflow/activities/store"
+	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// lastMoment is a platform whose send completes just as the attempt's
+// context ends (its deadline): the message is out, the attempt is over.
+type lastMoment struct {
+	fakeOutbound
+	mu     sync.Mutex
+	end    context.CancelFunc
+	posted int
+}
+
+func (l *lastMoment) Send(context.Context, pipeline.Delivery) (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.posted++
+	if l.end != nil {
+		l.end()
+	}
+	return "p-first", nil
+}
+
+func TestAChunkSentAtTheAttemptsDeadlineIsInTheLedger(t *testing.T) {
+	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer db.Close()
+	attempt, end := context.WithCancel(context.Background())
+	defer end()
+	out := &lastMoment{end: end}
+	acts := &Activities{Store: db, Outbound: map[string]adapters.Outbound{"webchat": out}, Logger: slog.Default()}
+	d := pipeline.Delivery{Session: session, IdempotencyKey: "session:webchat:room/t1/0", Text: "x", Total: 1}
+
+	env := newActivityEnv(acts)
+	env.SetWorkerOptions(worker.Options{BackgroundActivityContext: attempt})
+	_, _ = env.ExecuteActivity(acts.Deliver, d) // whatever the first attempt reports, the workflow may retry
+	id, found, err := db.PlatformID(context.Background(), session.WorkflowID(), d.IdempotencyKey)
+	require.NoError(t, err)
+	assert.True(t, found, "the chunk that went out is recorded")
+	assert.Equal(t, "p-first", id)
+
+	// The durable retry, with the same key.
+	v, err := newActivityEnv(acts).ExecuteActivity(acts.Deliver, d)
+	require.NoError(t, err)
+	var got pipeline.Delivered
+	require.NoError(t, v.Get(&got))
+	assert.Equal(t, "p-first", got.PlatformMessageID)
+	assert.Equal(t, 1, out.posted, "the retry does not send the chunk again")
+}
