@@ -159,3 +159,6 @@ func (s *Store) trimCurrent(ctx context.Context, db execer, transcriptID string,
 	}
 	return nil
 }
+
+// Retention is what the store keeps (SetRetention, or the defaults).
+func (s *Store) Retention() Retention { return s.retention }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/replyflow/replyflow/activities"
 	"github.com/replyflow/replyflow/activities/models"
+	"github.com/replyflow/replyflow/activities/store"
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/gateway"
 	"github.com/replyflow/replyflow/pipeline"
@@ -62,6 +63,14 @@ type Config struct {
 	Timezone           string        `envconfig:"TIMEZONE" default:"UTC"`
 	// StoreDSN is a SQLite file path or a postgres:// URL.
 	StoreDSN string `envconfig:"STORE_DSN" default:".replyflow/replyflow.db"`
+	// DeliveryRetention, TranscriptRetention and FeedbackRetention are how
+	// long the store keeps the delivery ledger, a transcript after the
+	// session left it, and reaction feedback (store.Retention). Tool
+	// results are kept as long as a turn may read them, from ProposalTTL
+	// and MaxSteps (store.ToolResultsRetention).
+	DeliveryRetention   time.Duration `envconfig:"DELIVERY_RETENTION" default:"720h"`
+	TranscriptRetention time.Duration `envconfig:"TRANSCRIPT_RETENTION" default:"2160h"`
+	FeedbackRetention   time.Duration `envconfig:"FEEDBACK_RETENTION" default:"2160h"`
 
 	ReactionClearDelay   time.Duration `envconfig:"REACTION_CLEAR_DELAY" default:"60s"`
 	ErrorClearDelay      time.Duration `envconfig:"ERROR_CLEAR_DELAY" default:"10m"`
@@ -243,6 +252,11 @@ func (c Config) validate() error {
 	check(c.GateTimeout > 0, "REPLYFLOW_GATE_TIMEOUT must be positive")
 	errs = append(errs, c.validateSessionSettings()...)
 	check(c.ProposalTTL >= time.Minute, "REPLYFLOW_PROPOSAL_TTL must be at least 1m, got %s", c.ProposalTTL)
+	// The ledger is what keeps a retried chunk from being sent twice, a
+	// parked one retried by hand included: a day at least.
+	check(c.DeliveryRetention >= 24*time.Hour, "REPLYFLOW_DELIVERY_RETENTION must be at least 24h, got %s", c.DeliveryRetention)
+	check(c.TranscriptRetention >= time.Hour, "REPLYFLOW_TRANSCRIPT_RETENTION must be at least 1h, got %s", c.TranscriptRetention)
+	check(c.FeedbackRetention >= time.Hour, "REPLYFLOW_FEEDBACK_RETENTION must be at least 1h, got %s", c.FeedbackRetention)
 	check(c.MaxSteps >= 1 && c.MaxSteps <= 50, "REPLYFLOW_MAX_STEPS must be from 1 to 50, got %d", c.MaxSteps)
 	check(c.ContextTokens >= 256, "REPLYFLOW_CONTEXT_TOKENS must be at least 256, got %d", c.ContextTokens)
 	if _, err := time.LoadLocation(c.Timezone); err != nil {
@@ -369,6 +383,16 @@ func (c Config) settings() pipeline.Settings {
 		DebounceMaxWait:      pipeline.Duration(c.DebounceMaxWait),
 		ResetWords:           c.ResetWords,
 		ReplyPrefix:          c.ReplyPrefix,
+	}
+}
+
+// retention is what the worker's store keeps, and for how long.
+func (c Config) retention() store.Retention {
+	return store.Retention{
+		ToolResults: store.ToolResultsRetention(c.ProposalTTL, c.MaxSteps),
+		Deliveries:  c.DeliveryRetention,
+		Transcripts: c.TranscriptRetention,
+		Feedback:    c.FeedbackRetention,
 	}
 }
 

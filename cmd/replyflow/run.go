@@ -66,6 +66,7 @@ func newActivities(ctx context.Context, cfg Config, logger *slog.Logger) (*activ
 	if err != nil {
 		return nil, nil, err
 	}
+	db.SetRetention(cfg.retention())
 	acts, err := buildActivities(cfg, db, logger)
 	if err != nil {
 		db.Close()
