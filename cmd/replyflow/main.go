@@ -35,6 +35,9 @@ Usage:
                       show one session's state (its "state" query)
   replyflow retry [--by name] [--reason text] <session>
                       resume a parked delivery (only the chunks not yet delivered)
+  replyflow reload [--by name] [--reason text] <session>... | --all [--rate 50]
+                      make sessions read their settings again before their next
+                      message (--all: every open session of REPLYFLOW_TASK_QUEUE)
   replyflow approve|reject [--reason text] <session> <proposal>
                       decide a pending proposal
   replyflow heartbeat list | set <session> every 30m [08:00-22:00] [time zone]
@@ -115,6 +118,8 @@ func run(args []string) error {
 		return inspectCommand(ctx, cfg, args[1:], os.Stdout, quietLogger(cfg))
 	case "retry":
 		return retryCommand(ctx, cfg, args[1:], os.Stdout, quietLogger(cfg))
+	case "reload":
+		return reloadCommand(ctx, cfg, args[1:], os.Stdout, quietLogger(cfg))
 	case "codec-server":
 		return codecServerCommand(ctx, cfg, args[1:], logger)
 	case "heartbeat":

@@ -170,6 +170,9 @@ func runWorker(ctx context.Context, c client.Client, cfg Config, acts *activitie
 		workers.PromoteWhenRegistered(ctx, c, deployment, acts.Logger)
 	}()
 	defer func() { <-promoted }()
+	// Open sessions that loaded other settings read these again.
+	reloaded := reloadWhenChanged(ctx, c, cfg, acts)
+	defer reloaded()
 	if cfg.tel != nil {
 		cfg.tel.AddCheck("temporal", telemetry.TemporalCheck(c))
 		var stopping atomic.Bool
