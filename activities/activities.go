@@ -258,7 +258,9 @@ func modelError(req pipeline.TurnRequest, err error, shown *pipeline.Shown) erro
 // Deliver sends one reply chunk and returns the platform's message ID. A
 // chunk the store already maps to a platform message was sent before (an
 // attempt that sent it but failed to report, on this worker or one that
-// stopped): its ID is returned and nothing is sent again.
+// stopped): its ID is returned and nothing is sent again. A chunk that
+// replaces a streamed preview edits it, or, when the preview was
+// deleted, is sent as a new message whose ID is returned.
 func (a *Activities) Deliver(ctx context.Context, d pipeline.Delivery) (pipeline.Delivered, error) {
 	out, err := a.outbound(d.Session.Channel)
 	if err != nil {
@@ -270,13 +272,20 @@ func (a *Activities) Deliver(ctx context.Context, d pipeline.Delivery) (pipeline
 	}
 	if !sent && d.Replaces != "" {
 		// The streamed preview becomes the chunk: an edit is idempotent,
-		// so a retry edits it again rather than posting a copy.
+		// so a retry edits it again rather than posting a copy. A
+		// preview someone deleted meanwhile is refused for good: the
+		// chunk then goes out as a new message under its own key (sent
+		// below), and the ledger records that message.
 		edit := pipeline.Edit{Session: d.Session, PlatformMessageID: d.Replaces, ThreadID: d.ThreadID, Text: d.Text, Buttons: d.Buttons}
-		if err := out.Edit(ctx, edit); err != nil {
+		switch err := out.Edit(ctx, edit); {
+		case err == nil:
+			id, sent = d.Replaces, true
+			a.mapMessage(ctx, d, id)
+		case adapters.MessageGone(err):
+			a.Logger.Info("The preview is gone (deleted); sending the chunk as a new message", "session", d.Session.WorkflowID(), "preview_id", d.Replaces, "internal_id", d.IdempotencyKey)
+		default:
 			return pipeline.Delivered{}, platformError(fmt.Sprintf("deliver chunk %d/%d of %s over its preview %s", d.Index+1, d.Total, d.Session.WorkflowID(), d.Replaces), err)
 		}
-		id, sent = d.Replaces, true
-		a.mapMessage(ctx, d, id)
 	}
 	if !sent {
 		if id, err = out.Send(ctx, d); err != nil {

@@ -86,7 +86,9 @@ const badGatewayPrefix = "Exceeded Max retries "
 //     to grant;
 //   - any other 4xx (Unknown Channel, Invalid Form Body, …): Permanent;
 //
-// and a network error or an answer cut off is Transient.
+// and a network error or an answer cut off is Transient. An edit answered
+// 10008 Unknown Message (the message was deleted) is also marked gone
+// (adapters.Gone): the caller may send the text anew.
 func classify(op, bucket string, err error, secret string) error {
 	var limited *discordgo.RateLimitError
 	var rest *discordgo.RESTError
@@ -117,7 +119,13 @@ func classify(op, bucket string, err error, secret string) error {
 	if secret != "" {
 		text = strings.ReplaceAll(text, secret, "<token>")
 	}
-	return &adapters.Error{Kind: kind, RetryAfter: wait, Op: op, Err: &explained{text: text, err: err}}
+	classified := &adapters.Error{Kind: kind, RetryAfter: wait, Op: op, Err: &explained{text: text, err: err}}
+	if op == opEdit && codeOf(err) == codeUnknownMessage {
+		// The message to edit was deleted: the caller may send the
+		// text anew.
+		return adapters.Gone(classified)
+	}
+	return classified
 }
 
 // restKind is the kind of a REST error and what to do about it.

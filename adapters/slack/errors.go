@@ -52,6 +52,9 @@ var permanentCodes = map[string]string{
 	"unknown_method":                           "the Slack API does not know the method",
 }
 
+// opUpdate is the Web API method of an edit.
+const opUpdate = "chat.update"
+
 // classify maps a slack-go failure to the adapters taxonomy: 429 waits
 // for Retry-After; an ok:false code that cannot pass by retrying is
 // permanent, with what to do; anything else (other codes, 5xx, network)
@@ -69,7 +72,13 @@ func classify(op string, err error) error {
 		return &adapters.Error{Kind: adapters.RateLimited, RetryAfter: wait, Op: op, Err: err}
 	case errors.As(err, &slackErr):
 		if hint, ok := permanentCodes[slackErr.Err]; ok {
-			return &adapters.Error{Kind: adapters.Permanent, Op: op, Err: fmt.Errorf("%w (%s)", err, hint)}
+			classified := &adapters.Error{Kind: adapters.Permanent, Op: op, Err: fmt.Errorf("%w (%s)", err, hint)}
+			if op == opUpdate && slackErr.Err == "message_not_found" {
+				// The message to edit was deleted: the caller may
+				// send the text anew.
+				return adapters.Gone(classified)
+			}
+			return classified
 		}
 	case errors.As(err, &status):
 		if status.Code >= 400 && status.Code < 500 && status.Code != http.StatusRequestTimeout {

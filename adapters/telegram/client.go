@@ -255,7 +255,7 @@ func (c *Client) Edit(ctx context.Context, e pipeline.Edit) error {
 	if err == nil || descIs(err, descNotModified) {
 		return nil
 	}
-	return c.failed(chat, "editMessageText", err)
+	return c.failed(chat, opEdit, err)
 }
 
 // SetReaction shows a state on a user's message, or clears it. In a chat

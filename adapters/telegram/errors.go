@@ -31,14 +31,20 @@ func notFound(err error) bool {
 			descIs(err, "message to edit not found") || descIs(err, "message not found"))
 }
 
+// opEdit is the Bot API method of an edit.
+const opEdit = "editMessageText"
+
 // classify maps a Bot API failure to the adapters taxonomy: 429 waits for
 // retry_after; a bad request, a bot kicked from the chat, a revoked token
 // or a migrated chat will not succeed on retry; anything else (5xx,
-// network) might.
+// network) might. An edit of a message that was deleted is also marked
+// gone (adapters.Gone): the caller may send the text anew.
 func classify(op string, err error) error {
 	var tooMany *bot.TooManyRequestsError
 	var migrated *bot.MigrateError
 	switch {
+	case op == opEdit && notFound(err):
+		return adapters.Gone(&adapters.Error{Kind: adapters.Permanent, Op: op, Err: err})
 	case errors.As(err, &tooMany):
 		wait := time.Duration(tooMany.RetryAfter) * time.Second
 		if wait <= 0 {
