@@ -193,6 +193,7 @@ func TestAStartWithChangedSettingsReloadsEveryOpenSessionThenRecords(t *testing.
 	require.NoError(t, err)
 	assert.Equal(t, Count{}, n)
 	assert.Len(t, f.signalled(), 4, "no signal when nothing changed")
+	assert.Len(t, f.queries, 1, "and no visibility query either: one store read is all an unchanged start costs")
 
 	// New settings, and the pass fails midway (as a worker killed then
 	// would): the old fingerprint stays, so the next try signals every
