@@ -13,8 +13,10 @@ import (
 )
 
 // transcriptWindow is how many stored messages a prompt may look back on,
-// before the token budget trims it.
-const transcriptWindow = 200
+// before the token budget trims it: what the store keeps of a current
+// transcript whatever its retention, so the retention never changes what
+// the model sees.
+const transcriptWindow = store.CurrentTranscriptKept
 
 // Transcripts is the part of the store the activities use; *store.Store is
 // the real one.
