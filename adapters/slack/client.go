@@ -64,7 +64,6 @@ type Client struct {
 	shortcodes map[pipeline.ReactionState]string
 	pace       *pacer
 	sent       *bounded.Map // idempotency key → ts, posted by this worker
-	reactions  *bounded.Map // channel/ts → shortcode the bot set there
 	typing     *bounded.Map // channel/thread_ts → "" where a status is shown
 	logger     *slog.Logger
 
@@ -101,7 +100,6 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		shortcodes: map[pipeline.ReactionState]string{},
 		pace:       newPacer(cfg.PostInterval),
 		sent:       bounded.New(4096),
-		reactions:  bounded.New(10_000),
 		typing:     bounded.New(10_000),
 		logger:     cfg.Logger,
 		botUserID:  cfg.BotUserID,

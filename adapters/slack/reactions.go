@@ -2,24 +2,38 @@ package slack
 
 import (
 	"context"
+	"slices"
 
 	"github.com/slack-go/slack"
 
 	"github.com/replyflow/replyflow/pipeline"
 )
 
-// SetReaction shows a state on a user's message: it removes the
-// shortcode the bot set there before and adds the state's (ReactionNone
-// only removes). Slack keeps reactions per user and adds rather than
-// replaces, hence the removal. already_reacted and no_reaction count as
-// done, so a repeated change is harmless.
+// lifecycle is the order of the reaction states, for finding the bot's
+// earlier ones.
+var lifecycle = []pipeline.ReactionState{pipeline.ReactionReceived, pipeline.ReactionThinking,
+	pipeline.ReactionWaitingUser, pipeline.ReactionDone, pipeline.ReactionError}
+
+// SetReaction shows a state on a user's message: it adds the state's
+// shortcode, then removes the bot's other lifecycle shortcodes there
+// (ReactionNone only removes). Slack keeps reactions per user and adds
+// rather than replaces, hence the removal; adding first means the
+// message never shows none in between. already_reacted and no_reaction
+// count as done, so a repeated change is harmless; a message gone
+// (message_not_found) needs nothing more.
 //
-// What the bot set is remembered per message in a bounded map (10,000
-// messages, oldest forgotten first) rather than read with reactions.get,
-// which would cost a call per change (and slacktest lacks it). When the map does not know the message
-// (another worker, a restart, evicted), every other lifecycle shortcode
-// is removed, except for ReactionReceived, the first state, which has
-// nothing before it.
+// What to remove is read from Slack (reactions.get), never remembered:
+// one message's states are set by several processes (the session's
+// changes by the worker that runs its workflow task, the model step's
+// ✍️ and the reply's ✅ by whichever worker took that activity, and the
+// session itself moves when a worker stops or stalls), so what this
+// process set last says nothing about what the message shows now, and
+// trusting it left ✍️ or ✅ behind. The read costs one call per change
+// (Tier 3, beside reactions.remove's Tier 2) and saves the removals of
+// shortcodes that are not there. ReactionReceived, the first state,
+// reads nothing: nothing of the bot's is on a message before it, and
+// should a late change have put something there, the clear that ends
+// every lifecycle reads and removes it.
 func (c *Client) SetReaction(ctx context.Context, r pipeline.ReactionChange) error {
 	channel, err := channelOf(r.Session, "reactions.add")
 	if err != nil {
@@ -29,51 +43,75 @@ func (c *Client) SetReaction(ctx context.Context, r pipeline.ReactionChange) err
 		return nil // not a message a user wrote (a button press): nothing to show
 	}
 	item := slack.NewRefToMessage(channel, r.MessageID)
-	key := messageKey(channel, r.MessageID)
 	want := ""
 	if r.State != pipeline.ReactionNone {
 		want = c.shortcodes[r.State]
 	}
-	for _, old := range c.previousShortcodes(key, r.State, want) {
+	var shown []string
+	if r.State != pipeline.ReactionReceived {
+		var gone bool
+		shown, gone, err = c.botShortcodes(ctx, item)
+		if err != nil || gone {
+			return err
+		}
+	}
+	if want != "" && !slices.Contains(shown, want) {
+		err := c.api.AddReactionContext(ctx, want, item)
+		switch code := slackCode(err); {
+		case err == nil, code == "already_reacted":
+		case code == "message_not_found":
+			return nil // the message is gone, and its reaction with it
+		default:
+			return classify("reactions.add", err)
+		}
+	}
+	for _, old := range shown {
+		if old == want {
+			continue
+		}
 		err := c.api.RemoveReactionContext(ctx, old, item)
-		if err != nil && slackCode(err) != "no_reaction" && slackCode(err) != "message_not_found" {
+		switch code := slackCode(err); {
+		case err == nil, code == "no_reaction":
+		case code == "message_not_found":
+			return nil
+		default:
 			return classify("reactions.remove", err)
 		}
 	}
-	c.reactions.Remove(key)
-	if want == "" {
-		return nil
-	}
-	err = c.api.AddReactionContext(ctx, want, item)
-	switch slackCode(err) {
-	case "", "already_reacted":
-	case "message_not_found":
-		return nil // the message is gone, and its reaction with it
-	default:
-		return classify("reactions.add", err)
-	}
-	c.reactions.Put(key, want)
 	return nil
 }
 
-// previousShortcodes are the shortcodes to remove before want is set.
-func (c *Client) previousShortcodes(key string, state pipeline.ReactionState, want string) []string {
-	if old, ok := c.reactions.Get(key); ok {
-		if old == want {
-			return nil
+// botShortcodes are the lifecycle shortcodes the bot has on the message
+// now, in lifecycle order; gone reports a message that no longer exists.
+func (c *Client) botShortcodes(ctx context.Context, item slack.ItemRef) (shown []string, gone bool, err error) {
+	const op = "reactions.get"
+	bot, err := c.botUser(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	// full: without it Slack may cut a reaction's list of users short,
+	// and the bot's name could be the one left out.
+	got, err := c.api.GetReactionsContext(ctx, item, slack.GetReactionsParameters{Full: true})
+	switch code := slackCode(err); {
+	case err == nil:
+	case code == "message_not_found":
+		return nil, true, nil
+	default:
+		return nil, false, classify(op, err)
+	}
+	for _, s := range lifecycle {
+		name := c.shortcodes[s]
+		if name == "" || slices.Contains(shown, name) {
+			continue
 		}
-		return []string{old}
-	}
-	if state == pipeline.ReactionReceived {
-		return nil
-	}
-	var all []string
-	for _, s := range []pipeline.ReactionState{pipeline.ReactionReceived, pipeline.ReactionThinking, pipeline.ReactionWaitingUser, pipeline.ReactionDone, pipeline.ReactionError} {
-		if name := c.shortcodes[s]; name != "" && name != want {
-			all = append(all, name)
+		for _, r := range got.Reactions {
+			if r.Name == name && slices.Contains(r.Users, bot) {
+				shown = append(shown, name)
+				break
+			}
 		}
 	}
-	return all
+	return shown, false, nil
 }
 
 // Typing shows TypingStatus in the thread (assistant.threads.setStatus);

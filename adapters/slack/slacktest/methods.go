@@ -27,6 +27,8 @@ func (s *Server) dispatch(method string, p map[string]string) answer {
 		return s.info(p)
 	case "reactions.add", "reactions.remove":
 		return s.react(method == "reactions.add", p)
+	case "reactions.get":
+		return s.reactionsOf(p)
 	case "assistant.threads.setStatus":
 		return s.setStatus(p)
 	case "files.getUploadURLExternal":
@@ -220,6 +222,20 @@ func (s *Server) react(add bool, p map[string]string) answer {
 		m.Reactions = slices.Delete(m.Reactions, i, i+1)
 	}
 	return answer{}
+}
+
+// reactionsOf answers a message with its reactions, as reactions.get
+// does for an item of type message.
+func (s *Server) reactionsOf(p map[string]string) answer {
+	st := s.channels[p["channel"]]
+	if st == nil {
+		return slackErr("channel_not_found")
+	}
+	m := st.messages[p["timestamp"]]
+	if m == nil {
+		return slackErr("message_not_found")
+	}
+	return answer{"type": "message", "channel": st.ch.ID, "message": s.wire(st, m, false)}
 }
 
 func (s *Server) setStatus(p map[string]string) answer {
