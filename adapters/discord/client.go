@@ -55,7 +55,6 @@ type Client struct {
 	emoji      map[pipeline.ReactionState]string
 	logger     *slog.Logger
 	gate       *bucketGate
-	reactions  *bounded.Map // channel/message → the emoji the bot set there
 	ephemerals *bounded.Map // idempotency key → ephemeral message ID
 	// followupRetries are the waits before each new try of a follow-up
 	// whose webhook Discord does not know yet.
@@ -86,7 +85,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	dg.MaxRestRetries = 0
 	c := &Client{
 		dg: dg, emoji: map[pipeline.ReactionState]string{}, logger: cfg.Logger, gate: newBucketGate(),
-		reactions: bounded.New(10_000), ephemerals: bounded.New(1024), appID: cfg.ApplicationID,
+		ephemerals: bounded.New(1024), appID: cfg.ApplicationID,
 		followupRetries: []time.Duration{250 * time.Millisecond, 750 * time.Millisecond, 2 * time.Second},
 	}
 	if c.logger == nil {

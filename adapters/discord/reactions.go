@@ -21,20 +21,27 @@ var lifecycle = []pipeline.ReactionState{pipeline.ReactionReceived, pipeline.Rea
 	pipeline.ReactionWaitingUser, pipeline.ReactionDone, pipeline.ReactionError}
 
 // SetReaction shows a state on a user's message, in its thread or
-// channel: it adds the state's emoji, then removes the one the bot set
-// there before (Discord keeps each user's reactions side by side), so
-// the message never shows none in between; pipeline.ReactionNone only
-// removes. Adding what is there, or removing what is not, is a no-op on
-// Discord, so a repeated change is harmless; and a message gone (10008
-// Unknown Message, or its channel with it, 10003) needs nothing more, so
-// that counts as done.
+// channel: it adds the state's emoji, then removes the bot's other
+// lifecycle emoji there (Discord keeps each user's reactions side by
+// side), so the message never shows none in between;
+// pipeline.ReactionNone only removes. Adding what is there, or removing
+// what is not, is a no-op on Discord, so a repeated change is harmless;
+// and a message gone (10008 Unknown Message, or its channel with it,
+// 10003) needs nothing more, so that counts as done.
 //
-// What the bot set is remembered per message in a bounded map (10,000
-// messages, oldest forgotten first). When the map does not know the
-// message (another worker, a restart, evicted), one GET of the message
-// tells which lifecycle emoji the bot has on it ("me"), except for
-// ReactionReceived, the first state, which has nothing before it. A
-// change that failed forgets the message: its add may have gone through.
+// What to remove is read from the message (one GET, whose reactions say
+// which are the bot's, "me"), never remembered: one message's states are
+// set by several processes (the session's changes by the worker that
+// runs its workflow task, the model step's ✍️ and the reply's ✅ by
+// whichever worker took that activity, and the session itself moves when
+// a worker stops or stalls), so what this process set last says nothing
+// about what the message shows now, and trusting it left ✍️ or ✅
+// behind. The GET is in the message bucket, not the reactions' (spaced
+// by 200 ms per channel), so it costs less than deleting each other
+// lifecycle emoji blindly would. ReactionReceived, the first state,
+// reads nothing: nothing of the bot's is on a message before it, and
+// should a late change have put something there, the clear that ends
+// every lifecycle reads and removes it.
 func (c *Client) SetReaction(ctx context.Context, r pipeline.ReactionChange) error {
 	channel, err := target(r.Session, r.ThreadID, opReact)
 	if err != nil {
@@ -43,67 +50,51 @@ func (c *Client) SetReaction(ctx context.Context, r pipeline.ReactionChange) err
 	if r.MessageID == "" {
 		return nil // not a message a user wrote (a button press): nothing to show
 	}
-	key := channel + "/" + r.MessageID
 	want := ""
 	if r.State != pipeline.ReactionNone {
 		want = c.emoji[r.State]
 	}
-	stale, err := c.staleReactions(ctx, channel, r.MessageID, key, r.State, want)
-	if err == nil && want != "" {
+	var shown []string
+	if r.State != pipeline.ReactionReceived {
+		shown, err = c.botEmoji(ctx, channel, r.MessageID)
+	}
+	if err == nil && want != "" && !slices.ContainsFunc(shown, func(e string) bool { return sameEmoji(e, want) }) {
 		err = c.react(ctx, http.MethodPut, channel, r.MessageID, want)
 	}
-	for _, old := range stale {
-		if err == nil {
+	for _, old := range shown {
+		if err == nil && !sameEmoji(old, want) {
 			err = c.react(ctx, http.MethodDelete, channel, r.MessageID, old)
 		}
 	}
-	switch code := codeOf(err); {
-	case code == codeUnknownMessage || code == codeUnknownChannel:
-		c.reactions.Remove(key)
+	if code := codeOf(err); code == codeUnknownMessage || code == codeUnknownChannel {
 		return nil
-	case err != nil:
-		// The add may have gone through before a removal failed (or the
-		// answer was lost): what the bot has on the message is unknown
-		// now, so the next change reads it instead of trusting the map.
-		c.reactions.Remove(key)
-		return err
 	}
-	c.reactions.Put(key, want)
-	return nil
+	return err
 }
 
-// staleReactions are the bot's lifecycle emoji on the message other than
-// want.
-func (c *Client) staleReactions(ctx context.Context, channel, messageID, key string, state pipeline.ReactionState, want string) ([]string, error) {
-	if old, known := c.reactions.Get(key); known {
-		if old == "" || old == want {
-			return nil, nil
-		}
-		return []string{old}, nil
-	}
-	if state == pipeline.ReactionReceived {
-		return nil, nil
-	}
+// botEmoji are the lifecycle emoji the bot has on the message now, as
+// configured, in lifecycle order.
+func (c *Client) botEmoji(ctx context.Context, channel, messageID string) ([]string, error) {
 	var m discordgo.Message
 	err := c.call(ctx, request{op: opGetMessage, method: http.MethodGet, url: discordgo.EndpointChannelMessage(channel, messageID),
 		bucket: discordgo.EndpointChannelMessage(channel, ""), wait: true}, &m)
 	if err != nil {
 		return nil, err
 	}
-	var stale []string
+	var shown []string
 	for _, s := range lifecycle {
 		e := c.emoji[s]
-		if e == "" || sameEmoji(e, want) || slices.ContainsFunc(stale, func(x string) bool { return sameEmoji(x, e) }) {
+		if e == "" || slices.ContainsFunc(shown, func(x string) bool { return sameEmoji(x, e) }) {
 			continue
 		}
 		for _, r := range m.Reactions {
 			if r != nil && r.Me && r.Emoji != nil && sameEmoji(r.Emoji.APIName(), e) {
-				stale = append(stale, e)
+				shown = append(shown, e)
 				break
 			}
 		}
 	}
-	return stale, nil
+	return shown, nil
 }
 
 // react puts (adds) or deletes the bot's reaction emoji on a message.
