@@ -20,6 +20,13 @@ func realProcesses(t *testing.T, bin, dir string, env []string) (startWorker fun
 	t.Helper()
 	gw, err := harness.Gateway(bin, env, filepath.Join(dir, "gateway.log"))
 	require.NoError(t, err)
+	return realProcessesWith(t, gw, bin, dir, env)
+}
+
+// realProcessesWith is realProcesses with the gateway gw (one serving
+// the web chat at an address the test knows, harness.GatewayAt).
+func realProcessesWith(t *testing.T, gw *harness.Proc, bin, dir string, env []string) (startWorker func(n int) *harness.Proc) {
+	t.Helper()
 	require.NoError(t, gw.Start())
 	t.Cleanup(func() { gw.Kill() })
 	return func(n int) *harness.Proc {

@@ -44,8 +44,8 @@ func TestSlackMentionGoesThroughTheReactionLifecycleInBothModes(t *testing.T) {
 			close(release)
 			s.waitCleared(channel, post.TS)
 
-			assert.Equal(t, []string{"+eyes", "-eyes", "+writing_hand", "-writing_hand", "+white_check_mark", "-white_check_mark"},
-				s.reactionsOn(channel, post.TS), "👀 → ✍️ → ✅ → cleared, each state replacing the one before")
+			assert.Equal(t, []string{"+eyes", "+writing_hand", "-eyes", "+white_check_mark", "-writing_hand", "-white_check_mark"},
+				s.reactionsOn(channel, post.TS), "👀 → ✍️ → ✅ → cleared, each state added before the one it replaces is removed")
 			replies := s.botReplies(channel, post.TS)
 			require.Len(t, replies, 1)
 			assert.Equal(t, post.TS, replies[0].ThreadTS, "answered in the post's thread")
