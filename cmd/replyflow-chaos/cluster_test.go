@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
@@ -117,8 +120,14 @@ type sessionHistory struct {
 
 func historyOf(t *testing.T, c client.Client, key pipeline.SessionKey) sessionHistory {
 	t.Helper()
+	return historyOfRun(t, c, key, "")
+}
+
+// historyOfRun is historyOf for one run of the session ("" its latest).
+func historyOfRun(t *testing.T, c client.Client, key pipeline.SessionKey, runID string) sessionHistory {
+	t.Helper()
 	var h sessionHistory
-	iter := c.GetWorkflowHistory(context.Background(), key.WorkflowID(), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	iter := c.GetWorkflowHistory(context.Background(), key.WorkflowID(), runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for iter.HasNext() {
 		ev, err := iter.Next()
 		require.NoError(t, err)
@@ -133,6 +142,23 @@ func historyOf(t *testing.T, c client.Client, key pipeline.SessionKey) sessionHi
 		}
 	}
 	return h
+}
+
+// runsOf lists the session's runs, oldest first, once visibility shows at
+// least atLeast of them.
+func runsOf(t *testing.T, c client.Client, key pipeline.SessionKey, atLeast int) []*workflowpb.WorkflowExecutionInfo {
+	t.Helper()
+	var runs []*workflowpb.WorkflowExecutionInfo
+	require.Eventually(t, func() bool {
+		resp, err := c.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("WorkflowId = %q", key.WorkflowID())})
+		if err != nil {
+			return false
+		}
+		runs = slices.Clone(resp.Executions)
+		slices.Reverse(runs) // visibility lists the newest first
+		return len(runs) >= atLeast
+	}, 10*time.Second, 100*time.Millisecond, "visibility lists %d runs of %s", atLeast, key.WorkflowID())
+	return runs
 }
 
 // prefixed says whether a reply starts with the reply prefix the tests

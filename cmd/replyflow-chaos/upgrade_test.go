@@ -38,8 +38,9 @@ var recordTo = flag.String("record-histories", "", "write the rolling upgrade's 
 // flight on A, and the A workers are drained (SIGTERM). Every open session
 // finishes its turn on B, then runs its next one there, with no workflow
 // task failure; a session started under A keeps A's behaviour (no prefix,
-// the change is behind workflow.GetVersion) for the turn in flight and
-// the rest of its run, while a session started under B takes the change.
+// the change is behind workflow.GetVersion) for the turn in flight, then
+// continues as new at its first quiet point on B and takes the change, as
+// a session started under B does.
 func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 	cluster, binB := sharedCluster(t)
 	cli := os.Getenv("REPLYFLOW_TEST_TEMPORAL_CLI")
@@ -141,10 +142,12 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 		assert.Contains(t, reply.Text, "You said: two")
 		assert.False(t, prefixed(reply.Text), "a session started under A keeps A's behaviour for the turn in flight: %q", reply.Text)
 	}
-	// Their next turns run on B, still as their run began.
+	// Their next turns run on B as B's: the run that began under A
+	// continued as new at its first quiet point on B (after the turn in
+	// flight), into a run that takes every change.
 	for _, chat := range chats {
 		reply := chat.awaitAnswer(t, chat.say("three"))
-		assert.False(t, prefixed(reply.Text), "the run that began under A keeps its behaviour until it continues as new: %q", reply.Text)
+		assert.True(t, prefixed(reply.Text), "a run that began under A moves on to B's behaviour at its next quiet point: %q", reply.Text)
 	}
 	// A session that starts now takes the change.
 	fresh := telegramChat{fake, telegramtest.Private(8_199_999)}
@@ -155,17 +158,27 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 		// A session's history that began on A and goes on on B: the replay
 		// test keeps it replaying.
 		key := pipeline.SessionKey{Channel: telegram.Channel, Account: "4343", Chat: strconv.FormatInt(chats[0].chat.ID, 10)}
-		_, err := harness.RecordHistory(ctx, c, key.WorkflowID(), filepath.Join(*recordTo, upgradeChange), "rolling_upgrade")
+		_, err := harness.RecordHistory(ctx, c, key.WorkflowID(), filepath.Join(*recordTo, upgradeChange), "rolling_upgrade_moves_on")
 		require.NoError(t, err)
 	}
 	for _, chat := range append(chats, fresh) {
 		key := pipeline.SessionKey{Channel: telegram.Channel, Account: "4343", Chat: strconv.FormatInt(chat.chat.ID, 10)}
-		h := historyOf(t, c, key)
-		assert.Zero(t, h.failedTasks, "%s: workflow task failures", key.WorkflowID())
-		require.NotEmpty(t, h.buildIDs, key.WorkflowID())
-		assert.Equal(t, "b", h.buildIDs[len(h.buildIDs)-1], "%s ends on B (its tasks ran on %v)", key.WorkflowID(), h.buildIDs)
+		want := 2 // the run begun on A, and the one it continued as
+		if chat == fresh {
+			want = 1
+		}
+		runs := runsOf(t, c, key, want)
+		for _, run := range runs {
+			h := historyOfRun(t, c, key, run.Execution.RunId)
+			assert.Zero(t, h.failedTasks, "%s: workflow task failures", key.WorkflowID())
+			require.NotEmpty(t, h.buildIDs, key.WorkflowID())
+			assert.Equal(t, "b", h.buildIDs[len(h.buildIDs)-1], "%s ends on B (its tasks ran on %v)", key.WorkflowID(), h.buildIDs)
+		}
 		if chat != fresh {
-			assert.Equal(t, "a", h.buildIDs[0], "%s began on A", key.WorkflowID())
+			require.Len(t, runs, 2, "%s: the run begun on A, and the one it continued as", key.WorkflowID())
+			assert.Equal(t, "a", historyOfRun(t, c, key, runs[0].Execution.RunId).buildIDs[0], "%s began on A", key.WorkflowID())
+			assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW, runs[0].Status, "%s moved on", key.WorkflowID())
+			assert.Equal(t, []string{"b"}, historyOfRun(t, c, key, runs[1].Execution.RunId).buildIDs, "%s then runs on B alone", key.WorkflowID())
 		}
 		desc, err := c.DescribeWorkflowExecution(ctx, key.WorkflowID(), "")
 		require.NoError(t, err)
