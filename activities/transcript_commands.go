@@ -194,7 +194,10 @@ func ExportDocument(ctx context.Context, st Transcripts, key pipeline.SessionKey
 // ExportTranscript sends the session's transcript as a Markdown document
 // (/export): one file where the platform takes files, else text replies
 // of the newest messages that fit maxExportChunks. Each part is keyed in
-// the delivery ledger, so a retry sends nothing twice.
+// the delivery ledger, so a retry sends nothing twice; and the text
+// replies' document is fixed at the first attempt (the store keeps it as
+// long as the ledger keeps its parts), so a retry sends the rest of the
+// document it started, however the transcript changed meanwhile.
 func (a *Activities) ExportTranscript(ctx context.Context, req pipeline.ExportRequest) (pipeline.ExportResult, error) {
 	if a.Store == nil {
 		return pipeline.ExportResult{}, nil
@@ -207,7 +210,7 @@ func (a *Activities) ExportTranscript(ctx context.Context, req pipeline.ExportRe
 		return a.exportFile(ctx, files, req)
 	}
 	limit := a.chunkLimit(req.Session)
-	doc, n, err := ExportDocument(ctx, a.Store, req.Session, limit*maxExportChunks*9/10, time.Now())
+	doc, n, err := a.startedExport(ctx, req, limit*maxExportChunks*9/10)
 	if err != nil || n == 0 {
 		return pipeline.ExportResult{}, err
 	}
@@ -228,6 +231,23 @@ func (a *Activities) ExportTranscript(ctx context.Context, req pipeline.ExportRe
 		}
 	}
 	return pipeline.ExportResult{Messages: n, Chunks: len(chunks)}, nil
+}
+
+// startedExport is the document an export's first attempt built, or,
+// on the first attempt, the transcript's document now, kept for the
+// retries. An empty transcript keeps nothing: there is nothing to send.
+func (a *Activities) startedExport(ctx context.Context, req pipeline.ExportRequest, maxBytes int) (string, int, error) {
+	sessionID := req.Session.WorkflowID()
+	kept, found, err := a.Store.Export(ctx, sessionID, req.IdempotencyKey)
+	if err != nil || found {
+		return kept.Text, kept.Messages, err
+	}
+	doc, n, err := ExportDocument(ctx, a.Store, req.Session, maxBytes, time.Now())
+	if err != nil || n == 0 {
+		return "", 0, err
+	}
+	kept, err = a.Store.KeepExport(ctx, sessionID, req.IdempotencyKey, store.ExportDocument{Text: doc, Messages: n})
+	return kept.Text, kept.Messages, err
 }
 
 func (a *Activities) exportFile(ctx context.Context, files adapters.FileSender, req pipeline.ExportRequest) (pipeline.ExportResult, error) {

@@ -36,6 +36,8 @@ type Transcripts interface {
 	ToolResults(ctx context.Context, sessionID, turnID string) (map[string]store.ToolResult, error)
 	SaveShown(ctx context.Context, sessionID, turnID, shownJSON string) error
 	Shown(ctx context.Context, sessionID, turnID string) (string, error)
+	KeepExport(ctx context.Context, sessionID, key string, doc store.ExportDocument) (store.ExportDocument, error)
+	Export(ctx context.Context, sessionID, key string) (store.ExportDocument, bool, error)
 }
 
 // transcript returns the session's transcript ID and recent messages,

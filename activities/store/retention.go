@@ -17,6 +17,8 @@ import (
 // says the same):
 //   - tool_results, stream_shown: ToolResults after they were written.
 //   - message_ids (the delivery ledger): Deliveries after the chunk was sent.
+//   - export_documents: Deliveries after the export started, as long as
+//     the ledger entries of its parts.
 //   - transcript_messages: a transcript no session continues any more
 //     (after /new, a reset word, a context reset, /compact), Transcripts
 //     after it was left; a session's current transcript, its messages
