@@ -158,7 +158,9 @@ func TestSlackGatewayKilledAfterTheSignalBeforeTheAckAnswersOnce(t *testing.T) {
 		c := s.stateOf(key).Counters
 		return c.Inbound+c.Duplicates >= 2
 	}, 30*time.Second, 50*time.Millisecond, "the session counts the redelivery")
-	assert.Equal(t, 1, s.stateOf(key).Counters.Duplicates, "the redelivery was dropped by the session's dedupe")
+	// The fresh gateway's catch-up may read the message from the running
+	// session's channel too: a second copy, dropped the same way.
+	assert.GreaterOrEqual(t, s.stateOf(key).Counters.Duplicates, 1, "the redelivery was dropped by the session's dedupe")
 	s.assertAnsweredOnce(channel, post)
 	snap := s.stateOf(key)
 	assert.Equal(t, 1, snap.TurnSeq)
