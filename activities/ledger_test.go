@@ -61,3 +61,27 @@ func TestAChunkSentAtTheAttemptsDeadlineIsInTheLedger(t *testing.T) {
 	assert.Equal(t, "p-first", got.PlatformMessageID)
 	assert.Equal(t, 1, out.posted, "the retry does not send the chunk again")
 }
+
+// The chunk that replaced a streamed preview (by editing it) is in the
+// delivery ledger, as the preview's message: a retry edits nothing and
+// sends nothing again.
+func TestAChunkThatReplacedItsPreviewIsInTheLedger(t *testing.T) {
+	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer db.Close()
+	out := &screen{}
+	acts := &Activities{Store: db, Outbound: map[string]adapters.Outbound{"webchat": out}, Logger: slog.Default()}
+	d := pipeline.Delivery{Session: session, IdempotencyKey: "session:webchat:room/t1/0", Text: "the answer", Total: 1, Replaces: "preview-1"}
+
+	got := deliver(t, acts, d)
+	assert.Equal(t, "preview-1", got.PlatformMessageID)
+	id, found, err := db.PlatformID(context.Background(), session.WorkflowID(), d.IdempotencyKey)
+	require.NoError(t, err)
+	assert.True(t, found, "the chunk that replaced the preview is in the ledger")
+	assert.Equal(t, "preview-1", id)
+
+	again := deliver(t, acts, d)
+	assert.Equal(t, "preview-1", again.PlatformMessageID)
+	assert.Len(t, out.edits, 1, "the retry finds it in the ledger")
+	assert.Empty(t, out.posted)
+}
