@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -41,7 +42,7 @@ func TestAWorkerRestartedWithANarrowerAllowListDeniesARemovedSenderInAnOpenChat(
 	model := &testModel{started: make(chan string, 10)}
 	stop := s.startWorker(model)
 	waitReloaded(t, s.cfg)
-	chat := "reload-allow"
+	chat := fmt.Sprintf("reload-allow-%d", queueSeq.Add(1))
 	events := subscribe(t, s.baseURL, chat)
 
 	code, body := s.post(chat, `{"message_id":"b1","sender_id":"bob","text":"first from bob"}`)
@@ -82,7 +83,7 @@ func TestAWorkerRestartedWithANewModelAnswersAnOpenChatsNextTurnWithIt(t *testin
 	cfg := testConfig(t)
 	s := startStack(t, cfg)
 	stop := s.startWorker(&testModel{})
-	chat := "reload-model"
+	chat := fmt.Sprintf("reload-model-%d", queueSeq.Add(1))
 	events := subscribe(t, s.baseURL, chat)
 
 	code, body := s.post(chat, `{"message_id":"m1","sender_id":"alice","text":"which model?"}`)
@@ -111,8 +112,10 @@ func TestReloadVerb(t *testing.T) {
 	s := startStack(t, testConfig(t))
 	s.startWorker(nil)
 	waitReloaded(t, s.cfg) // the worker's own reload at start is done
+	n := queueSeq.Add(1)
+	one, two := fmt.Sprintf("reload-one-%d", n), fmt.Sprintf("reload-two-%d", n)
 	events := map[string]*eventStream{}
-	for _, chat := range []string{"reload-one", "reload-two"} {
+	for _, chat := range []string{one, two} {
 		events[chat] = subscribe(t, s.baseURL, chat)
 		code, body := s.post(chat, `{"message_id":"m1","sender_id":"alice","text":"hello"}`)
 		require.Equal(t, http.StatusAccepted, code, body)
@@ -121,10 +124,10 @@ func TestReloadVerb(t *testing.T) {
 	ctx := context.Background()
 
 	var out bytes.Buffer
-	require.NoError(t, reloadCommand(ctx, s.cfg, []string{"--reason", "owner removed", "webchat:reload-one"}, &out, s.logger))
-	assert.Equal(t, "Reload sent to session:webchat:reload-one: it reads its settings again before its next message.\n", out.String())
-	assert.Equal(t, 1, reloadSignals(t, s, "reload-one"))
-	assert.Equal(t, 0, reloadSignals(t, s, "reload-two"))
+	require.NoError(t, reloadCommand(ctx, s.cfg, []string{"--reason", "owner removed", "webchat:" + one}, &out, s.logger))
+	assert.Equal(t, "Reload sent to session:webchat:"+one+": it reads its settings again before its next message.\n", out.String())
+	assert.Equal(t, 1, reloadSignals(t, s, one))
+	assert.Equal(t, 0, reloadSignals(t, s, two))
 
 	// Visibility shows both sessions open (eventually consistent).
 	require.Eventually(t, func() bool {
@@ -132,18 +135,18 @@ func TestReloadVerb(t *testing.T) {
 		return reloadCommand(ctx, s.cfg, []string{"--all", "--rate", "100"}, &out, s.logger) == nil &&
 			bytes.Contains(out.Bytes(), []byte("Reload sent to 2 open session(s) on task queue "+s.cfg.TaskQueue))
 	}, 10*time.Second, 200*time.Millisecond, "reload --all reaches both open sessions: %s", &out)
-	assert.GreaterOrEqual(t, reloadSignals(t, s, "reload-two"), 1)
+	assert.GreaterOrEqual(t, reloadSignals(t, s, two), 1)
 
 	err := reloadCommand(ctx, s.cfg, []string{"webchat:never-opened"}, &out, s.logger)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "session:webchat:never-opened is not running")
-	require.Error(t, reloadCommand(ctx, s.cfg, []string{"--all", "webchat:reload-one"}, &out, s.logger), "--all or sessions, not both")
+	require.Error(t, reloadCommand(ctx, s.cfg, []string{"--all", "webchat:" + one}, &out, s.logger), "--all or sessions, not both")
 	require.Error(t, reloadCommand(ctx, s.cfg, nil, &out, s.logger), "nothing named")
 
 	// The sessions still answer after their reloads.
-	code, body := s.post("reload-one", `{"message_id":"m2","sender_id":"alice","text":"still there?"}`)
+	code, body := s.post(one, `{"message_id":"m2","sender_id":"alice","text":"still there?"}`)
 	require.Equal(t, http.StatusAccepted, code, body)
-	events["reload-one"].collectUntil(t, 30*time.Second, isReplyTo("m2"))
+	events[one].collectUntil(t, 30*time.Second, isReplyTo("m2"))
 }
 
 // reloadSignals counts the reload signals in a web chat session's current
