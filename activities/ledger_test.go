@@ -2,10 +2,12 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -84,4 +86,43 @@ func TestAChunkThatReplacedItsPreviewIsInTheLedger(t *testing.T) {
 	assert.Equal(t, "preview-1", again.PlatformMessageID)
 	assert.Len(t, out.edits, 1, "the retry finds it in the ledger")
 	assert.Empty(t, out.posted)
+}
+
+// lastMomentScreen is a screen whose first send completes just as the
+// attempt's context ends.
+type lastMomentScreen struct {
+	screen
+	end context.CancelFunc
+}
+
+func (l *lastMomentScreen) Send(ctx context.Context, d pipeline.Delivery) (string, error) {
+	id, err := l.screen.Send(ctx, d)
+	l.end()
+	return id, err
+}
+
+// A streamed block sent as the attempt ends is recorded all the same:
+// the attempt after it continues after the block instead of sending it
+// again.
+func TestABlockSentAtTheAttemptsEndIsRecorded(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	defer db.Close()
+	attempt, end := context.WithCancel(context.Background())
+	defer end()
+	out := &lastMomentScreen{end: end}
+	acts := streamingActs(out, &writer{words: paragraphs(6), pace: time.Millisecond}, pipeline.StreamBlocks)
+	acts.Store = db
+	env := newActivityEnv(acts)
+	env.SetWorkerOptions(worker.Options{BackgroundActivityContext: attempt})
+	_, err = env.ExecuteActivity(acts.AgentTurn, streamReq)
+	require.Error(t, err, "the attempt ended after its first block")
+	require.Len(t, out.posted, 1)
+
+	data, err := db.Shown(ctx, session.WorkflowID(), shownKey(streamReq))
+	require.NoError(t, err)
+	var shown pipeline.Shown
+	require.NoError(t, json.Unmarshal([]byte(data), &shown), "recorded: %q", data)
+	assert.Equal(t, []string{"msg-1"}, shown.Blocks)
 }

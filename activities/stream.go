@@ -147,10 +147,15 @@ func (a *Activities) shownBefore(ctx context.Context, req pipeline.TurnRequest) 
 func shownKey(req pipeline.TurnRequest) string { return fmt.Sprintf("%s/%d", req.TurnID, req.Step) }
 
 // record keeps what was shown in the store at once, and heartbeats it.
+// The write has a context of its own (as the delivery ledger's): a
+// preview or block whose send completed as the attempt ended is on
+// screen, and the next attempt must know it.
 func (p *presenter) record() {
 	if p.a.Store != nil {
 		if shown := p.live.snapshot(); shown != nil {
-			if err := p.a.Store.SaveShown(p.ctx, p.req.Session.WorkflowID(), shownKey(p.req), mustJSON(shown)); err != nil {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(p.ctx), ledgerWriteBudget)
+			defer cancel()
+			if err := p.a.Store.SaveShown(ctx, p.req.Session.WorkflowID(), shownKey(p.req), mustJSON(shown)); err != nil {
 				p.a.Logger.Warn("What the stream showed was not recorded; a crash now could show it twice", "session", p.req.Session.WorkflowID(), "turn_id", p.req.TurnID, "error", err)
 			}
 		}
