@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -66,6 +67,9 @@ type Client struct {
 	sent       *bounded.Map // idempotency key → ts, posted by this worker
 	typing     *bounded.Map // channel/thread_ts → "" where a status is shown
 	logger     *slog.Logger
+	// readScopeWarned: the missing reactions:read scope is logged once
+	// per process, not at every reaction change.
+	readScopeWarned atomic.Bool
 
 	mu        sync.Mutex
 	botUserID string

@@ -50,7 +50,7 @@ func (c *Client) SetReaction(ctx context.Context, r pipeline.ReactionChange) err
 	var shown []string
 	if r.State != pipeline.ReactionReceived {
 		var gone bool
-		shown, gone, err = c.botShortcodes(ctx, item)
+		shown, gone, err = c.botShortcodes(ctx, item, want)
 		if err != nil || gone {
 			return err
 		}
@@ -83,7 +83,8 @@ func (c *Client) SetReaction(ctx context.Context, r pipeline.ReactionChange) err
 
 // botShortcodes are the lifecycle shortcodes the bot has on the message
 // now, in lifecycle order; gone reports a message that no longer exists.
-func (c *Client) botShortcodes(ctx context.Context, item slack.ItemRef) (shown []string, gone bool, err error) {
+// Without the scope to read, they are every lifecycle shortcode but want.
+func (c *Client) botShortcodes(ctx context.Context, item slack.ItemRef, want string) (shown []string, gone bool, err error) {
 	const op = "reactions.get"
 	bot, err := c.botUser(ctx)
 	if err != nil {
@@ -96,6 +97,20 @@ func (c *Client) botShortcodes(ctx context.Context, item slack.ItemRef) (shown [
 	case err == nil:
 	case code == "message_not_found":
 		return nil, true, nil
+	case code == "missing_scope":
+		// An app installed without reactions:read cannot read; removing
+		// every other lifecycle shortcode blindly (no_reaction is done)
+		// still leaves none behind, at up to four calls a change.
+		if !c.readScopeWarned.Swap(true) {
+			c.logger.Warn("Slack refused reactions.get (missing scope); each reaction change removes every other lifecycle reaction blindly instead: add reactions:read to the Slack app and reinstall it",
+				"channel", item.Channel)
+		}
+		for _, s := range lifecycle {
+			if name := c.shortcodes[s]; name != "" && name != want && !slices.Contains(shown, name) {
+				shown = append(shown, name)
+			}
+		}
+		return shown, false, nil
 	default:
 		return nil, false, classify(op, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/adapters/slack"
 	"github.com/replyflow/replyflow/adapters/slack/slacktest"
 	"github.com/replyflow/replyflow/pipeline"
 )
@@ -90,5 +91,35 @@ func TestReactionAddThatFailedIsReturned(t *testing.T) {
 				t.Errorf("after the retry the bot's reactions are %v, want [white_check_mark]", got)
 			}
 		})
+	}
+}
+
+// An app without reactions:read cannot read the message's reactions:
+// the change removes every other lifecycle shortcode instead, and still
+// leaves none behind.
+func TestReactionsWithoutReadScopeStillEndWithTheRightOneAlone(t *testing.T) {
+	fake := outboundFake(t)
+	a, b := outboundClient(t, fake), outboundClient(t, fake)
+	msg, _ := fake.AddMessage(slacktest.Post{Channel: "C1", User: "U1", Text: "hello"})
+	change := func(state pipeline.ReactionState) pipeline.ReactionChange {
+		return pipeline.ReactionChange{Session: outboundSession("C1"), MessageID: msg.TS, State: state}
+	}
+	fake.FailNext("reactions.get", 3, slacktest.SlackError("missing_scope"))
+	for _, step := range []struct {
+		c     *slack.Client
+		state pipeline.ReactionState
+		want  []string
+	}{
+		{a, pipeline.ReactionReceived, []string{"eyes"}},
+		{b, pipeline.ReactionThinking, []string{"writing_hand"}},
+		{a, pipeline.ReactionDone, []string{"white_check_mark"}},
+		{a, pipeline.ReactionNone, nil},
+	} {
+		if err := step.c.SetReaction(context.Background(), change(step.state)); err != nil {
+			t.Fatalf("SetReaction(%q) without reactions:read: %v", step.state, err)
+		}
+		if got := fake.Reactions("C1", msg.TS); !slices.Equal(got, step.want) {
+			t.Fatalf("after %q the bot's reactions are %v, want %v", step.state, got, step.want)
+		}
 	}
 }
