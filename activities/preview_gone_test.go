@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -171,4 +172,31 @@ func TestAPreviewRefusedForAnotherReasonIsNotPostedAgain(t *testing.T) {
 	assert.Equal(t, "p-1", got.PlatformMessageID, "the new message (fakeOutbound's IDs are p-1)")
 	require.Len(t, out.sent, 1)
 	assert.Equal(t, "k/0", out.sent[0].IdempotencyKey, "under the chunk's own key")
+}
+
+// goneAfterFirstEdit is a screen whose preview is deleted once it is
+// shown: every edit of it is refused as gone.
+type goneAfterFirstEdit struct {
+	screen
+	tries int
+}
+
+func (g *goneAfterFirstEdit) Edit(context.Context, pipeline.Edit) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.tries++
+	return adapters.Gone(&adapters.Error{Kind: adapters.Permanent, Op: "edit", Err: errors.New("message to edit not found")})
+}
+
+// A preview deleted mid-stream is not edited again at every tick: the
+// stream stops previewing, and the final delivery sends the answer.
+func TestAPreviewDeletedMidStreamIsNotEditedAgain(t *testing.T) {
+	out := &goneAfterFirstEdit{}
+	acts := streamingActs(out, &writer{words: words(40, "word"), pace: 10 * time.Millisecond}, pipeline.StreamPreview)
+	r, err := turnResult(t, acts, streamReq)
+	require.NoError(t, err)
+	require.Len(t, out.posted, 1, "the preview")
+	assert.Equal(t, 1, out.tries, "one refused edit, then no more")
+	require.NotNil(t, r.Shown)
+	assert.Equal(t, "msg-1", r.Shown.PreviewID, "the delivery learns of the preview, and finds it gone")
 }

@@ -42,9 +42,16 @@ func (p *presenter) showPreview(ctx context.Context, answer string) {
 	}
 	edit := pipeline.Edit{Session: p.req.Session, PlatformMessageID: previewID, ThreadID: p.req.ThreadID, Text: p.pendingPreview}
 	if err := p.out.Edit(ctx, edit); err != nil {
+		if adapters.MessageGone(err) {
+			// Deleted: no later edit can pass. The final delivery
+			// finds it gone too, and sends the answer anew.
+			p.previewBroken = true
+			p.a.Logger.Info("The preview is gone (deleted); the answer is delivered when complete", "session", p.req.Session.WorkflowID(), "turn_id", p.req.TurnID)
+			return
+		}
 		if ctx.Err() == nil {
-			// A refused edit (a rate limit, a deleted preview) is
-			// skipped; the next one, or the final answer, catches up.
+			// A refused edit (a rate limit) is skipped; the next one,
+			// or the final answer, catches up.
 			p.a.Logger.Debug("Preview not edited", "session", p.req.Session.WorkflowID(), "turn_id", p.req.TurnID, "error", err)
 		}
 		return
