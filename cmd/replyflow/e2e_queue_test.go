@@ -122,6 +122,52 @@ func TestInterruptCancelsTheRunningTurn(t *testing.T) {
 	recordHistory(t, s.client, chat, "interrupt")
 }
 
+// A /stop drops what was steered into the running turn with it: the
+// steered message is never answered, its reaction is cleared, and what
+// comes after the stop is answered on its own.
+func TestStopDropsWhatWasSteeredIntoTheTurn(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.QueueMode = "steer"
+	s := startStack(t, cfg)
+	model := holding("long task", nil)
+	s.startWorker(model)
+	chat := "stop-steered"
+	events := subscribe(t, s.baseURL, chat)
+
+	code, _ := s.post(chat, `{"message_id":"s1","sender_id":"alice","text":"long task"}`)
+	require.Equal(t, http.StatusAccepted, code)
+	model.waitStarted(t, "long task")
+	code, _ = s.post(chat, `{"message_id":"s2","sender_id":"alice","text":"also this"}`)
+	require.Equal(t, http.StatusAccepted, code)
+	require.Eventually(t, func() bool { return s.state(chat).Counters.Steered == 1 }, 30*time.Second, 50*time.Millisecond,
+		"s2 is steered into the running turn once its debounce window closed")
+	code, _ = s.post(chat, `{"message_id":"s3","sender_id":"alice","text":"/stop"}`)
+	require.Equal(t, http.StatusAccepted, code)
+	seen := events.collectUntil(t, 30*time.Second, isReplyTo("s3"))
+	assert.Equal(t, pipeline.AbortedReply, seen[len(seen)-1].Text)
+	code, _ = s.post(chat, `{"message_id":"s4","sender_id":"alice","text":"after the stop"}`)
+	require.Equal(t, http.StatusAccepted, code)
+	seen = append(seen, events.collectUntil(t, 30*time.Second, isClearOf("s4"))...)
+	var replies []string
+	for _, ev := range seen {
+		if ev.Type == "message" {
+			replies = append(replies, ev.ReplyTo)
+		}
+	}
+	assert.Equal(t, []string{"s3", "s4"}, replies, "the stop is answered, then the message after it; the steered one never")
+	var shown []string
+	for _, ev := range seen {
+		if ev.Type == "reaction" && ev.MessageID == "s2" {
+			shown = append(shown, ev.Emoji)
+		}
+	}
+	if len(shown) > 0 {
+		assert.Empty(t, shown[len(shown)-1], "a reaction the steered message showed is cleared: %q", shown)
+	}
+	assert.Empty(t, s.state(chat).Queued, "nothing of it waits")
+	recordHistory(t, s.client, chat, "stop_steered")
+}
+
 // holding is a model that holds its answer to text until until is closed
 // (nil: until cancelled) and answers everything else at once.
 func holding(text string, until <-chan struct{}) *testModel {

@@ -75,6 +75,7 @@ func TestAWorkerRestartedWithANarrowerAllowListDeniesARemovedSenderInAnOpenChat(
 	assert.Equal(t, []string{"webchat:alice"}, snap.Settings.AllowFrom)
 	reloads := reloadSignals(t, s, chat)
 	assert.True(t, reloads == 1 || reloads == 2, "one reload per worker at most, got %d", reloads)
+	recordHistory(t, s.client, chat, "reload_allow_list")
 }
 
 // A new model chain is used by an open chat's next turn, without the chat
@@ -102,6 +103,7 @@ func TestAWorkerRestartedWithANewModelAnswersAnOpenChatsNextTurnWithIt(t *testin
 	snap := s.state(chat)
 	assert.Equal(t, "test/newer", snap.LastTurn.Model, "the open chat's next turn asks the new model")
 	assert.Equal(t, []string{"test/newer"}, snap.Settings.Models)
+	recordHistory(t, s.client, chat, "reload_model")
 }
 
 // `replyflow reload` signals the sessions it names, or every open session
