@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -298,4 +299,35 @@ func TestARunOfAnOlderReleaseMovesOnAtItsNextQuietPoint(t *testing.T) {
 	assert.Empty(t, p.steps, "the next run answers")
 	require.Len(t, carried.Buffers, 1, "the open window is carried to it")
 	assert.Equal(t, time.Duration(0), p.elapsed(), "at once: the run starts at a quiet point")
+}
+
+// A parked turn whose progress is past what continue-as-new may carry
+// holds the run instead, as before turns could be carried: the state
+// must fit one payload.
+func TestAParkedTurnTooLargeToCarryHoldsTheRun(t *testing.T) {
+	down := true
+	env, p := newEnv(t, func(p *fakePlatform) {
+		p.agent = func(req pipeline.TurnRequest) (pipeline.TurnResult, error) {
+			return pipeline.TurnResult{Reply: strings.Repeat("word ", maxCarriedTurnBytes/4), Model: req.Model}, nil
+		}
+		p.refuse = func(pipeline.Delivery) error {
+			if down {
+				return temporal.NewNonRetryableApplicationError("chat not found", "PlatformRejected", nil)
+			}
+			return nil
+		}
+	})
+	signalAt(env, time.Second, inbound("m1", "write a lot"))
+	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, time.Minute)
+	snap := queryStateAt(t, env, time.Hour)
+	env.RegisterDelayedCallback(func() {
+		down = false
+		env.SignalWorkflow(SignalRetry, RetryRequest{By: "operator:test"})
+	}, 2*time.Hour)
+	env.ExecuteWorkflow(WorkflowName, SessionParams{Session: demoSession})
+	carried := continuedState(t, env)
+
+	assert.Equal(t, StatusDeliveryFailed, snap.Status, "still parked in the first run an hour after the suggestion")
+	assert.Nil(t, carried.Active, "the run continued as new once the turn was done")
+	assert.GreaterOrEqual(t, len(p.sentDeliveries()), 2, "the long reply went out in chunks after the retry")
 }

@@ -61,7 +61,11 @@ func TestLargestStateFitsInOnePayload(t *testing.T) {
 	}
 	bigBatch := maxBufferedBytes + msg("x", 0, pipeline.MaxTextBytes).Size()
 	st.Active = &ActiveTurn{TurnID: id("turn", 0), Messages: msgs("active", max(maxQueuedBytes, bigBatch), maxBufferedMessages),
-		Steered: msgs("steered", maxSteeredBytes, maxSteered), Phase: PhaseDelivering}
+		Steered: msgs("steered", maxSteeredBytes, maxSteered), Phase: PhaseParked}
+	// A carried turn's progress, at the most continue-as-new carries.
+	st.Active.Progress = &TurnProgress{Refs: refsOf(st.Active.Messages...), Chunks: []string{""}}
+	st.Active.Progress.Chunks[0] = text(maxCarriedTurnBytes - st.Active.Progress.size())
+	require.Equal(t, maxCarriedTurnBytes, st.Active.Progress.size())
 	st.Overflow = &Overflow{Dropped: 1000}
 	for i := range maxOverflowLines {
 		st.Overflow.Summaries = append(st.Overflow.Summaries, text(pipeline.SummaryMaxRunes*4))
@@ -82,13 +86,18 @@ func TestLargestStateFitsInOnePayload(t *testing.T) {
 		st.ReactionChanges = append(st.ReactionChanges, pipeline.ReactionChange{Session: pipeline.SessionKey{Channel: "telegram", Account: id("acct", 0), Chat: id("chat", 0)},
 			MessageID: id("r", i), ThreadID: id("thread", i), State: pipeline.ReactionDone, Attempt: 3})
 	}
-	// Decided proposals are kept for late clicks; a turn's pending ones
-	// are bounded by its tool calls. Arguments are the model's; 2 KiB
-	// each is the assumption here, not a bound.
+	// Decided proposals are kept for late clicks, without their tool
+	// arguments; a turn's pending ones are bounded by its tool calls.
+	// Arguments are the model's; 2 KiB each is the assumption here, not a
+	// bound.
 	for i := range keptProposals + 8 {
-		st.Proposals = append(st.Proposals, Proposal{ID: fmt.Sprintf("p%d", i), Call: pipeline.ToolCall{ID: id("call", i), Name: "tool", Arguments: text(2 << 10)},
+		p := Proposal{ID: fmt.Sprintf("p%d", i), Call: pipeline.ToolCall{ID: id("call", i), Name: "tool"},
 			Summary: text(400), Requester: "telegram:" + id("p", i), Origin: id("m", i), ThreadID: id("thread", i), TurnID: id("turn", 0),
-			CreatedAt: now, ExpiresAt: now, Status: ProposalApproved, DecidedBy: "telegram:" + id("p", i), Reason: text(200), MessageID: id("bot", i)})
+			CreatedAt: now, ExpiresAt: now, Status: ProposalApproved, DecidedBy: "telegram:" + id("p", i), Reason: text(200), MessageID: id("bot", i)}
+		if i >= keptProposals {
+			p.Status, p.Call.Arguments = ProposalPending, text(2<<10)
+		}
+		st.Proposals = append(st.Proposals, p)
 	}
 	for i := range maxPendingReplies {
 		st.Replies = append(st.Replies, DirectReply{MessageID: id("m", i), ThreadID: id("thread", i), Text: text(2 << 10), Key: "notice-1"})

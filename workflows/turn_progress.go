@@ -1,6 +1,9 @@
 package workflows
 
 import (
+	"encoding/json"
+	"math"
+
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/replyflow/replyflow/pipeline"
@@ -8,10 +11,11 @@ import (
 
 // maxCarriedTurnBytes bounds the progress of a turn that continue-as-new
 // may carry (its text, the model's pending calls, the reply's chunks):
-// the whole state is one payload, with a size limit. A turn whose
-// progress is larger (a huge reply parked) holds the run until it ends,
-// as every turn did before turns could be carried.
-const maxCarriedTurnBytes = 512 << 10
+// the whole state is one payload, with a size limit, and the rest of the
+// state takes most of it at its bounds (TestLargestStateFitsInOnePayload).
+// A turn whose progress is larger (a huge reply parked) holds the run
+// until it ends, as every turn did before turns could be carried.
+const maxCarriedTurnBytes = 256 << 10
 
 // TurnProgress is where a turn's coroutine stands between the things it
 // waits for. It lives in ActiveTurn, so a turn that waits for decisions
@@ -52,27 +56,15 @@ type CallProposal struct {
 	ProposalID string `json:"proposal_id"`
 }
 
+// size is how many bytes the progress takes in the carried state (its
+// JSON, escapes included). It is measured only when the run is about to
+// continue as new.
 func (p *TurnProgress) size() int {
-	n := len(p.Text)
-	if w := p.Waiting; w != nil {
-		n += len(w.Round.Text)
-		for _, c := range w.Round.Calls {
-			n += len(c.Arguments) + len(c.Name) + len(c.ID)
-		}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return math.MaxInt
 	}
-	for _, c := range p.Chunks {
-		n += len(c)
-	}
-	for _, r := range p.Rounds {
-		n += len(r.Text)
-		for _, c := range r.Calls {
-			n += len(c.Arguments)
-		}
-		for _, res := range r.Results {
-			n += len(res.Output)
-		}
-	}
-	return n
+	return len(data)
 }
 
 // carriable is true while the running turn waits for something only a
