@@ -87,15 +87,15 @@ func TestLargestStateFitsInOnePayload(t *testing.T) {
 			MessageID: id("r", i), ThreadID: id("thread", i), State: pipeline.ReactionDone, Attempt: 3})
 	}
 	// Decided proposals are kept for late clicks, without their tool
-	// arguments; a turn's pending ones are bounded by its tool calls.
-	// Arguments are the model's; 2 KiB each is the assumption here, not a
-	// bound.
+	// arguments; a carried turn's pending ones repeat its calls, which its
+	// progress bounds.
 	for i := range keptProposals + 8 {
 		p := Proposal{ID: fmt.Sprintf("p%d", i), Call: pipeline.ToolCall{ID: id("call", i), Name: "tool"},
 			Summary: text(400), Requester: "telegram:" + id("p", i), Origin: id("m", i), ThreadID: id("thread", i), TurnID: id("turn", 0),
 			CreatedAt: now, ExpiresAt: now, Status: ProposalApproved, DecidedBy: "telegram:" + id("p", i), Reason: text(200), MessageID: id("bot", i)}
 		if i >= keptProposals {
-			p.Status, p.Call.Arguments = ProposalPending, text(2<<10)
+			// A carried waiting turn's calls, repeated.
+			p.Status, p.Call.Arguments = ProposalPending, text(maxCarriedTurnBytes/8)
 		}
 		st.Proposals = append(st.Proposals, p)
 	}

@@ -13,9 +13,11 @@ import (
 // may carry (its text, the model's pending calls, the reply's chunks):
 // the whole state is one payload, with a size limit, and the rest of the
 // state takes most of it at its bounds (TestLargestStateFitsInOnePayload).
-// A turn whose progress is larger (a huge reply parked) holds the run
-// until it ends, as every turn did before turns could be carried.
-const maxCarriedTurnBytes = 256 << 10
+// The pending proposals of a waiting turn repeat its calls' arguments, so
+// they take at most as much again. A turn whose progress is larger (a
+// huge reply parked, huge tool arguments) holds the run until it ends, as
+// every turn did before turns could be carried.
+const maxCarriedTurnBytes = 128 << 10
 
 // TurnProgress is where a turn's coroutine stands between the things it
 // waits for. It lives in ActiveTurn, so a turn that waits for decisions
