@@ -26,9 +26,6 @@ type runEnv struct {
 	// attrsDirty is set when a search attribute changed; the main loop
 	// publishes all changes of one step in one upsert.
 	attrsDirty bool
-	// moveOnChecks counts the quiet points at which a run of an older
-	// release asked whether to move on (versions.go).
-	moveOnChecks int
 }
 
 // isOwner: the sender is one of the owners (configured or claimed) or,

@@ -145,13 +145,20 @@ func (s *runEnv) readVersions() {
 // change, whether it continues as new there to take the newest release.
 // A run replaying a history recorded before this check existed finds no
 // marker and stays; a run executing now records the marker and moves.
-// Each check has a change ID of its own (numbered in the run's order):
-// the SDK remembers the first answer for an ID, and a run that replayed
-// its older quiet points (answered "stay") must still move at a new one.
+//
+// The change ID names the workflow task (its started event's ID, which a
+// replay sees as the live run did): the SDK remembers the first answer
+// for an ID, and a run that replayed its older quiet points (answered
+// "stay", no marker there) must still move at a new one. Several checks
+// in one task share the task's answer. A count of checks would not do:
+// how often the main loop passes a quiet point within a task can differ
+// between the live run and a replay (a local activity's result arrives
+// at another moment), and a marker read under another number is a
+// nondeterminism failure.
 func (s *runEnv) movesOn() bool {
 	if s.v.promises || slices.Contains(changesInOrder, BuiltBefore) {
 		return false
 	}
-	s.moveOnChecks++
-	return workflow.GetVersion(s.ctx, changeMoveOn+"/"+strconv.Itoa(s.moveOnChecks), workflow.DefaultVersion, 1) >= 1
+	task := workflow.GetInfo(s.ctx).GetCurrentHistoryLength()
+	return workflow.GetVersion(s.ctx, changeMoveOn+"/"+strconv.Itoa(task), workflow.DefaultVersion, 1) >= 1
 }
