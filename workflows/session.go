@@ -65,6 +65,9 @@ type session struct {
 	compacting bool
 	// idleTimer is the run's idle timer while it is armed (idle.go).
 	idleTimer workflow.Future
+	// movingOn: this run of an older release decided to continue as new
+	// to take the newest release (versions.go), and starts no other turn.
+	movingOn bool
 }
 
 // SessionWorkflow serves one conversation until it has been idle for the
@@ -232,9 +235,14 @@ func (s *session) run() error {
 				return s.continueAsNew()
 			}
 		}
-		if !s.v.promises && s.atQuietPoint() && s.movesOn() {
-			// A run of an older release takes the newest at its next
-			// quiet point, carrying what it holds.
+		if !s.v.promises && !s.movingOn && !s.turns.running() && s.movesOn() {
+			// A run of an older release takes the newest between its
+			// turns: it starts no other turn, and continues as new at
+			// the quiet point that follows (a reaction or a reply in
+			// flight finishes first), carrying what it holds.
+			s.movingOn = true
+		}
+		if s.movingOn && s.atQuietPoint() {
 			if err := s.settle(); err != nil {
 				return err
 			}
@@ -243,7 +251,7 @@ func (s *session) run() error {
 				return s.continueAsNew()
 			}
 		}
-		if s.turns.ready() && !s.compacting {
+		if s.turns.ready() && !s.compacting && !s.movingOn {
 			s.turns.startTurn()
 		}
 		s.visibility.updateStatus()
@@ -275,7 +283,7 @@ func (s *session) run() error {
 		}
 		err := workflow.Await(s.ctx, func() bool {
 			return s.inbound.Len() > 0 || s.retries.Len() > 0 || (s.v.promises && s.reloads.Len() > 0) || (s.v.control && s.heartbeats.Len() > 0) || s.proposals.decisions.Len() > 0 || s.disengages.Len() > 0 || s.feedback.Len() > 0 || s.attrsDirty || s.idle() ||
-				(s.turns.ready() && !s.compacting) ||
+				(s.turns.ready() && !s.compacting && !s.movingOn) || (s.movingOn && s.atQuietPoint()) ||
 				(s.shouldContinueAsNew() && s.atQuietPoint()) ||
 				(s.v.promises && s.shouldContinueAsNew() && s.mayCarry())
 		})
