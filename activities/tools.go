@@ -7,11 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
+	"sort"
 	"strings"
+	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/pipeline"
@@ -39,6 +44,12 @@ type ToolDef struct {
 	// configured headers, which carry the tool's secrets). At most
 	// maxToolRedirects are followed.
 	Redirects string `json:"redirects"`
+	// AllowPrivate lets the tool reach loopback, private, link-local and
+	// other non-public addresses (an internal service). Without it those
+	// are refused when dialed, so neither a redirect nor a host name that
+	// resolves inward reaches a cloud metadata endpoint or a local admin
+	// port.
+	AllowPrivate bool `json:"allow_private"`
 }
 
 // Redirect policies of a tool.
@@ -51,11 +62,104 @@ const (
 // maxToolRedirects bounds the redirects one call follows.
 const maxToolRedirects = 5
 
+// maxToolErrorExcerpt bounds how much of a failing tool's answer the model
+// reads: enough for an error message, little room for a reflected secret.
+const maxToolErrorExcerpt = 300
+
 // Tools is the set of tools offered to the model.
 type Tools struct {
-	defs   map[string]ToolDef
-	order  []string
-	client *http.Client
+	defs  map[string]ToolDef
+	order []string
+	// public serves tools limited to public addresses, private those with
+	// allow_private. Two transports, so a connection one opened to a
+	// private address is never reused by the other.
+	public, private *http.Client
+	// publicAddr says which addresses the public client may dial; tests
+	// replace it to stand a loopback server in for a public one.
+	publicAddr func(netip.Addr) bool
+}
+
+func newTools() *Tools {
+	t := &Tools{defs: map[string]ToolDef{}, publicAddr: func(a netip.Addr) bool { return classifyAddr(a) == "" }}
+	t.public = &http.Client{Transport: toolTransport(func(a netip.Addr) bool { return t.publicAddr(a) })}
+	t.private = &http.Client{Transport: toolTransport(nil)}
+	return t
+}
+
+// toolTransport dials directly, never through HTTP(S)_PROXY: through a
+// proxy the destination would be the proxy's to resolve, out of reach of
+// the address check. With allowed set, every address dialed (after DNS,
+// for the first request and each redirect) must pass it.
+func toolTransport(allowed func(netip.Addr) bool) *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	if allowed != nil {
+		dialer.Control = func(_, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil {
+				return &refusedDestination{class: "unparsable"}
+			}
+			if !allowed(ap.Addr()) {
+				class := classifyAddr(ap.Addr())
+				if class == "" {
+					class = "disallowed"
+				}
+				return &refusedDestination{class: class}
+			}
+			return nil
+		}
+	}
+	tr.DialContext = dialer.DialContext
+	return tr
+}
+
+// refusedDestination is a dial refused by a tool's address check.
+type refusedDestination struct{ class string }
+
+func (e *refusedDestination) Error() string {
+	return "destination is a " + e.class + " address"
+}
+
+// nonPublic are ranges beyond netip's own predicates that reach no public
+// service: "this network", shared address space (carrier NAT, some cloud
+// metadata services), IETF assignments, benchmarking, reserved and
+// broadcast, IPv6 site-local and the NAT64 prefixes (which embed an IPv4
+// address a gateway would reach).
+var nonPublic = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("fec0::/10"),
+	netip.MustParsePrefix("64:ff9b::/96"),
+	netip.MustParsePrefix("64:ff9b:1::/48"),
+}
+
+// classifyAddr names why a is not a public address, or "" if it is.
+func classifyAddr(a netip.Addr) string {
+	a = a.Unmap()
+	switch {
+	case !a.IsValid():
+		return "invalid"
+	case a.IsUnspecified():
+		return "unspecified"
+	case a.IsLoopback():
+		return "loopback"
+	case a.IsPrivate():
+		return "private"
+	case a.IsLinkLocalUnicast():
+		return "link-local"
+	case a.IsMulticast():
+		return "multicast"
+	}
+	for _, p := range nonPublic {
+		if p.Contains(a) {
+			return "reserved"
+		}
+	}
+	return ""
 }
 
 var skipResponse = models.Tool{
@@ -73,7 +177,7 @@ var disengage = models.Tool{
 // LoadTools reads a tools file: a JSON list of ToolDef. An empty path
 // gives only the built-in skip_response.
 func LoadTools(path string) (*Tools, error) {
-	t := &Tools{defs: map[string]ToolDef{}, client: &http.Client{}}
+	t := newTools()
 	if path == "" {
 		return t, nil
 	}
@@ -150,10 +254,17 @@ func (a *Activities) RunTool(ctx context.Context, inv pipeline.ToolInvocation) (
 		return res, nil
 	}
 	output, err := a.Tools.call(ctx, def, inv)
-	if err != nil {
+	var answered *toolAnswerError
+	switch {
+	case errors.As(err, &answered):
+		// The status and size only: the body may reflect the tool's
+		// secrets or the user's data.
+		a.Logger.Warn("tool call failed", "session", inv.Session.WorkflowID(), "tool", def.Name, "status", answered.status, "bytes", answered.size)
+		res.Output, res.IsError = err.Error(), true
+	case err != nil:
 		a.Logger.Warn("tool call failed", "session", inv.Session.WorkflowID(), "tool", def.Name, "error", err)
 		res.Output, res.IsError = err.Error(), true
-	} else {
+	default:
 		res.Output = output
 	}
 	if inv.StoreResult && a.Store != nil {
@@ -181,12 +292,17 @@ func (t *Tools) call(ctx context.Context, d ToolDef, inv pipeline.ToolInvocation
 	if d.Method == http.MethodGet || d.Method == http.MethodDelete {
 		u, _ := url.Parse(d.URL)
 		q := u.Query()
-		for k, v := range args {
+		for k := range args {
 			// The configured query (an API key, a fixed scope) is the
-			// operator's; the model's arguments may not replace it.
-			if q.Has(k) {
-				return "", fmt.Errorf("the argument %q is fixed by the tool's configuration and cannot be set", k)
+			// operator's; the model's arguments may not replace it, nor
+			// shadow it with a case variant a server may read instead.
+			for fixed := range q {
+				if strings.EqualFold(k, fixed) {
+					return "", fmt.Errorf("the argument %q is fixed by the tool's configuration (as %q) and cannot be set", k, fixed)
+				}
 			}
+		}
+		for k, v := range args {
 			q.Set(k, fmt.Sprint(v))
 		}
 		u.RawQuery = q.Encode()
@@ -209,10 +325,18 @@ func (t *Tools) call(ctx context.Context, d ToolDef, inv pipeline.ToolInvocation
 		}
 		req.Header.Set(k, v)
 	}
-	client := *t.client
+	client := *t.public
+	if d.AllowPrivate {
+		client = *t.private
+	}
 	client.CheckRedirect = redirectPolicy(d)
 	resp, err := client.Do(req)
 	if err != nil {
+		var refused *refusedDestination
+		if errors.As(err, &refused) {
+			// The class, not the address or URL: the model reads this.
+			return "", fmt.Errorf("tool %s refused: its %s, which the tool's entry does not allow (set allow_private to reach internal addresses)", d.Name, refused)
+		}
 		// Not the url.Error's text: its URL may hold the configured
 		// query's secrets, and this text goes to the model and history.
 		var uerr *url.Error
@@ -228,9 +352,71 @@ func (t *Tools) call(ctx context.Context, d ToolDef, inv pipeline.ToolInvocation
 		out = string(data[:maxToolOutput]) + "\n[output truncated]"
 	}
 	if resp.StatusCode >= 300 {
-		return "", fmt.Errorf("tool %s answered HTTP %d: %s", d.Name, resp.StatusCode, strings.TrimSpace(out))
+		return "", &toolAnswerError{tool: d.Name, status: resp.StatusCode, size: len(data), excerpt: errorExcerpt(data, toolSecrets(d, req))}
 	}
 	return out, nil
+}
+
+// toolAnswerError is a tool's answer with a failing status. Its text, for
+// the model, holds at most maxToolErrorExcerpt bytes of the body, with the
+// tool's secrets redacted; size is what was read (at most maxToolOutput+1).
+type toolAnswerError struct {
+	tool         string
+	status, size int
+	excerpt      string
+}
+
+func (e *toolAnswerError) Error() string {
+	return fmt.Sprintf("tool %s answered HTTP %d: %s", e.tool, e.status, e.excerpt)
+}
+
+// toolSecrets are the values a tool's answer must not hand to the model:
+// its configured header values (and their words, so "Bearer x" hides x)
+// and its URL's query values, plain and encoded.
+func toolSecrets(d ToolDef, req *http.Request) []string {
+	var out []string
+	add := func(v string) {
+		// Very short values (a flag, "1") would redact ordinary words.
+		if len(v) >= 4 {
+			out = append(out, v, url.QueryEscape(v))
+		}
+	}
+	for k := range d.Headers {
+		v := req.Header.Get(k)
+		add(v)
+		for _, w := range strings.Fields(v) {
+			add(w)
+		}
+	}
+	if u, err := url.Parse(d.URL); err == nil {
+		for _, vs := range u.Query() {
+			for _, v := range vs {
+				add(v)
+			}
+		}
+	}
+	// Longest first, so a value containing another is redacted whole.
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
+}
+
+// errorExcerpt redacts secrets from a failing answer, then keeps its start,
+// cut at a rune boundary. Redacting first means a secret is never half
+// shown at the cut.
+func errorExcerpt(body []byte, secrets []string) string {
+	s := string(body)
+	for _, v := range secrets {
+		s = strings.ReplaceAll(s, v, "[redacted]")
+	}
+	s = strings.TrimSpace(s)
+	if len(s) <= maxToolErrorExcerpt {
+		return s
+	}
+	cut := maxToolErrorExcerpt
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + " [truncated]"
 }
 
 // redirectPolicy applies d.Redirects. Go's client would carry the
@@ -242,6 +428,9 @@ func redirectPolicy(d ToolDef) func(req *http.Request, via []*http.Request) erro
 		if len(via) > maxToolRedirects {
 			return fmt.Errorf("tool %s redirected more than %d times", d.Name, maxToolRedirects)
 		}
+		// Go sets Referer to the previous URL, query and all: the tool's
+		// API key would go to the redirect's target.
+		req.Header.Del("Referer")
 		first := via[0].URL
 		sameOrigin := req.URL.Scheme == first.Scheme && req.URL.Host == first.Host
 		switch {

@@ -39,7 +39,19 @@ func toolServer(t *testing.T) (*httptest.Server, func() []seenCall) {
 	return srv, func() []seenCall { mu.Lock(); defer mu.Unlock(); return append([]seenCall(nil), calls...) }
 }
 
+// writeTools writes a tools file whose tools may reach private addresses:
+// the test servers are on loopback, which configured tools are refused by
+// default. writeToolsAsGiven keeps each entry's own setting.
 func writeTools(t *testing.T, defs []ToolDef) string {
+	allowed := make([]ToolDef, len(defs))
+	for i, d := range defs {
+		d.AllowPrivate = true
+		allowed[i] = d
+	}
+	return writeToolsAsGiven(t, allowed)
+}
+
+func writeToolsAsGiven(t *testing.T, defs []ToolDef) string {
 	data, err := json.Marshal(defs)
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "tools.json")
@@ -176,7 +188,7 @@ func TestAGETToolsConfiguredQueryCannotBeOverridden(t *testing.T) {
 	require.NoError(t, err)
 	acts := &Activities{Tools: tools, Logger: slog.Default()}
 	env := newActivityEnv(acts)
-	for _, args := range []string{`{"scope":"private"}`, `{"q":"x"}`} {
+	for _, args := range []string{`{"scope":"private"}`, `{"SCOPE":"private"}`, `{"Key":"mine"}`, `{"q":"x"}`} {
 		v, err := env.ExecuteActivity(acts.RunTool, pipeline.ToolInvocation{Session: session, TurnID: "t", Call: pipeline.ToolCall{ID: "c", Name: "search", Arguments: args}})
 		require.NoError(t, err)
 		var r pipeline.ToolResult
@@ -185,10 +197,10 @@ func TestAGETToolsConfiguredQueryCannotBeOverridden(t *testing.T) {
 			assert.False(t, r.IsError, r.Output)
 			continue
 		}
-		assert.True(t, r.IsError)
-		assert.Contains(t, r.Output, `"scope" is fixed by the tool's configuration`)
+		assert.True(t, r.IsError, "%s: a case variant shadows the fixed parameter on a server that ignores case", args)
+		assert.Contains(t, r.Output, "is fixed by the tool's configuration", args)
 	}
 	got := calls()
-	require.Len(t, got, 1, "the overriding call reached no server")
+	require.Len(t, got, 1, "no overriding call reached the server")
 	assert.Equal(t, "key=abc&q=x&scope=public", got[0].Query)
 }

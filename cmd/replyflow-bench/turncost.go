@@ -50,7 +50,7 @@ func startCostRig(ctx context.Context, c client.Client, o options, name, bin str
 	}))
 	tools := filepath.Join(o.workDir, name+"-tools.json")
 	spec, _ := json.Marshal([]map[string]any{{
-		"name": "lookup", "description": "Look something up", "url": tool.URL + "/lookup", "method": "GET", "timeout": "5s",
+		"name": "lookup", "description": "Look something up", "url": tool.URL + "/lookup", "method": "GET", "timeout": "5s", "allow_private": true,
 		"parameters": map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}, "required": []string{"q"}},
 	}})
 	if err := os.WriteFile(tools, spec, 0o644); err != nil {

@@ -55,7 +55,8 @@ func payServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
 
 func proposalConfig(t *testing.T, toolURL string) Config {
 	cfg := testConfig(t)
-	defs, _ := json.Marshal([]activities.ToolDef{{Name: "pay", Description: "pay someone", URL: toolURL, RequiresApproval: true}})
+	// The fake tool is on loopback, which a tool must be allowed to reach.
+	defs, _ := json.Marshal([]activities.ToolDef{{Name: "pay", Description: "pay someone", URL: toolURL, RequiresApproval: true, AllowPrivate: true}})
 	cfg.ToolsFile = filepath.Join(t.TempDir(), "tools.json")
 	require.NoError(t, os.WriteFile(cfg.ToolsFile, defs, 0o644))
 	cfg.Owners = []string{"webchat:boss"}
