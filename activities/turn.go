@@ -234,9 +234,12 @@ func (a *Activities) SaveSessionSettings(ctx context.Context, key pipeline.Sessi
 }
 
 // Claim spends a one-time claim code: its sender becomes an owner, kept in
-// the store for every later run.
+// the store for every later run. A code claims only an agent with no
+// owner: with REPLYFLOW_OWNERS set on this worker every code is refused,
+// whichever start printed it (the configured owners are not in the
+// store, whose own check sees only claimed ones).
 func (a *Activities) Claim(ctx context.Context, req pipeline.ClaimRequest) (bool, error) {
-	if a.Store == nil {
+	if a.Store == nil || len(a.Settings.Owners) > 0 {
 		return false, nil
 	}
 	return a.Store.Claim(ctx, req.Code, req.Who)

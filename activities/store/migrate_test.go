@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -69,7 +70,7 @@ func openAtOnce(t *testing.T, dsn string) {
 		require.NoError(t, s.MapMessage(ctx, "sess", fmt.Sprintf("chunk/%d", i), fmt.Sprint(100+i)))
 		_, err := s.SessionEntry(ctx, fmt.Sprintf("session:%d", i))
 		require.NoError(t, err)
-		_, err = s.NewClaimCode(ctx)
+		_, err = s.NewClaimCode(ctx, time.Hour)
 		require.NoError(t, err)
 	}
 	for i := range stores {

@@ -26,8 +26,12 @@ import (
 //   - feedback_events: Feedback after the reaction.
 //   - sessions: one row per session, kept (the chat's settings).
 //   - owners: who claimed the agent, kept.
-//   - claim_codes: one per worker start while the agent has no owner; the
-//     unused ones are deleted once it has one.
+//   - claim_codes: one per worker start while the agent has no owner,
+//     valid for its ttl (REPLYFLOW_CLAIM_TTL); the expired unused ones are
+//     deleted at the next start, all unused ones once the agent has an
+//     owner, claimed or configured (RevokeClaimCodes).
+//   - claim_failures: ClaimFailureWindow, pruned on every claim, at most
+//     ClaimFailuresTotal rows (a claim over a limit is not recorded).
 type Retention struct {
 	ToolResults time.Duration
 	Deliveries  time.Duration

@@ -161,9 +161,9 @@ func retentionSuite(t *testing.T, dsn func(*testing.T) string) {
 
 	t.Run("unused claim codes go once the agent has an owner", func(t *testing.T) {
 		s := open(t, Retention{})
-		code, err := s.NewClaimCode(ctx)
+		code, err := s.NewClaimCode(ctx, time.Hour)
 		require.NoError(t, err)
-		_, err = s.NewClaimCode(ctx) // another worker's start
+		_, err = s.NewClaimCode(ctx, time.Hour) // another worker's start
 		require.NoError(t, err)
 		ok, err := s.Claim(ctx, code, "webchat:alice")
 		require.NoError(t, err)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,7 +179,7 @@ func runSuite(t *testing.T, dsn func(*testing.T) string) {
 
 	t.Run("claim codes make one owner each", func(t *testing.T) {
 		s, _ := open(t)
-		code, err := s.NewClaimCode(ctx)
+		code, err := s.NewClaimCode(ctx, time.Hour)
 		require.NoError(t, err)
 		ok, err := s.Claim(ctx, code, "webchat:alice")
 		require.NoError(t, err)
@@ -192,7 +193,7 @@ func runSuite(t *testing.T, dsn func(*testing.T) string) {
 		ok, err = s.Claim(ctx, "claim-nope", "webchat:bob")
 		require.NoError(t, err)
 		assert.False(t, ok)
-		late, err := s.NewClaimCode(ctx)
+		late, err := s.NewClaimCode(ctx, time.Hour)
 		require.NoError(t, err)
 		ok, err = s.Claim(ctx, late, "webchat:bob")
 		require.NoError(t, err)
@@ -200,6 +201,65 @@ func runSuite(t *testing.T, dsn func(*testing.T) string) {
 		owners, err := s.Owners(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, []string{"webchat:alice"}, owners)
+	})
+
+	t.Run("a claim code expires, works once, and dies when owners are configured", func(t *testing.T) {
+		s, _ := open(t)
+		expired, err := s.NewClaimCode(ctx, time.Hour)
+		require.NoError(t, err)
+		backdate(t, s, "claim_codes", "expires_at", time.Second, "code = ?", expired)
+		ok, err := s.Claim(ctx, expired, "webchat:alice")
+		require.NoError(t, err)
+		assert.False(t, ok, "an expired code claims nothing")
+
+		revoked, err := s.NewClaimCode(ctx, time.Hour)
+		require.NoError(t, err)
+		require.NoError(t, s.RevokeClaimCodes(ctx), "a start with REPLYFLOW_OWNERS set")
+		ok, err = s.Claim(ctx, revoked, "webchat:mallory")
+		require.NoError(t, err)
+		assert.False(t, ok, "a code printed before owners were configured claims nothing after")
+
+		code, err := s.NewClaimCode(ctx, time.Hour)
+		require.NoError(t, err)
+		ok, err = s.Claim(ctx, code, "webchat:alice")
+		require.NoError(t, err)
+		assert.True(t, ok)
+		ok, err = s.Claim(ctx, code, "webchat:mallory")
+		require.NoError(t, err)
+		assert.False(t, ok, "a code works once")
+		owners, err := s.Owners(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"webchat:alice"}, owners)
+	})
+
+	t.Run("wrong claim guesses are limited per sender and in all", func(t *testing.T) {
+		s, _ := open(t)
+		code, err := s.NewClaimCode(ctx, time.Hour)
+		require.NoError(t, err)
+		guess := func(i int) string { return fmt.Sprintf("claim-%012x", i) }
+		for i := range ClaimFailuresPerSender {
+			ok, err := s.Claim(ctx, guess(i), "webchat:mallory")
+			require.NoError(t, err)
+			require.False(t, ok)
+		}
+		ok, err := s.Claim(ctx, code, "webchat:mallory")
+		require.NoError(t, err)
+		assert.False(t, ok, "a sender out of guesses is refused even the right code")
+
+		for i := ClaimFailuresPerSender; i < ClaimFailuresTotal; i++ {
+			ok, err := s.Claim(ctx, guess(i), fmt.Sprintf("webchat:sybil%d", i))
+			require.NoError(t, err)
+			require.False(t, ok)
+		}
+		ok, err = s.Claim(ctx, code, "webchat:alice")
+		require.NoError(t, err)
+		assert.False(t, ok, "with the guesses of the hour used up, even the right code waits")
+
+		backdate(t, s, "claim_failures", "failed_at", ClaimFailureWindow+time.Minute)
+		ok, err = s.Claim(ctx, code, "webchat:alice")
+		require.NoError(t, err)
+		assert.True(t, ok, "an hour later the right code works")
+		assert.Equal(t, 0, count(t, s, "claim_failures"), "failures older than the window are pruned")
 	})
 
 	t.Run("reopening keeps the data and migrates once", func(t *testing.T) {

@@ -56,7 +56,10 @@ type Config struct {
 	GateModel      string        `envconfig:"GATE_MODEL"`
 	GateTimeout    time.Duration `envconfig:"GATE_TIMEOUT" default:"2500ms"`
 	// Owners may decide proposals: "provider:id" entries, or "*".
-	Owners             []string      `envconfig:"OWNERS"`
+	Owners []string `envconfig:"OWNERS"`
+	// ClaimTTL is how long a claim code printed at a start without owners
+	// stays valid.
+	ClaimTTL           time.Duration `envconfig:"CLAIM_TTL" default:"1h"`
 	RequesterMayDecide bool          `envconfig:"REQUESTER_MAY_DECIDE" default:"true"`
 	ProposalTTL        time.Duration `envconfig:"PROPOSAL_TTL" default:"24h"`
 	MaxSteps           int           `envconfig:"MAX_STEPS" default:"8"`
@@ -250,6 +253,7 @@ func (c Config) validate() error {
 		}
 	}
 	check(c.GateTimeout > 0, "REPLYFLOW_GATE_TIMEOUT must be positive")
+	check(c.ClaimTTL > 0, "REPLYFLOW_CLAIM_TTL must be positive (how long a claim code printed at a start without owners stays valid)")
 	errs = append(errs, c.validateSessionSettings()...)
 	check(c.ProposalTTL >= time.Minute, "REPLYFLOW_PROPOSAL_TTL must be at least 1m, got %s", c.ProposalTTL)
 	// The ledger is what keeps a retried chunk from being sent twice, a

@@ -152,7 +152,7 @@ replyflow dev is running (Ctrl-C stops everything)
 		}
 	}
 	if claim != "" {
-		fmt.Printf("  Claim        send %s in a chat to become the owner\n", claim)
+		fmt.Printf("  Claim        send %s in a chat within %s to become the owner (once)\n", claim, cfg.ClaimTTL)
 	}
 	for _, line := range lines {
 		fmt.Println(line)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -198,7 +199,7 @@ func TestClaimCodeMakesTheSenderAnOwner(t *testing.T) {
 	cfg := testConfig(t)
 	db, err := store.Open(context.Background(), cfg.StoreDSN)
 	require.NoError(t, err)
-	code, err := db.NewClaimCode(context.Background())
+	code, err := db.NewClaimCode(context.Background(), time.Hour)
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
 	s := startStack(t, cfg)
@@ -214,4 +215,35 @@ func TestClaimCodeMakesTheSenderAnOwner(t *testing.T) {
 	assert.Equal(t, "always", s.state(chat).Activation)
 	events.collectUntil(t, 30*time.Second, isClearOf("k5"))
 	recordHistory(t, s.client, chat, "claim")
+}
+
+// A code printed by a start without owners makes no stranger an owner
+// once the agent restarts with REPLYFLOW_OWNERS set.
+func TestStaleClaimCodeMakesNoOwnerAfterARestartWithOwners(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := testConfig(t)
+	_, db, code, err := workerSide(ctx, cfg, slog.Default())
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	require.NotEmpty(t, code, "a start without owners prints a claim code")
+
+	cfg.Owners = []string{"webchat:boss"}
+	_, db, again, err := workerSide(ctx, cfg, slog.Default())
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	assert.Empty(t, again, "a start with owners prints none")
+	s := startStack(t, cfg)
+	s.startWorker(&testModel{})
+	chat := "stale-claim"
+	events := subscribe(t, s.baseURL, chat)
+
+	assert.Equal(t, "That claim code is not valid, or was already used.", s.command(events, chat, "m1", "mallory", code))
+	assert.Equal(t, "⚠️ Only owners may change the activation mode.", s.command(events, chat, "m2", "mallory", "/activation always"))
+	db, err = store.Open(ctx, cfg.StoreDSN)
+	require.NoError(t, err)
+	defer db.Close()
+	owners, err := db.Owners(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, owners, "the stranger is no owner")
 }

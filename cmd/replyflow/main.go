@@ -143,7 +143,7 @@ func workerCommand(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 	defer db.Close()
 	if code != "" {
-		fmt.Fprintf(os.Stderr, "No owner yet: send %s in a chat to become the owner (REPLYFLOW_OWNERS sets owners instead).\n", code)
+		fmt.Fprintf(os.Stderr, "No owner yet: send %s in a chat within %s to become the owner; it works once (REPLYFLOW_OWNERS sets owners instead).\n", code, cfg.ClaimTTL)
 	}
 	c, err := dialTemporal(ctx, cfg, "", logger)
 	if err != nil {

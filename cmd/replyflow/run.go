@@ -126,17 +126,19 @@ func workerSide(ctx context.Context, cfg Config, logger *slog.Logger) (*activiti
 	return acts, db, code, nil
 }
 
-// claimCode makes a one-time claim code when the agent has no owner yet,
-// neither configured nor claimed; "" otherwise.
+// claimCode makes a one-time claim code, valid for REPLYFLOW_CLAIM_TTL,
+// when the agent has no owner yet, neither configured nor claimed; ""
+// otherwise. A start with owners revokes the unused codes that earlier
+// starts without owners printed.
 func claimCode(ctx context.Context, cfg Config, db *store.Store) (string, error) {
 	if len(cfg.Owners) > 0 {
-		return "", nil
+		return "", db.RevokeClaimCodes(ctx)
 	}
 	owners, err := db.Owners(ctx)
 	if err != nil || len(owners) > 0 {
 		return "", err
 	}
-	return db.NewClaimCode(ctx)
+	return db.NewClaimCode(ctx, cfg.ClaimTTL)
 }
 
 func location(name string) *time.Location {
