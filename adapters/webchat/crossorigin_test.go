@@ -68,7 +68,7 @@ func TestTheCrossSiteOwnerApprovalIsRefusedInTokenMode(t *testing.T) {
 	require.NoError(t, err)
 	_, _, ownerCookie := a.login(issued.Login)
 	require.NotNil(t, ownerCookie)
-	mallory := a.user(Claims{Sub: "mallory"})
+	mallory := a.user(Claims{Sub: "mallory", Chats: []string{"room"}})
 	approve := `{"sender_id":"boss","message_id":"b-1","action":"approve:p1"}`
 
 	for _, tc := range []struct {
@@ -109,7 +109,7 @@ func TestCORSIsOpenToTheTrustedOriginsOnly(t *testing.T) {
 	assert.Equal(t, "600", resp.Header.Get("Access-Control-Max-Age"))
 	assert.Equal(t, "Origin", resp.Header.Get("Vary"))
 
-	tok := a.user(Claims{Sub: "alice"})
+	tok := a.user(Claims{Sub: "alice", Chats: []string{"room"}})
 	resp, body := a.request(http.MethodPost, "/api/chats/room/messages", `{"text":"hi"}`, nil,
 		append(bearer(tok), "Origin", "https://chat.example", "Sec-Fetch-Site", "cross-site")...)
 	require.Equal(t, http.StatusAccepted, resp.StatusCode, body)
