@@ -76,8 +76,8 @@ type Claims struct {
 
 // AllowsChat says whether the token may be used in chat: any chat with
 // AllChats, else one of Chats, else only the chat named after its sender.
-// The sender's own chat is the one a user can neither guess another's of
-// nor be handed by someone else: every sender ID is its own chat ID.
+// Equality, not a prefix: sender IDs may extend one another ("alice",
+// "alice.b"), so a prefix rule would hand one sender another's chats.
 func (c Claims) AllowsChat(chat string) bool {
 	switch {
 	case c.AllChats:
