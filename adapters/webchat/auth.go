@@ -56,7 +56,7 @@ func (s *Server) caller(w http.ResponseWriter, r *http.Request, chat string) (*C
 		var c Claims
 		if c, err = s.signer.Verify(token, KindUser, s.cfg.Now()); err == nil {
 			if chat != "" && !c.AllowsChat(chat) {
-				writeError(w, http.StatusForbidden, fmt.Sprintf("this sign-in is confined to other chats than %q", chat))
+				writeError(w, http.StatusForbidden, outsideReach(c, chat))
 				return nil, false
 			}
 			return &c, true
@@ -66,6 +66,15 @@ func (s *Server) caller(w http.ResponseWriter, r *http.Request, chat string) (*C
 	w.Header().Set("WWW-Authenticate", `Bearer realm="replyflow web chat"`)
 	writeError(w, http.StatusUnauthorized, err.Error())
 	return nil, false
+}
+
+// outsideReach is the reason a token may not be used in chat, and how
+// to get one that may.
+func outsideReach(c Claims, chat string) string {
+	if len(c.Chats) > 0 {
+		return fmt.Sprintf("this sign-in is confined to other chats than %q: ask for a token with `--chat %s`", chat, chat)
+	}
+	return fmt.Sprintf("this sign-in reaches only the chat %q (its sender's own), not %q: ask for a token with `--chat %s`, or, for a trusted front end, `--all-chats`", c.Sub, chat, chat)
 }
 
 // presentedToken is the request's Bearer token, else its cookie's. The
@@ -105,7 +114,9 @@ type Me struct {
 	SenderID string   `json:"sender_id,omitempty"`
 	Name     string   `json:"name,omitempty"`
 	Owner    bool     `json:"owner"`
+	// Chats are the chats the sign-in reaches; AllChats, every chat.
 	Chats    []string `json:"chats,omitempty"`
+	AllChats bool     `json:"all_chats,omitempty"`
 }
 
 func (s *Server) getMe(w http.ResponseWriter, r *http.Request) {
@@ -118,7 +129,7 @@ func (s *Server) getMe(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, Me{Auth: AuthNone})
 		return
 	}
-	writeJSON(w, http.StatusOK, Me{Auth: AuthToken, SenderID: who.Sub, Name: who.DisplayName(), Owner: who.Owner, Chats: who.Chats})
+	writeJSON(w, http.StatusOK, Me{Auth: AuthToken, SenderID: who.Sub, Name: who.DisplayName(), Owner: who.Owner, Chats: who.Reach(), AllChats: who.AllChats})
 }
 
 // login takes a one-time login link (GET /login?t=...): it sets the
@@ -160,7 +171,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		loginRefused(w, http.StatusServiceUnavailable, fmt.Sprintf("more than %d links were used in the last 15 minutes; try again in a few minutes", maxUsedLinks))
 		return
 	}
-	user := Claims{Sub: link.Sub, Name: link.Name, Owner: link.Owner, Chats: link.Chats,
+	user := Claims{Sub: link.Sub, Name: link.Name, Owner: link.Owner, Chats: link.Chats, AllChats: link.AllChats,
 		IssuedAt: now.Unix(), ExpiresAt: link.SignInExpiresAt, Kind: KindUser}
 	token, err := s.signer.Sign(user)
 	if err != nil { // the link's own claims were valid, so this is a bug

@@ -101,8 +101,8 @@ func (a *authStack) accepted() []pipeline.Inbound {
 
 func TestTokenModeTakesTheSenderFromTheTokenOnly(t *testing.T) {
 	a := newAuthStack(t)
-	alice := a.user(Claims{Sub: "alice", Name: "Alice"})
-	boss := a.user(Claims{Sub: "boss", Owner: true})
+	alice := a.user(Claims{Sub: "alice", Name: "Alice", Chats: []string{"room"}})
+	boss := a.user(Claims{Sub: "boss", Owner: true, Chats: []string{"room"}})
 
 	resp, body := a.request("POST", "/api/chats/room/messages", `{"message_id":"m1","text":"hi"}`, nil, bearer(alice)...)
 	require.Equal(t, http.StatusAccepted, resp.StatusCode, body)
@@ -209,7 +209,7 @@ func (a *authStack) login(link string, headers ...string) (*http.Response, strin
 
 func TestALoginLinkSignsInOnce(t *testing.T) {
 	a := newAuthStack(t)
-	issued, err := a.signer.Issue(Claims{Sub: "boss", Name: "The Boss", Owner: true}, 720*time.Hour, a.clock.Now())
+	issued, err := a.signer.Issue(Claims{Sub: "boss", Name: "The Boss", Owner: true, Chats: []string{"room"}}, 720*time.Hour, a.clock.Now())
 	require.NoError(t, err)
 
 	resp, _ := a.request(http.MethodHead, "/login?t="+url.QueryEscape(issued.Login), "", nil)
@@ -231,7 +231,7 @@ func TestALoginLinkSignsInOnce(t *testing.T) {
 
 	resp, body = a.request("GET", "/api/me", "", cookie)
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
-	assert.JSONEq(t, `{"auth":"token","sender_id":"boss","name":"The Boss","owner":true}`, body)
+	assert.JSONEq(t, `{"auth":"token","sender_id":"boss","name":"The Boss","owner":true,"chats":["room"]}`, body)
 	resp, body = a.request("POST", "/api/chats/room/messages", `{"message_id":"m1","text":"hi"}`, cookie)
 	require.Equal(t, http.StatusAccepted, resp.StatusCode, body)
 	got := a.accepted()
@@ -302,7 +302,7 @@ func TestTheEventStreamNeedsASignInAndEndsWithIt(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, body)
 
 	// The page's EventSource sends the cookie a login link set.
-	issued, err := a.signer.Issue(Claims{Sub: "alice"}, time.Hour, a.clock.Now())
+	issued, err := a.signer.Issue(Claims{Sub: "alice", Chats: []string{"room"}}, time.Hour, a.clock.Now())
 	require.NoError(t, err)
 	_, _, cookie := a.login(issued.Login)
 	require.NotNil(t, cookie)
@@ -314,7 +314,7 @@ func TestTheEventStreamNeedsASignInAndEndsWithIt(t *testing.T) {
 	assert.Equal(t, []string{`user {"message_id":"m1","sender_id":"alice","sender_name":"alice","text":"hello"}`}, readEvents(t, stream, 1))
 
 	// A sign-in that expires in a second: its stream is cut then.
-	brief := a.user(Claims{Sub: "alice", ExpiresAt: a.clock.Now().Add(time.Second).Unix()})
+	brief := a.user(Claims{Sub: "alice", Chats: []string{"room"}, ExpiresAt: a.clock.Now().Add(time.Second).Unix()})
 	resp, _ = a.request("GET", "/api/chats/room/events", "", nil, bearer(brief)...)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	_, err = io.Copy(io.Discard, resp.Body)
@@ -364,4 +364,61 @@ func TestUsedLinksAreKeptUntilTheyExpireAndBounded(t *testing.T) {
 	assert.Equal(t, linkUsed, u.use("b", t0.Add(time.Hour), t0))
 	assert.Equal(t, linkFresh, u.use("c", t0.Add(time.Hour), t0.Add(time.Minute)), "once a expired there is room")
 	assert.Equal(t, linkUsed, u.use("b", t0.Add(time.Hour), t0.Add(time.Minute)))
+}
+
+// A token issued without chats reaches only its sender's own chat (the
+// chat whose ID is its sender ID): with alice's, bob's chat is neither
+// read (even with ?replay=all), nor posted to, nor acted in.
+func TestAPlainTokenReachesOnlyItsSendersChat(t *testing.T) {
+	a := newAuthStack(t)
+	alice := a.user(Claims{Sub: "alice"})
+	bob := a.user(Claims{Sub: "bob"})
+	resp, body := a.request("POST", "/api/chats/bob/messages", `{"message_id":"b1","text":"my secret"}`, nil, bearer(bob)...)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, body)
+
+	for _, r := range []struct{ method, path, body string }{
+		{"POST", "/api/chats/bob/messages", `{"text":"posted by alice"}`},
+		{"POST", "/api/chats/bob/actions", `{"message_id":"b-1","action":"approve:p1"}`},
+		{"GET", "/api/chats/bob/events?replay=all", ""},
+		{"POST", "/api/chats/bob/messages", `{"text":"/export"}`},
+		{"POST", "/api/chats/alice-2/messages", `{"text":"not her chat either"}`},
+	} {
+		resp, body := a.request(r.method, r.path, r.body, nil, bearer(alice)...)
+		assert.Equal(t, http.StatusForbidden, resp.StatusCode, "%s %s", r.method, r.path)
+		assert.Contains(t, body, "reaches only the chat", r.path)
+		assert.Contains(t, body, "--all-chats", "%s: the reason says how to reach more chats", r.path)
+	}
+	require.Len(t, a.accepted(), 1, "nothing of alice's reached bob's chat")
+
+	resp, body = a.request("POST", "/api/chats/alice/messages", `{"text":"hi"}`, nil, bearer(alice)...)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, body)
+	resp, body = a.request("GET", "/api/me", "", nil, bearer(alice)...)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.JSONEq(t, `{"auth":"token","sender_id":"alice","name":"alice","owner":false,"chats":["alice"]}`, body,
+		"the page learns the one chat a plain token reaches")
+}
+
+// A token for every chat is asked for explicitly, and then reaches any.
+func TestAnAllChatsTokenReachesEveryChat(t *testing.T) {
+	a := newAuthStack(t)
+	ops := a.user(Claims{Sub: "ops", AllChats: true})
+	for _, r := range []struct{ method, path, body string }{
+		{"POST", "/api/chats/bob/messages", `{"text":"hi"}`},
+		{"POST", "/api/chats/bob/actions", `{"message_id":"b-1","action":"approve:p1"}`},
+		{"GET", "/api/chats/bob/events?replay=all", ""},
+	} {
+		resp, body := a.request(r.method, r.path, r.body, nil, bearer(ops)...)
+		assert.Less(t, resp.StatusCode, 300, "%s %s: %s", r.method, r.path, body)
+	}
+	resp, body := a.request("GET", "/api/me", "", nil, bearer(ops)...)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.JSONEq(t, `{"auth":"token","sender_id":"ops","name":"ops","owner":false,"all_chats":true}`, body)
+
+	// A login link carries the same reach into its cookie.
+	issued, err := a.signer.Issue(Claims{Sub: "ops", AllChats: true}, time.Hour, a.clock.Now())
+	require.NoError(t, err)
+	_, _, cookie := a.login(issued.Login)
+	require.NotNil(t, cookie)
+	resp, body = a.request("POST", "/api/chats/carol/messages", `{"text":"hi"}`, cookie)
+	assert.Equal(t, http.StatusAccepted, resp.StatusCode, body)
 }

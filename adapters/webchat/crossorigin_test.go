@@ -20,9 +20,9 @@ func TestACrossSitePostIsRefusedBeforeAnyRoute(t *testing.T) {
 		Now: func() time.Time { return time.Unix(1700000000, 0) }})
 	require.NoError(t, err)
 	send := func(contentType, origin, fetchSite string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(http.MethodPost, "http://gateway.local/api/chats/room/actions",
+		req := httptest.NewRequest(http.MethodPost, "http://localhost:8080/api/chats/room/actions",
 			strings.NewReader(`{"sender_id":"boss","message_id":"b-1","action":"approve:p1"}`))
-		req.Host = "gateway.local"
+		req.Host = "localhost:8080"
 		if contentType != "" {
 			req.Header.Set("Content-Type", contentType)
 		}
@@ -45,8 +45,8 @@ func TestACrossSitePostIsRefusedBeforeAnyRoute(t *testing.T) {
 		{"JSON from another site", "application/json", "https://evil.example", "cross-site", http.StatusForbidden},
 		{"JSON from another site, an old browser", "application/json", "https://evil.example", "", http.StatusForbidden},
 		{"text/plain without Origin (not a browser)", "text/plain", "", "", http.StatusUnsupportedMediaType},
-		{"a form", "application/x-www-form-urlencoded", "http://gateway.local", "same-origin", http.StatusUnsupportedMediaType},
-		{"the gateway's own page", "application/json", "http://gateway.local", "same-origin", http.StatusAccepted},
+		{"a form", "application/x-www-form-urlencoded", "http://localhost:8080", "same-origin", http.StatusUnsupportedMediaType},
+		{"the gateway's own page", "application/json", "http://localhost:8080", "same-origin", http.StatusAccepted},
 		{"a trusted front end", "application/json; charset=utf-8", "https://chat.example", "cross-site", http.StatusAccepted},
 		{"a program", "application/json", "", "", http.StatusAccepted},
 	} {
@@ -68,7 +68,7 @@ func TestTheCrossSiteOwnerApprovalIsRefusedInTokenMode(t *testing.T) {
 	require.NoError(t, err)
 	_, _, ownerCookie := a.login(issued.Login)
 	require.NotNil(t, ownerCookie)
-	mallory := a.user(Claims{Sub: "mallory"})
+	mallory := a.user(Claims{Sub: "mallory", Chats: []string{"room"}})
 	approve := `{"sender_id":"boss","message_id":"b-1","action":"approve:p1"}`
 
 	for _, tc := range []struct {
@@ -109,7 +109,7 @@ func TestCORSIsOpenToTheTrustedOriginsOnly(t *testing.T) {
 	assert.Equal(t, "600", resp.Header.Get("Access-Control-Max-Age"))
 	assert.Equal(t, "Origin", resp.Header.Get("Vary"))
 
-	tok := a.user(Claims{Sub: "alice"})
+	tok := a.user(Claims{Sub: "alice", Chats: []string{"room"}})
 	resp, body := a.request(http.MethodPost, "/api/chats/room/messages", `{"text":"hi"}`, nil,
 		append(bearer(tok), "Origin", "https://chat.example", "Sec-Fetch-Site", "cross-site")...)
 	require.Equal(t, http.StatusAccepted, resp.StatusCode, body)

@@ -17,8 +17,11 @@
 //
 // Who speaks on the user API is, in token mode (the default), what a token
 // signed with REPLYFLOW_WEBCHAT_AUTH_KEY says (token.go): a Bearer token or
-// the cookie a login link sets; never the body. In none mode the body's
-// sender_id says, so that mode is for a loopback address only.
+// the cookie a login link sets; never the body. A token reaches the chats
+// it names, else only its sender's own chat (chat ID = sender ID), or
+// every chat when issued with --all-chats. In none mode the body's
+// sender_id says, so that mode is for a loopback address only, and answers
+// only requests addressed to a loopback name (package hostcheck).
 //
 // Client is the outbound adapter the worker uses to call the bot API, so the
 // worker and the gateway can run as separate processes. Any program can

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/hostcheck"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -127,7 +128,16 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 // state-changing request must come from the gateway's own page (or a
 // trusted origin) and carry JSON: a page elsewhere could otherwise post a
 // text/plain "simple request" (no CORS preflight) in a visitor's browser.
+// In none mode the request must also name the gateway by a loopback name:
+// a page whose own name resolves to 127.0.0.1 (DNS rebinding) is
+// same-origin to itself, so the origin checks cannot tell it apart.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Auth == AuthNone && !hostcheck.Loopback(r.Host) {
+		writeError(w, http.StatusMisdirectedRequest, fmt.Sprintf(
+			"this gateway signs no one in (REPLYFLOW_WEBCHAT_AUTH=none), so it answers only requests addressed to %s, not to %q: open it by one of those names, or set REPLYFLOW_WEBCHAT_AUTH=token",
+			hostcheck.Names, r.Host))
+		return
+	}
 	if s.corsHeaders(w, r) {
 		return
 	}

@@ -56,11 +56,16 @@ type Claims struct {
 	Name string `json:"name,omitempty"`
 	// Owner: the holder is an owner (Inbound.SenderIsOwner).
 	Owner bool `json:"owner,omitempty"`
-	// Chats confines the token to these chats; empty means any chat.
-	Chats     []string `json:"chats,omitempty"`
-	IssuedAt  int64    `json:"iat"`
-	ExpiresAt int64    `json:"exp,omitempty"`
-	Kind      string   `json:"kind"`
+	// Chats confines the token to these chats. A token without chats
+	// reaches one chat: its sender's own, whose chat ID is Sub.
+	Chats []string `json:"chats,omitempty"`
+	// AllChats: the token reaches every chat, everyone's history
+	// included. Only an explicit `--all-chats` issues one; it excludes
+	// Chats.
+	AllChats  bool   `json:"all_chats,omitempty"`
+	IssuedAt  int64  `json:"iat"`
+	ExpiresAt int64  `json:"exp,omitempty"`
+	Kind      string `json:"kind"`
 	// ID makes a login link one-time: the gateway refuses an ID it has
 	// seen (login tokens only).
 	ID string `json:"jti,omitempty"`
@@ -69,9 +74,29 @@ type Claims struct {
 	SignInExpiresAt int64 `json:"sexp,omitempty"`
 }
 
-// AllowsChat says whether the token may be used in chat.
+// AllowsChat says whether the token may be used in chat: any chat with
+// AllChats, else one of Chats, else only the chat named after its sender.
+// Equality, not a prefix: sender IDs may extend one another ("alice",
+// "alice.b"), so a prefix rule would hand one sender another's chats.
 func (c Claims) AllowsChat(chat string) bool {
-	return len(c.Chats) == 0 || slices.Contains(c.Chats, chat)
+	switch {
+	case c.AllChats:
+		return true
+	case len(c.Chats) > 0:
+		return slices.Contains(c.Chats, chat)
+	}
+	return chat == c.Sub
+}
+
+// Reach is the chats the token reaches, nil with AllChats (every chat).
+func (c Claims) Reach() []string {
+	switch {
+	case c.AllChats:
+		return nil
+	case len(c.Chats) > 0:
+		return c.Chats
+	}
+	return []string{c.Sub}
 }
 
 // DisplayName is the name the token's messages carry: its name, else its
@@ -89,6 +114,9 @@ func (c Claims) validate() error {
 	}
 	if len(c.Name) > pipeline.MaxNameBytes || !utf8.ValidString(c.Name) {
 		return fmt.Errorf("the token's name must be valid UTF-8 of at most %d bytes", pipeline.MaxNameBytes)
+	}
+	if c.AllChats && len(c.Chats) > 0 {
+		return errors.New("a token reaches either the chats it names or all chats, not both")
 	}
 	if len(c.Chats) > maxTokenChats {
 		return fmt.Errorf("the token names %d chats, the limit is %d", len(c.Chats), maxTokenChats)
@@ -208,14 +236,14 @@ type Issued struct {
 	LoginExpires time.Time
 }
 
-// Issue signs a user token for who (Sub, Name, Owner, Chats), expiring
+// Issue signs a user token for who (Sub, Name, Owner, Chats, AllChats), expiring
 // after ttl (0: never), and a one-time login token for the same sign-in,
 // valid for LoginLinkTTL.
 func (s *Signer) Issue(who Claims, ttl time.Duration, now time.Time) (Issued, error) {
 	if ttl < 0 {
 		return Issued{}, fmt.Errorf("the token's lifetime must not be negative, got %s", ttl)
 	}
-	user := Claims{Sub: who.Sub, Name: who.Name, Owner: who.Owner, Chats: who.Chats, IssuedAt: now.Unix(), Kind: KindUser}
+	user := Claims{Sub: who.Sub, Name: who.Name, Owner: who.Owner, Chats: who.Chats, AllChats: who.AllChats, IssuedAt: now.Unix(), Kind: KindUser}
 	if ttl > 0 {
 		user.ExpiresAt = now.Add(ttl).Unix()
 	}

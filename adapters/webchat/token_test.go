@@ -44,7 +44,10 @@ func TestTokenRoundTrip(t *testing.T) {
 	assert.Equal(t, want, got)
 	assert.True(t, got.AllowsChat("ops"))
 	assert.False(t, got.AllowsChat("elsewhere"), "a token confined to chats allows no other")
-	assert.True(t, Claims{Sub: "a"}.AllowsChat("anything"), "no chats: any chat")
+	assert.True(t, Claims{Sub: "a"}.AllowsChat("a"), "no chats: the sender's own chat")
+	assert.False(t, Claims{Sub: "a"}.AllowsChat("anything"), "no chats: no other chat")
+	assert.False(t, Claims{Sub: "a"}.AllowsChat("a-2"), "no chats: not a chat its sender ID merely begins")
+	assert.True(t, Claims{Sub: "a", AllChats: true}.AllowsChat("anything"), "all chats, asked for")
 	assert.Equal(t, "Alice A.", got.DisplayName())
 	assert.Equal(t, "bob", Claims{Sub: "bob"}.DisplayName())
 
@@ -147,6 +150,7 @@ func TestSignRefusesBadClaims(t *testing.T) {
 		"login, no jti":    {Sub: "a", Kind: KindLogin, ExpiresAt: 1},
 		"login, no exp":    {Sub: "a", Kind: KindLogin, ID: "l-1"},
 		"bad name":         {Sub: "a", Name: "\xff", Kind: KindUser},
+		"chats and all":    {Sub: "a", Chats: []string{"c"}, AllChats: true, Kind: KindUser},
 	} {
 		_, err := s.Sign(c)
 		assert.Error(t, err, name)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -111,4 +113,41 @@ func TestDevMakesItsCodecKeyOnceAndKeepsIt(t *testing.T) {
 	assert.ErrorContains(t, err, "is damaged (restore it")
 	assert.ErrorContains(t, err, "is 6 bytes; AES-256 needs 32")
 	assert.NotContains(t, err.Error(), "c2VjcmV0", "key material stays out of errors")
+}
+
+// replyflow dev's codec endpoint has no token, so a page whose name
+// resolves to 127.0.0.1 (DNS rebinding) must not reach it: only the
+// loopback names are answered.
+func TestDevCodecAnswersOnlyLoopbackHostNames(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.DevDir = t.TempDir()
+	cfg, _, err := devCodecKeys(cfg)
+	require.NoError(t, err)
+	cfg.DevCodecPort, err = harness.FreePort()
+	require.NoError(t, err)
+	endpoint, stop, err := startDevCodec(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	t.Cleanup(stop)
+	port := strconv.Itoa(cfg.DevCodecPort)
+
+	decode := func(host string) (int, string) {
+		req, err := http.NewRequest(http.MethodPost, endpoint+"/default/decode", strings.NewReader(`{"payloads":[]}`))
+		require.NoError(t, err)
+		req.Host = host
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(data)
+	}
+	for _, host := range []string{"evil.example:" + port, "evil.example"} {
+		code, body := decode(host)
+		assert.Equal(t, http.StatusMisdirectedRequest, code, "Host %s: %s", host, body)
+		assert.Contains(t, body, "localhost", "the reason names the names answered")
+	}
+	for _, host := range []string{"localhost:" + port, "127.0.0.1:" + port, "[::1]:" + port} {
+		code, body := decode(host)
+		assert.Equal(t, http.StatusOK, code, "Host %s: %s", host, body)
+	}
 }

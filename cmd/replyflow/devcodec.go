@@ -7,12 +7,14 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/replyflow/replyflow/hostcheck"
 	"github.com/replyflow/replyflow/workers/codec"
 )
 
@@ -86,6 +88,7 @@ func startDevCodec(cfg Config, logger *slog.Logger) (endpoint string, stop func(
 	if err != nil {
 		return "", nil, err
 	}
+	h = loopbackHostOnly(h)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.DevCodecPort))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -100,4 +103,19 @@ func startDevCodec(cfg Config, logger *slog.Logger) (endpoint string, stop func(
 		}
 	}()
 	return "http://" + ln.Addr().String(), func() { cancel(); <-done }, nil
+}
+
+// loopbackHostOnly answers only requests addressed to a loopback name.
+// The dev codec endpoint decodes for anyone who reaches it (no token), and
+// a page whose own name resolves to 127.0.0.1 (DNS rebinding) would reach
+// it from the browser, its origin checks notwithstanding (it is
+// same-origin to itself).
+func loopbackHostOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !hostcheck.Loopback(r.Host) {
+			http.Error(w, fmt.Sprintf("replyflow dev's codec endpoint answers only requests addressed to %s, not to %q", hostcheck.Names, r.Host), http.StatusMisdirectedRequest)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

@@ -78,7 +78,7 @@ func TestWebAuthTokenModeSpeaksAsTheTokensSender(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "no stream without a sign-in")
 
 	alice := issueSignIn(t, s.cfg, "alice", "--name", "Alice", "--chat", room, "--url", s.baseURL)
-	boss := issueSignIn(t, s.cfg, "boss", "--owner")
+	boss := issueSignIn(t, s.cfg, "boss", "--owner", "--all-chats")
 	// The login link signs a browser in: its cookie opens the stream.
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err = noRedirect.Get(alice.link)
@@ -118,7 +118,7 @@ func TestWebAuthTokenModeSpeaksAsTheTokensSender(t *testing.T) {
 	for _, c := range []struct {
 		id, token, want string
 	}{
-		{"wo1", issueSignIn(t, s.cfg, "carol").bearer, "owners may choose any model"},
+		{"wo1", issueSignIn(t, s.cfg, "carol", "--chat", ownerRoom).bearer, "owners may choose any model"},
 		{"wo2", boss.bearer, "Model for this chat: " + model},
 	} {
 		code, body := s.postAs(ownerRoom, fmt.Sprintf(`{"message_id":%q,"text":"/model %s"}`, c.id, model), withBearer(c.token))
@@ -129,4 +129,48 @@ func TestWebAuthTokenModeSpeaksAsTheTokensSender(t *testing.T) {
 	assert.Equal(t, model, s.state(ownerRoom).ModelOverride)
 	assert.Equal(t, workflows.StatusIdle, s.state(room).Status)
 	recordHistory(t, s.client, ownerRoom, "webchat_owner_token")
+}
+
+// A token made without --chat reaches its sender's own chat only: with
+// mallory's, alice's chat is neither read (?replay=all), nor exported,
+// nor posted or acted in; an --all-chats token reaches it.
+func TestWebAuthAPlainTokenStaysInItsSendersChat(t *testing.T) {
+	cfg := testConfig(t)
+	chat := webchatOf(cfg)
+	chat.Auth, chat.AuthKey = "token", testWebchatAuthKey
+	s := startStack(t, cfg)
+	s.startWorker(nil)
+	alice := issueSignIn(t, s.cfg, "alice")
+	mallory := issueSignIn(t, s.cfg, "mallory")
+
+	events := subscribeAs(t, s.baseURL, "alice", withBearer(alice.bearer))
+	code, body := s.postAs("alice", `{"message_id":"pt1","text":"alice's secret"}`, withBearer(alice.bearer))
+	require.Equal(t, http.StatusAccepted, code, body)
+	events.collectUntil(t, 30*time.Second, isReplyTo("pt1"))
+
+	for _, r := range []struct{ method, path, body string }{
+		{http.MethodGet, "/api/chats/alice/events?replay=all", ""},
+		{http.MethodPost, "/api/chats/alice/messages", `{"message_id":"pt2","text":"/export"}`},
+		{http.MethodPost, "/api/chats/alice/messages", `{"message_id":"pt3","text":"posted by mallory"}`},
+		{http.MethodPost, "/api/chats/alice/actions", `{"message_id":"pt1","action":"approve:p1"}`},
+	} {
+		req, err := http.NewRequest(r.method, s.baseURL+r.path, strings.NewReader(r.body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+mallory.bearer)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusForbidden, resp.StatusCode, "%s %s: %s", r.method, r.path, data)
+		assert.Contains(t, string(data), `reaches only the chat \"mallory\"`, r.path)
+		assert.NotContains(t, string(data), "secret", r.path)
+	}
+	snap := s.state("alice")
+	require.Len(t, snap.Participants, 1, "mallory never spoke in alice's chat")
+
+	ops := issueSignIn(t, s.cfg, "ops", "--all-chats")
+	code, body = s.postAs("alice", `{"message_id":"pt4","text":"from ops"}`, withBearer(ops.bearer))
+	require.Equal(t, http.StatusAccepted, code, "an --all-chats token reaches any chat: %s", body)
+	events.collectUntil(t, 30*time.Second, isReplyTo("pt4"))
 }

@@ -50,9 +50,11 @@ Usage:
   replyflow export [--out file] <session>
                       print the session's transcript as Markdown, as /export sends it
                       (reads the store, REPLYFLOW_STORE_DSN; needs no Temporal)
-  replyflow webchat token <sender> [--owner] [--name N] [--chat C]... [--ttl 720h]
+  replyflow webchat token <sender> [--owner] [--name N] [--chat C]... | [--all-chats] [--ttl 720h]
                       print a web chat sign-in for sender: a Bearer token and a
-                      one-time login link (needs REPLYFLOW_WEBCHAT_AUTH_KEY, not Temporal)
+                      one-time login link (needs REPLYFLOW_WEBCHAT_AUTH_KEY, not Temporal);
+                      it reaches the chats --chat names, else only the chat whose ID
+                      is the sender ID; --all-chats reaches every chat (trusted front ends)
   replyflow codec-server [--listen 127.0.0.1:8089] [--ui-origin URL]...
                       decrypt payloads for the Temporal UI and CLI (a codec server;
                       REPLYFLOW_CODEC_KEYS, and REPLYFLOW_CODEC_TOKEN off loopback)

@@ -54,6 +54,37 @@ func TestWebchatTokenCommandPrintsATokenAndALoginLink(t *testing.T) {
 	assert.True(t, strings.HasPrefix(issueSignIn(t, cfg, "alice", "--url", "http://127.0.0.1:9").link, "http://127.0.0.1:9/login?t="))
 }
 
+// A plain token reaches its sender's own chat only and says so; a token
+// for every chat is asked for with --all-chats, and its output warns.
+func TestWebchatTokenCommandScopesTokensToChats(t *testing.T) {
+	cfg := testConfig(t).withOwnPlatforms()
+	webchatOf(cfg).Auth, webchatOf(cfg).AuthKey = "token", testWebchatAuthKey
+	signer, err := webchat.NewSigner(testWebchatAuthKey)
+	require.NoError(t, err)
+	now := time.Now()
+
+	var out bytes.Buffer
+	require.NoError(t, webchatCommand([]string{"token", "alice"}, cfg, &out, io.Discard, now))
+	assert.Contains(t, out.String(), `only the chat "alice"`, "a plain token says which one chat it reaches")
+	user, err := signer.Verify(issueSignIn(t, cfg, "alice").bearer, webchat.KindUser, now)
+	require.NoError(t, err)
+	assert.False(t, user.AllChats)
+	assert.True(t, user.AllowsChat("alice"))
+	assert.False(t, user.AllowsChat("bob"), "a token made without --chat does not reach another user's chat")
+
+	out.Reset()
+	require.NoError(t, webchatCommand([]string{"token", "ops", "--all-chats"}, cfg, &out, io.Discard, now))
+	assert.Contains(t, out.String(), "EVERY chat")
+	assert.Contains(t, out.String(), "read and post in any user's chat", "the output says plainly what it grants")
+	user, err = signer.Verify(issueSignIn(t, cfg, "ops", "--all-chats").bearer, webchat.KindUser, now)
+	require.NoError(t, err)
+	assert.True(t, user.AllChats)
+	assert.True(t, user.AllowsChat("bob"))
+
+	err = webchatCommand([]string{"token", "ops", "--all-chats", "--chat", "room"}, cfg, &out, io.Discard, now)
+	assert.ErrorContains(t, err, "--all-chats and --chat", "both at once is refused")
+}
+
 func TestWebchatTokenCommandExplainsWhatIsWrong(t *testing.T) {
 	cfg := testConfig(t).withOwnPlatforms()
 	var out bytes.Buffer
