@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/replyflow/replyflow/adapters"
-	"github.com/replyflow/replyflow/hostcheck"
+	"github.com/replyflow/replyflow/adapters/hostcheck"
 	"github.com/replyflow/replyflow/pipeline"
 )
 

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/replyflow/replyflow/hostcheck"
+	"github.com/replyflow/replyflow/adapters/hostcheck"
 	"github.com/replyflow/replyflow/workers/codec"
 )
 
