@@ -69,6 +69,8 @@ type Server struct {
 	// instance names this gateway's web chat (GET /bot/instance; see
 	// single.go).
 	instance string
+	// streams bounds each signed-in sender's open event streams.
+	streams *streamSlots
 }
 
 // NewServer builds the platform. It refuses an empty bot token, because the
@@ -95,7 +97,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	cfg.Auth = mode
 	s := &Server{cfg: cfg, hub: newHub(randomID("")[:8]), sends: newRecentKeys(10000), mux: http.NewServeMux(),
-		crossOrigin: http.NewCrossOriginProtection(), usedLinks: newUsedLinks(maxUsedLinks), instance: randomID("gw-")}
+		crossOrigin: http.NewCrossOriginProtection(), usedLinks: newUsedLinks(maxUsedLinks), instance: randomID("gw-"), streams: newStreamSlots()}
 	if mode == AuthToken {
 		if s.signer, err = NewSigner(cfg.AuthKey); err != nil {
 			return nil, fmt.Errorf("webchat: signing users in (REPLYFLOW_WEBCHAT_AUTH=token): %w; or, on a loopback address only, set REPLYFLOW_WEBCHAT_AUTH=none", err)
@@ -282,6 +284,17 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	if err := pipeline.ValidateID("chat", chat); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
+	}
+	if who != nil && !who.AllChats {
+		if !s.streams.take(who.Sub) {
+			// A browser's EventSource gives up on a 429 (it does not
+			// reconnect); a script is told why, and when to try again.
+			w.Header().Set("Retry-After", "10")
+			writeError(w, http.StatusTooManyRequests, fmt.Sprintf(
+				"this sender already holds %d event streams, the most one sender may hold open; close one (a tab) and connect again", MaxStreamsPerSender))
+			return
+		}
+		defer s.streams.release(who.Sub)
 	}
 	// A stream ends when its sign-in expires; the browser's reconnection
 	// then meets the 401.
