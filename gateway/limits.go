@@ -18,9 +18,14 @@ const (
 	LimitSender      = "sender"
 	LimitChat        = "chat"
 	LimitNewSessions = "new-sessions"
+	// LimitNewSessionsGlobal is the ceiling on new sessions for the
+	// whole gateway; replyflow_inbound counts its drops under the reason
+	// rate_limit_new-sessions-global.
+	LimitNewSessionsGlobal = "new-sessions-global"
 )
 
-// The default limits (REPLYFLOW_RATE_SENDER, _CHAT, _NEW_SESSIONS). Every
+// The default limits (REPLYFLOW_RATE_SENDER, _CHAT, _NEW_SESSIONS,
+// _NEW_SESSIONS_GLOBAL). Every
 // inbound message costs a Temporal action and, most of the time, a model
 // turn; these are set where no person typing is held back and a script
 // is.
@@ -34,12 +39,22 @@ var (
 	// second (60 a minute) leave it room, and hold a crowd of accounts
 	// flooding one chat, which the sender limit alone would not.
 	DefaultChatRate = Rate{Burst: 40, Every: time.Second}
-	// Strangers starting conversations (each a new workflow and a model
-	// turn): 30 at once, then one every 2 s (30 a minute) for the whole
-	// gateway. A bot that turns popular overnight still takes 43,200 new
-	// conversations a day; someone making accounts or chats to run up
-	// costs is held to that.
-	DefaultNewSessionRate = Rate{Burst: 30, Every: 2 * time.Second}
+	// One stranger starting conversations (each a new workflow and a
+	// model turn): a person opens a few at most at once (a direct chat, a
+	// group or two under per-sender scope, a few web chats), so 10 at
+	// once, then one every 6 s (10 a minute). Someone making chats to run
+	// up costs under one identity is held to that, and cannot spend the
+	// allowance of everyone else.
+	DefaultNewSessionRate = Rate{Burst: 10, Every: 6 * time.Second}
+	// All strangers together: the ceiling for a flood spread over many
+	// identities, which no per-sender bucket sees. 300 at once (a post
+	// that spreads brings a crowd within minutes), then one a second:
+	// 3,600 new conversations an hour, 86,400 a day at most, whatever
+	// the number of accounts. It is well above what ordinary strangers
+	// arriving one by one use, so it binds only in a flood: a ceiling
+	// as low as one person's would let a few hundred made-up accounts
+	// keep every newcomer out for as long as they keep at it.
+	DefaultNewSessionGlobalRate = Rate{Burst: 300, Every: time.Second}
 )
 
 // DefaultMaxKeys bounds each of the Limiter's maps: the buckets by
@@ -49,8 +64,9 @@ var (
 // bucket again: a sender who spends a burst, goes quiet while 50,000
 // others speak and comes back gets a new burst; a flood that cycles
 // more identities than that is still held by the chat limit and, for
-// strangers, the new-session limit, whose bucket is one for all. A few
-// hundred bytes a key: tens of MB at most for the four.
+// strangers, the new-session ceiling, whose bucket is one for all. A few
+// hundred bytes a key: tens of MB at most for the five (the new-session
+// buckets by sender are the fifth).
 const DefaultMaxKeys = 50_000
 
 // NoticeWindow is how long a refusal keeps its key quiet: a key refused
@@ -69,7 +85,10 @@ var noticeBudget = Rate{Burst: 20, Every: time.Second}
 
 // Limits are the Limiter's settings.
 type Limits struct {
-	Sender, Chat, NewSessions Rate
+	// NewSessions is each stranger's bucket of new sessions (by
+	// channel:sender); NewSessionsGlobal is the ceiling for all of them
+	// together.
+	Sender, Chat, NewSessions, NewSessionsGlobal Rate
 	// AllowFrom and Owners (REPLYFLOW_ALLOW_FROM, REPLYFLOW_OWNERS): a
 	// sender one of their explicit "provider:id" entries names is known,
 	// and the new-session limit does not apply to it. "*" names no one.
@@ -83,7 +102,7 @@ type Limits struct {
 
 // DefaultLimits are the limits a gateway runs with unless configured.
 func DefaultLimits() Limits {
-	return Limits{Sender: DefaultSenderRate, Chat: DefaultChatRate, NewSessions: DefaultNewSessionRate}
+	return Limits{Sender: DefaultSenderRate, Chat: DefaultChatRate, NewSessions: DefaultNewSessionRate, NewSessionsGlobal: DefaultNewSessionGlobalRate}
 }
 
 // Inlet is what the Limiter hands what it lets through to: the Ingress.
@@ -109,17 +128,20 @@ type Notifier interface {
 
 // Limiter is the gateway's Sink in front of the Ingress: it drops what
 // strangers could flood the gateway with before it costs a Temporal
-// action and a model turn. Three token buckets:
+// action and a model turn. Its token buckets:
 //
 //   - per sender (channel:sender): messages, button presses and
 //     reactions;
 //   - per chat (the session): messages and button presses;
-//   - new sessions from senders that are not known (see Limits), one
-//     bucket for the gateway: a message whose session (as the Router
-//     routes it: under per-sender scope, its sender's session of the
-//     group) the gateway has not accepted lately. "Lately" is a bounded
-//     memory of the sessions
-//     it accepted, kept in this process: after a gateway restart every
+//   - new sessions from senders that are not known (see Limits): a
+//     message whose session (as the Router routes it: under per-sender
+//     scope, its sender's session of the group) the gateway has not
+//     accepted lately costs a token of its sender's new-session bucket
+//     and one of the gateway's ceiling, so that a flood of strangers
+//     meets the ceiling but one stranger cannot spend it on their own,
+//     and a newcomer is kept out only while the whole ceiling is spent.
+//     "Lately" is a bounded memory of the sessions it accepted, kept in
+//     this process: after a gateway restart every
 //     session looks new once, so a burst of strangers' messages right
 //     after a restart can meet this limit early. That is acceptable: the
 //     limit refills within a minute, and asking Temporal whether each
@@ -128,7 +150,7 @@ type Notifier interface {
 // A dropped message is not handed on and not queued: Accept returns an
 // adapters.RateLimitedError, which the adapter treats as handled (see
 // there). Per key and NoticeWindow, one Warn is logged (the new-session
-// limit, one bucket, warns once per window for the gateway) and one
+// ceiling, one bucket, warns once per window for the gateway) and one
 // notice is sent to the sender through the Notifier. Nothing logs text.
 //
 // A message Temporal does not take gives its tokens back: an outage, and
@@ -141,15 +163,16 @@ type Limiter struct {
 	// now is the clock; tests set it.
 	now func() time.Time
 
-	mu       sync.Mutex
-	senders  *lru[*bucket]   // by channel:sender; nil when off
-	chats    *lru[*bucket]   // by the chat's session workflow ID; nil when off
-	starts   *bucket         // new sessions; nil when off
-	recent   *lru[struct{}]  // by the routed session's workflow ID
-	windows  *lru[time.Time] // limit and key: when its quiet window ends
-	notices  *rate.Limiter
-	notifier Notifier
-	// startsWarnUntil ends the new-session limit's quiet window;
+	mu        sync.Mutex
+	senders   *lru[*bucket]   // by channel:sender; nil when off
+	chats     *lru[*bucket]   // by the chat's session workflow ID; nil when off
+	starts    *lru[*bucket]   // new sessions by channel:sender; nil when off
+	startsAll *bucket         // new sessions, the gateway's ceiling; nil when off
+	recent    *lru[struct{}]  // by the routed session's workflow ID; nil when both are off
+	windows   *lru[time.Time] // limit and key: when its quiet window ends
+	notices   *rate.Limiter
+	notifier  Notifier
+	// startsWarnUntil ends the new-session ceiling's quiet window;
 	// startsQuiet counts its refusals since its last warning.
 	startsWarnUntil time.Time
 	startsQuiet     int
@@ -198,7 +221,12 @@ func NewLimiter(next Inlet, limits Limits, logger *slog.Logger) *Limiter {
 		l.chats = newLRU[*bucket](limits.MaxKeys)
 	}
 	if !limits.NewSessions.Off() {
-		l.starts = newBucket(limits.NewSessions)
+		l.starts = newLRU[*bucket](limits.MaxKeys)
+	}
+	if !limits.NewSessionsGlobal.Off() {
+		l.startsAll = newBucket(limits.NewSessionsGlobal)
+	}
+	if l.starts != nil || l.startsAll != nil {
 		l.recent = newLRU[struct{}](limits.MaxKeys)
 	}
 	return l
@@ -253,7 +281,8 @@ func (l *Limiter) isKnown(in pipeline.Inbound) bool {
 // charge is what one event costs: its sender's token, its chat's when
 // chat is set (the chat's session, whatever the scope: the chat limit
 // holds a crowd flooding one chat), and a new session's when mayStart
-// and session (where the event goes) is not recent.
+// and session (where the event goes) is not recent: of the sender's
+// new-session bucket and of the gateway's ceiling.
 type charge struct {
 	sender, chat, session string
 	mayStart              bool
@@ -292,8 +321,15 @@ func (l *Limiter) admit(now time.Time, ask charge) ([]*bucket, *refusal) {
 	if l.chats != nil && ask.chat != "" {
 		costs = append(costs, cost{LimitChat, ask.chat, l.chats.getOrPut(ask.chat, func() *bucket { return newBucket(l.limits.Chat) })})
 	}
-	if l.starts != nil && ask.mayStart && !l.recent.has(ask.session) {
-		costs = append(costs, cost{LimitNewSessions, ask.session, l.starts})
+	if l.recent != nil && ask.mayStart && !l.recent.has(ask.session) {
+		if l.starts != nil {
+			costs = append(costs, cost{LimitNewSessions, ask.sender, l.starts.getOrPut(ask.sender, func() *bucket { return newBucket(l.limits.NewSessions) })})
+		}
+		if l.startsAll != nil {
+			// Keyed by the session: each refused session's sender is
+			// told once a window.
+			costs = append(costs, cost{LimitNewSessionsGlobal, ask.session, l.startsAll})
+		}
 	}
 	var refused *refusal
 	for _, c := range costs {
@@ -348,7 +384,7 @@ func (l *Limiter) refuse(r refusal, in pipeline.Inbound) error {
 		l.windows.put(window, now.Add(NoticeWindow))
 	}
 	warn, quiet := opened, 0
-	if r.limit == LimitNewSessions {
+	if r.limit == LimitNewSessionsGlobal {
 		warn, quiet = l.startsWarning(now)
 	}
 	notifier := l.notifier
@@ -358,7 +394,7 @@ func (l *Limiter) refuse(r refusal, in pipeline.Inbound) error {
 	if warn {
 		fields := []any{"channel", in.Channel, "sender", in.SenderID, "session", l.sessionOf(in).WorkflowID(),
 			"limit", r.limit, "retry_after", r.retryAfter.Round(time.Millisecond), "quiet_for", NoticeWindow}
-		if r.limit == LimitNewSessions {
+		if r.limit == LimitNewSessionsGlobal {
 			fields = append(fields, "refused_since_last_warning", quiet)
 		}
 		l.logger.Warn("Inbound rate limit reached: messages over it are dropped, not handed to Temporal; the sender is told once, and further drops are not logged for a while (REPLYFLOW_RATE_*)", fields...)
@@ -378,8 +414,8 @@ func (l *Limiter) refuse(r refusal, in pipeline.Inbound) error {
 	return &adapters.RateLimitedError{Limit: r.limit, RetryAfter: r.retryAfter}
 }
 
-// startsWarning says whether a new-session refusal is warned about: once
-// per window for the gateway (the limit is one bucket, and a Warn per
+// startsWarning says whether a refusal by the new-session ceiling is
+// warned about: once per window for the gateway (it is one bucket, and a Warn per
 // stranger would let a flood flood the log too), with how many were
 // refused quietly since the last warning. l.mu is held.
 func (l *Limiter) startsWarning(now time.Time) (bool, int) {

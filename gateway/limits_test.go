@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workers/telemetry"
 )
 
 func TestParseRateReadsBurstAtIntervalOrOff(t *testing.T) {
@@ -299,9 +302,9 @@ func TestTheLRUForgetsWhatWasUsedLeast(t *testing.T) {
 	assert.Equal(t, 2, c.len())
 }
 
-func TestStrangersStartingSessionsMeetTheNewSessionLimitAndKnownSendersDoNot(t *testing.T) {
+func TestStrangersStartingSessionsMeetTheNewSessionCeilingAndKnownSendersDoNot(t *testing.T) {
 	r := newRig(Limits{
-		NewSessions: Rate{Burst: 2, Every: time.Minute},
+		NewSessionsGlobal: Rate{Burst: 2, Every: time.Minute},
 		AllowFrom:   []string{"*", "telegram:friend"},
 		Owners:      []string{"telegram:boss"},
 	})
@@ -311,7 +314,7 @@ func TestStrangersStartingSessionsMeetTheNewSessionLimitAndKnownSendersDoNot(t *
 	err := r.Accept(ctx, msg("telegram", "3", "s3", 0))
 	limited, ok := adapters.AsRateLimited(err)
 	require.True(t, ok, "the third new session from a stranger: %v", err)
-	assert.Equal(t, LimitNewSessions, limited.Limit)
+	assert.Equal(t, LimitNewSessionsGlobal, limited.Limit)
 	assert.Equal(t, time.Minute, limited.RetryAfter)
 
 	require.NoError(t, r.Accept(ctx, msg("telegram", "1", "s9", 1)), "a stranger in a session accepted lately starts nothing")
@@ -366,8 +369,8 @@ func TestARefusedKeyIsWarnedAboutAndNotifiedOncePerWindow(t *testing.T) {
 	assert.Equal(t, 2, r.notices.count(), "a platform that sends no notices gets none")
 }
 
-func TestTheNewSessionLimitWarnsOnceAWindowForTheGatewayWithACount(t *testing.T) {
-	r := newRig(Limits{NewSessions: Rate{Burst: 1, Every: time.Hour}})
+func TestTheNewSessionCeilingWarnsOnceAWindowForTheGatewayWithACount(t *testing.T) {
+	r := newRig(Limits{NewSessionsGlobal: Rate{Burst: 1, Every: time.Hour}})
 	ctx := t.Context()
 	require.NoError(t, r.Accept(ctx, msg("telegram", "0", "s0", 0)))
 	for i := range 4 {
@@ -421,7 +424,7 @@ func (p *perSenderInlet) SessionOf(in pipeline.Inbound) pipeline.SessionKey {
 
 func TestUnderPerSenderScopeASendersFirstMessageInAGroupIsANewSession(t *testing.T) {
 	next := &perSenderInlet{}
-	l := NewLimiter(next, Limits{NewSessions: Rate{Burst: 1, Every: time.Hour}}, slog.New(slog.DiscardHandler))
+	l := NewLimiter(next, Limits{NewSessionsGlobal: Rate{Burst: 1, Every: time.Hour}}, slog.New(slog.DiscardHandler))
 	ctx := t.Context()
 	group := func(sender string, n int) pipeline.Inbound {
 		in := msg("telegram", "-100", sender, n)
@@ -433,6 +436,64 @@ func TestUnderPerSenderScopeASendersFirstMessageInAGroupIsANewSession(t *testing
 	err := l.Accept(ctx, group("bob", 3))
 	limited, ok := adapters.AsRateLimited(err)
 	require.True(t, ok, "bob's first message starts bob's own session, a new one: %v", err)
-	assert.Equal(t, LimitNewSessions, limited.Limit)
+	assert.Equal(t, LimitNewSessionsGlobal, limited.Limit)
 	assert.Equal(t, 2, next.count())
+}
+
+func TestStrangersFirstMessagesDoNotLockOutANewSenderAndTheGlobalCeilingHoldsUnderItsOwnName(t *testing.T) {
+	const ceiling = 40
+	r := newRig(Limits{NewSessions: Rate{Burst: 1, Every: time.Hour}, NewSessionsGlobal: Rate{Burst: ceiling, Every: time.Hour}})
+	ctx := t.Context()
+	for i := range ceiling - 1 {
+		require.NoError(t, r.Accept(ctx, msg("telegram", fmt.Sprint("flood", i), fmt.Sprint("stranger", i), 0)), "stranger %d's first session", i)
+	}
+	require.NoError(t, r.Accept(ctx, msg("telegram", "newcomer", "newcomer", 0)),
+		"a new sender is not locked out by the strangers before them: each has a bucket of their own")
+	err := r.Accept(ctx, msg("telegram", "flood-again", "stranger0", 1))
+	limited, ok := adapters.AsRateLimited(err)
+	require.True(t, ok, "a second new session from one sender meets that sender's bucket: %v", err)
+	assert.Equal(t, LimitNewSessions, limited.Limit)
+
+	err = r.Accept(ctx, msg("telegram", "late", "latecomer", 0))
+	limited, ok = adapters.AsRateLimited(err)
+	require.True(t, ok, "past the ceiling for the whole gateway: %v", err)
+	assert.Equal(t, LimitNewSessionsGlobal, limited.Limit)
+	assert.Equal(t, time.Hour, limited.RetryAfter, "the ceiling's next token")
+	for i := range 3 {
+		_, ok = adapters.AsRateLimited(r.Accept(ctx, msg("telegram", fmt.Sprint("late", i), fmt.Sprint("latecomer", i), 0)))
+		require.True(t, ok)
+	}
+	var global []string
+	for _, w := range r.warnings() {
+		if strings.Contains(w, "limit="+LimitNewSessionsGlobal) {
+			global = append(global, w)
+		}
+	}
+	assert.Len(t, global, 1, "the global ceiling warns once a window, under its own name")
+	assert.Equal(t, ceiling, r.inlet.count())
+	assert.LessOrEqual(t, r.starts.len(), DefaultMaxKeys, "the per-sender buckets are bounded")
+}
+
+func TestTheNewSessionBucketsBySenderAreBounded(t *testing.T) {
+	r := newRig(Limits{NewSessions: Rate{Burst: 1, Every: time.Hour}, MaxKeys: 3})
+	ctx := t.Context()
+	for i := range 10 {
+		require.NoError(t, r.Accept(ctx, msg("telegram", fmt.Sprint(i), fmt.Sprint("s", i), 0)))
+		assert.LessOrEqual(t, r.starts.len(), 3)
+	}
+	assert.Nil(t, r.startsAll, "no global ceiling unless set")
+}
+
+func TestTheGlobalCeilingIsCountedUnderItsOwnName(t *testing.T) {
+	tel, err := telemetry.New()
+	require.NoError(t, err)
+	l := NewLimiter(&inlet{}, Limits{NewSessions: Rate{Burst: 5, Every: time.Hour}, NewSessionsGlobal: Rate{Burst: 1, Every: time.Hour}},
+		slog.New(slog.DiscardHandler))
+	counted := &Counted{Next: l, Metrics: tel.MetricsHandler()}
+	require.NoError(t, counted.Accept(t.Context(), msg("telegram", "1", "s1", 0)))
+	_, ok := adapters.AsRateLimited(counted.Accept(t.Context(), msg("telegram", "2", "s2", 0)))
+	require.True(t, ok)
+	rec := httptest.NewRecorder()
+	tel.Mux().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	assert.Regexp(t, `replyflow_inbound\{channel="telegram",outcome="rejected",reason="rate_limit_new-sessions-global"[^}]*\} 1`, rec.Body.String())
 }
