@@ -133,12 +133,15 @@ type Config struct {
 	// HTTPTimeout bounds how long a request may take to arrive and its
 	// answer to be written (event streams bound each write instead).
 	HTTPTimeout time.Duration `envconfig:"HTTP_TIMEOUT" default:"30s"`
-	// RateSender, RateChat and RateNewSessions are the gateway's inbound
-	// limits, <burst>@<interval> or off (gateway.ParseRate; the defaults
-	// are gateway.DefaultLimits, which says why).
-	RateSender      string `envconfig:"RATE_SENDER" default:"20@2s"`
-	RateChat        string `envconfig:"RATE_CHAT" default:"40@1s"`
-	RateNewSessions string `envconfig:"RATE_NEW_SESSIONS" default:"30@2s"`
+	// RateSender, RateChat, RateNewSessions (per sender) and
+	// RateNewSessionsGlobal (the ceiling for all strangers) are the
+	// gateway's inbound limits, <burst>@<interval> or off
+	// (gateway.ParseRate; the defaults are gateway.DefaultLimits, which
+	// says why).
+	RateSender            string `envconfig:"RATE_SENDER" default:"20@2s"`
+	RateChat              string `envconfig:"RATE_CHAT" default:"40@1s"`
+	RateNewSessions       string `envconfig:"RATE_NEW_SESSIONS" default:"10@6s"`
+	RateNewSessionsGlobal string `envconfig:"RATE_NEW_SESSIONS_GLOBAL" default:"300@1s"`
 
 	// Platforms are the registered platforms (package gateway), each
 	// read from its own REPLYFLOW_ variables.
@@ -301,7 +304,8 @@ func (c Config) validate() error {
 }
 
 func (c Config) rates() map[string]string {
-	return map[string]string{"RATE_SENDER": c.RateSender, "RATE_CHAT": c.RateChat, "RATE_NEW_SESSIONS": c.RateNewSessions}
+	return map[string]string{"RATE_SENDER": c.RateSender, "RATE_CHAT": c.RateChat, "RATE_NEW_SESSIONS": c.RateNewSessions,
+		"RATE_NEW_SESSIONS_GLOBAL": c.RateNewSessionsGlobal}
 }
 
 // limits are the gateway's inbound limits (validate checked them).
@@ -309,7 +313,8 @@ func (c Config) limits() gateway.Limits {
 	rate := func(s string) gateway.Rate { r, _ := gateway.ParseRate(s); return r }
 	return gateway.Limits{
 		Sender: rate(c.RateSender), Chat: rate(c.RateChat), NewSessions: rate(c.RateNewSessions),
-		AllowFrom: c.AllowFrom, Owners: c.Owners,
+		NewSessionsGlobal: rate(c.RateNewSessionsGlobal),
+		AllowFrom:         c.AllowFrom, Owners: c.Owners,
 	}
 }
 

@@ -245,7 +245,8 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 	limits := cfg.limits()
 	sink := gateway.NewLimiter(&gateway.Ingress{Client: c, TaskQueue: cfg.TaskQueue, Scope: cfg.sessionScope}, limits, logger)
 	defer sink.Wait() // the slow-down notices in flight, a few seconds at most
-	logger.Info("Inbound rate limits (REPLYFLOW_RATE_*)", "sender", limits.Sender.String(), "chat", limits.Chat.String(), "new_sessions", limits.NewSessions.String())
+	logger.Info("Inbound rate limits (REPLYFLOW_RATE_*)", "sender", limits.Sender.String(), "chat", limits.Chat.String(), "new_sessions", limits.NewSessions.String(),
+		"new_sessions_global", limits.NewSessionsGlobal.String())
 	mux := http.NewServeMux()
 	status := gateway.NewStatus()
 	mux.Handle("GET /healthz", status)

@@ -41,15 +41,16 @@ func BuildAs(dir, name, ldflags string) (string, error) {
 // Slack needs.
 func Env(address, taskQueue, storeDSN string, fake *telegramtest.Server, extra map[string]string) []string {
 	vars := map[string]string{
-		"TASK_QUEUE":        taskQueue,
-		"STORE_DSN":         storeDSN,
-		"WEBCHAT_ENABLED":   "false",
-		"DEMO_MODEL_DELAY":  "0",
-		"LOG_LEVEL":         "warn",
-		"OWNERS":            "*",
-		"RATE_SENDER":       "off",
-		"RATE_CHAT":         "off",
-		"RATE_NEW_SESSIONS": "off",
+		"TASK_QUEUE":               taskQueue,
+		"STORE_DSN":                storeDSN,
+		"WEBCHAT_ENABLED":          "false",
+		"DEMO_MODEL_DELAY":         "0",
+		"LOG_LEVEL":                "warn",
+		"OWNERS":                   "*",
+		"RATE_SENDER":              "off",
+		"RATE_CHAT":                "off",
+		"RATE_NEW_SESSIONS":        "off",
+		"RATE_NEW_SESSIONS_GLOBAL": "off",
 		// Encryption only when extra turns it on, as Dial's codecKeys,
 		// never from the shell's REPLYFLOW_CODEC_KEYS.
 		"CODEC_KEYS": "",
