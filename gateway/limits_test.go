@@ -305,8 +305,8 @@ func TestTheLRUForgetsWhatWasUsedLeast(t *testing.T) {
 func TestStrangersStartingSessionsMeetTheNewSessionCeilingAndKnownSendersDoNot(t *testing.T) {
 	r := newRig(Limits{
 		NewSessionsGlobal: Rate{Burst: 2, Every: time.Minute},
-		AllowFrom:   []string{"*", "telegram:friend"},
-		Owners:      []string{"telegram:boss"},
+		AllowFrom:         []string{"*", "telegram:friend"},
+		Owners:            []string{"telegram:boss"},
 	})
 	ctx := t.Context()
 	require.NoError(t, r.Accept(ctx, msg("telegram", "1", "s1", 0)))
