@@ -15,7 +15,9 @@ import (
 	"strings"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
+	"google.golang.org/protobuf/encoding/protojson"
 )
 
 // Variables of the codec server, named in its messages.
@@ -31,9 +33,10 @@ const maxRequestBytes = 32 << 20
 // DefaultMaxConcurrent requests are read and coded at once. A request in
 // a slot holds its body (at most maxRequestBytes) and, while it is coded,
 // the payloads parsed from it and their coded copies and answer, a few
-// times the body; so the handler holds at most about DefaultMaxConcurrent
-// × 4 × 32 MiB (512 MiB) whatever the number of callers, and it frees it
-// when they finish. The Temporal UI asks a page at a time, a few requests
+// times the body (a payload decompresses only inside an encryption the
+// keys vouch for: compressedInClear); so the handler holds at most about
+// DefaultMaxConcurrent × 4 × 32 MiB (512 MiB) whatever the number of
+// callers, and it frees it when they finish. The Temporal UI asks a page at a time, a few requests
 // at once, which wait for a slot rather than fail.
 const DefaultMaxConcurrent = 4
 
@@ -162,8 +165,30 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "reading the request body failed: "+err.Error(), http.StatusBadRequest)
 		return
 	}
+	if strings.HasSuffix(r.URL.Path, "/decode") && compressedInClear(body) {
+		http.Error(w, "a compressed payload in clear (binary/zlib, not encrypted) is refused: replyflow compresses only inside its encryption, and decompressing one from a caller would have no size bound", http.StatusBadRequest)
+		return
+	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	h.mux.ServeHTTP(w, r)
+}
+
+// compressedInClear reports whether a decode request holds a payload
+// that says binary/zlib outside any encryption. Decompression has no size
+// bound: a compressed payload that decryption vouches for comes from a
+// holder of the keys, one in clear from anyone who reaches the handler.
+// A body that does not parse is left to the SDK's handler to refuse.
+func compressedInClear(body []byte) bool {
+	var in commonpb.Payloads
+	if protojson.Unmarshal(body, &in) != nil {
+		return false
+	}
+	for _, p := range in.Payloads {
+		if string(p.GetMetadata()[converter.MetadataEncoding]) == "binary/zlib" {
+			return true
+		}
+	}
+	return false
 }
 
 // takeSlot waits at most slotWait, and no longer than the request, for a

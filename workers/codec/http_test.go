@@ -282,3 +282,24 @@ func TestCodecServerCodesAtMostMaxConcurrentRequestsAtOnce(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, text)
 	assert.Equal(t, `"held"`, string(out[0].Data))
 }
+
+// TestCodecServerRefusesACompressedPayloadInClear: replyflow compresses
+// only before it encrypts, so a payload in clear that says binary/zlib
+// comes from no worker; decompressing it would let a caller turn 32 MiB
+// into gigabytes (a zlib bomb).
+func TestCodecServerRefusesACompressedPayloadInClear(t *testing.T) {
+	srv, dc := codecServer(t, "")
+	plain, err := converter.GetDefaultDataConverter().ToPayload(strings.Repeat("0", 1<<20))
+	require.NoError(t, err)
+	bombs, err := converter.NewZlibCodec(converter.ZlibCodecOptions{AlwaysEncode: true}).Encode([]*commonpb.Payload{plain})
+	require.NoError(t, err)
+	code, _, body, _ := call(t, request(t, http.MethodPost, srv.URL+"/default/decode", bombs, nil))
+	assert.Equal(t, http.StatusBadRequest, code, "a compressed payload in clear is not decompressed")
+	assert.Contains(t, body, "compressed payload in clear")
+
+	sealed, err := dc.ToPayload(strings.Repeat("0", 1<<20))
+	require.NoError(t, err)
+	code, _, body, out := call(t, request(t, http.MethodPost, srv.URL+"/default/decode", []*commonpb.Payload{sealed}, nil))
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Len(t, out[0].Data, 1<<20+2, "one compressed inside its encryption is decoded")
+}
