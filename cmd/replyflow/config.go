@@ -59,8 +59,11 @@ type Config struct {
 	Owners []string `envconfig:"OWNERS"`
 	// ClaimTTL is how long a claim code printed at a start without owners
 	// stays valid.
-	ClaimTTL           time.Duration `envconfig:"CLAIM_TTL" default:"1h"`
-	RequesterMayDecide bool          `envconfig:"REQUESTER_MAY_DECIDE" default:"true"`
+	ClaimTTL time.Duration `envconfig:"CLAIM_TTL" default:"1h"`
+	// RequesterMayDecide lets the person whose message led to a proposal
+	// decide it. It is off by default: on, anyone who can message the bot
+	// runs any requires_approval tool by asking and pressing Approve.
+	RequesterMayDecide bool          `envconfig:"REQUESTER_MAY_DECIDE" default:"false"`
 	ProposalTTL        time.Duration `envconfig:"PROPOSAL_TTL" default:"24h"`
 	MaxSteps           int           `envconfig:"MAX_STEPS" default:"8"`
 	Timezone           string        `envconfig:"TIMEZONE" default:"UTC"`

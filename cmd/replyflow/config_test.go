@@ -105,3 +105,13 @@ func TestARenamedVariableIsRefusedWithItsNewName(t *testing.T) {
 	_, err := loadConfig()
 	assert.ErrorContains(t, err, "REPLYFLOW_WORKER_STOP_TIMEOUT is now REPLYFLOW_SHUTDOWN_GRACE")
 }
+
+// TestOnlyOwnersAndOperatorsDecideByDefault: a requester approving their
+// own proposal would let anyone who can message the bot run any
+// requires_approval tool, so it is an opt-in.
+func TestOnlyOwnersAndOperatorsDecideByDefault(t *testing.T) {
+	cfg, err := readConfig("replyflow_test_unset")
+	require.NoError(t, err)
+	assert.False(t, cfg.RequesterMayDecide, "REPLYFLOW_REQUESTER_MAY_DECIDE defaults to false")
+	assert.False(t, cfg.settings().RequesterMayDecide, "and sessions are given that default")
+}

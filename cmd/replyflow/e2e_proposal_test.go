@@ -60,8 +60,35 @@ func proposalConfig(t *testing.T, toolURL string) Config {
 	cfg.ToolsFile = filepath.Join(t.TempDir(), "tools.json")
 	require.NoError(t, os.WriteFile(cfg.ToolsFile, defs, 0o644))
 	cfg.Owners = []string{"webchat:boss"}
-	cfg.RequesterMayDecide = false
 	return cfg
+}
+
+// TestRequesterCannotApproveTheirOwnProposalByDefault is the attack of a
+// chat member who asks for a gated tool and presses Approve: with the
+// default settings only owners and operators decide, so the tool does not
+// run until the owner approves.
+func TestRequesterCannotApproveTheirOwnProposalByDefault(t *testing.T) {
+	tool, calls := payServer(t)
+	cfg := proposalConfig(t, tool.URL)
+	s := startStack(t, cfg)
+	s.startWorker(payingModel{})
+	chat := "self-approve"
+	events := subscribe(t, s.baseURL, chat)
+
+	code, _ := s.post(chat, `{"message_id":"self1","sender_id":"alice","text":"pay bob 5"}`)
+	require.Equal(t, http.StatusAccepted, code)
+	seen := events.collectUntil(t, 30*time.Second, isButtonsMessage)
+	proposalMsg := seen[len(seen)-1].MessageID
+
+	assert.Equal(t, http.StatusAccepted, s.press(chat, "alice", proposalMsg, "approve:p1"))
+	refusal := events.collectUntil(t, 30*time.Second, func(ev sseEvent) bool { return ev.Type == "message" && strings.Contains(ev.Text, "not allowed") })
+	assert.Contains(t, refusal[len(refusal)-1].Text, "webchat:alice is not allowed to decide proposal p1: only owners may")
+	assert.Zero(t, calls.Load(), "the requester's own approval runs nothing")
+	assert.Equal(t, workflows.StatusWaitingUser, s.state(chat).Status, "the proposal still waits for an owner")
+
+	assert.Equal(t, http.StatusAccepted, s.press(chat, "boss", proposalMsg, "approve:p1"))
+	events.collectUntil(t, 30*time.Second, func(ev sseEvent) bool { return ev.Type == "message" && strings.HasPrefix(ev.Text, "done:") })
+	assert.Equal(t, int32(1), calls.Load(), "the owner's approval runs it once")
 }
 
 func (s *stack) press(chat, sender, messageID, action string) int {

@@ -31,7 +31,7 @@ func TestSessionSettingsFingerprint(t *testing.T) {
 		"REPLYFLOW_MODEL_ALLOW":            func(c *Config) { c.ModelAllow = []string{"openai/gpt-mini"} },
 		"REPLYFLOW_ALLOW_FROM":             func(c *Config) { c.AllowFrom = []string{"webchat:alice"} },
 		"REPLYFLOW_OWNERS":                 func(c *Config) { c.Owners = []string{"webchat:alice"} },
-		"REPLYFLOW_REQUESTER_MAY_DECIDE":   func(c *Config) { c.RequesterMayDecide = false },
+		"REPLYFLOW_REQUESTER_MAY_DECIDE":   func(c *Config) { c.RequesterMayDecide = !c.RequesterMayDecide },
 		"REPLYFLOW_PROPOSAL_TTL":           func(c *Config) { c.ProposalTTL = time.Hour },
 		"REPLYFLOW_TURN_TIMEOUT":           func(c *Config) { c.TurnTimeout = time.Minute },
 		"REPLYFLOW_TURN_ATTEMPTS":          func(c *Config) { c.TurnAttempts = 5 },

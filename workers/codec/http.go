@@ -1,15 +1,23 @@
 package codec
 
 import (
+	"bytes"
+	"cmp"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
+	"google.golang.org/protobuf/encoding/protojson"
 )
 
 // Variables of the codec server, named in its messages.
@@ -22,6 +30,21 @@ const (
 // payloads at a time, each at most Temporal's 2 MB.
 const maxRequestBytes = 32 << 20
 
+// DefaultMaxConcurrent requests are read and coded at once. A request in
+// a slot holds its body (at most maxRequestBytes) and, while it is coded,
+// the payloads parsed from it and their coded copies and answer, a few
+// times the body (a payload decompresses only inside an encryption the
+// keys vouch for: compressedInClear); so the handler holds at most about
+// DefaultMaxConcurrent × 4 × 32 MiB (512 MiB) whatever the number of
+// callers, and it frees it when they finish. The Temporal UI asks a page at a time, a few requests
+// at once, which wait for a slot rather than fail.
+const DefaultMaxConcurrent = 4
+
+// DefaultSlotWait is how long a request waits for a slot before it is
+// refused with 503 and Retry-After: long enough for the requests ahead
+// of it, at tens of milliseconds a page, short of a client's timeout.
+const DefaultSlotWait = 5 * time.Second
+
 // HandlerOptions say who may use the codec over HTTP.
 type HandlerOptions struct {
 	// Token is the bearer token every request must carry. Empty lets in
@@ -32,6 +55,12 @@ type HandlerOptions struct {
 	// http://localhost:8080) allowed to call the handler. A request from
 	// any other origin is refused.
 	Origins []string
+	// MaxConcurrent is how many requests are read and coded at once; 0
+	// means DefaultMaxConcurrent.
+	MaxConcurrent int
+	// SlotWait is how long a request waits for one of those slots
+	// before it is refused with 503; 0 means DefaultSlotWait.
+	SlotWait time.Duration
 }
 
 // handler is the SDK's codec handler behind origin and token checks.
@@ -39,6 +68,10 @@ type handler struct {
 	mux      *http.ServeMux
 	origins  map[string]bool
 	tokenSum *[sha256.Size]byte
+	// slots holds one element per request being read or coded; its
+	// capacity is the most at once.
+	slots    chan struct{}
+	slotWait time.Duration
 }
 
 // NewHandler serves codecs for the Temporal UI and CLI (a "codec
@@ -47,7 +80,14 @@ type handler struct {
 // same keys). It answers CORS preflights for opts.Origins and checks
 // "Authorization: Bearer <token>" on everything else, in constant time.
 func NewHandler(codecs []converter.PayloadCodec, opts HandlerOptions) (http.Handler, error) {
-	h := &handler{mux: http.NewServeMux(), origins: map[string]bool{}}
+	h := &handler{mux: http.NewServeMux(), origins: map[string]bool{}, slotWait: DefaultSlotWait}
+	if opts.MaxConcurrent < 0 || opts.SlotWait < 0 {
+		return nil, fmt.Errorf("codec handler: MaxConcurrent (%d) and SlotWait (%s) must not be negative", opts.MaxConcurrent, opts.SlotWait)
+	}
+	h.slots = make(chan struct{}, cmp.Or(opts.MaxConcurrent, DefaultMaxConcurrent))
+	if opts.SlotWait > 0 {
+		h.slotWait = opts.SlotWait
+	}
 	for _, o := range opts.Origins {
 		origin, err := ParseOrigin(o)
 		if err != nil {
@@ -102,8 +142,76 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, reason, http.StatusUnauthorized)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxRequestBytes)
+	if r.ContentLength > maxRequestBytes {
+		tooLarge(w)
+		return
+	}
+	if !h.takeSlot(r.Context()) {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, fmt.Sprintf("the codec server is coding %d requests, its most at once, and none finished within %s: retry in a moment", cap(h.slots), h.slotWait), http.StatusServiceUnavailable)
+		return
+	}
+	defer func() { <-h.slots }()
+	// The body is read whole here, in the slot, so a too-large one is
+	// told apart (413) from a malformed one, which the SDK's handler
+	// answers with 400.
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
+	if err != nil {
+		var over *http.MaxBytesError
+		if errors.As(err, &over) {
+			tooLarge(w)
+			return
+		}
+		http.Error(w, "reading the request body failed: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if strings.HasSuffix(r.URL.Path, "/decode") && compressedInClear(body) {
+		http.Error(w, "a compressed payload in clear (binary/zlib, not encrypted) is refused: replyflow compresses only inside its encryption, and decompressing one from a caller would have no size bound", http.StatusBadRequest)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	h.mux.ServeHTTP(w, r)
+}
+
+// compressedInClear reports whether a decode request holds a payload
+// that says binary/zlib outside any encryption. Decompression has no size
+// bound: a compressed payload that decryption vouches for comes from a
+// holder of the keys, one in clear from anyone who reaches the handler.
+// A body that does not parse is left to the SDK's handler to refuse.
+func compressedInClear(body []byte) bool {
+	var in commonpb.Payloads
+	if protojson.Unmarshal(body, &in) != nil {
+		return false
+	}
+	for _, p := range in.Payloads {
+		if string(p.GetMetadata()[converter.MetadataEncoding]) == "binary/zlib" {
+			return true
+		}
+	}
+	return false
+}
+
+// takeSlot waits at most slotWait, and no longer than the request, for a
+// slot; it reports whether it got one.
+func (h *handler) takeSlot(ctx context.Context) bool {
+	select {
+	case h.slots <- struct{}{}:
+		return true
+	default:
+	}
+	wait := time.NewTimer(h.slotWait)
+	defer wait.Stop()
+	select {
+	case h.slots <- struct{}{}:
+		return true
+	case <-wait.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+func tooLarge(w http.ResponseWriter) {
+	http.Error(w, fmt.Sprintf("the request body is over %d MiB, the codec server's limit: send fewer payloads at a time", maxRequestBytes>>20), http.StatusRequestEntityTooLarge)
 }
 
 // refusal is why r may not use the codec, "" when it may.

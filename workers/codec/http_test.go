@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -169,4 +171,135 @@ func TestParseOrigin(t *testing.T) {
 	}
 	_, err = NewHandler(nil, HandlerOptions{Origins: []string{"nope"}})
 	assert.Error(t, err)
+}
+
+// TestCodecServerAnswers413ForABodyOverTheLimit: with and without a
+// declared length, a body over maxRequestBytes is "too large", not "bad".
+func TestCodecServerAnswers413ForABodyOverTheLimit(t *testing.T) {
+	srv, _ := codecServer(t, "")
+	declared, err := http.NewRequest(http.MethodPost, srv.URL+"/default/decode", strings.NewReader(strings.Repeat(" ", maxRequestBytes+1)))
+	require.NoError(t, err)
+	code, _, body, _ := call(t, declared)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, code, body)
+	assert.Contains(t, body, "32 MiB")
+
+	// A reader of unknown length is sent chunked: the limit is met while
+	// reading.
+	chunked, err := http.NewRequest(http.MethodPost, srv.URL+"/default/decode", io.MultiReader(strings.NewReader(strings.Repeat(" ", maxRequestBytes+1))))
+	require.NoError(t, err)
+	require.Zero(t, chunked.ContentLength, "a body of unknown length, sent chunked")
+	code, _, body, _ = call(t, chunked)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, code, body)
+}
+
+// firstReadSignal tells, on the first Read, that the codec handler has
+// begun to read its request: it holds a slot from then on.
+type firstReadSignal struct {
+	io.ReadCloser
+	once    sync.Once
+	reading chan<- struct{}
+}
+
+func (b *firstReadSignal) Read(p []byte) (int, error) {
+	b.once.Do(func() { b.reading <- struct{}{} })
+	return b.ReadCloser.Read(p)
+}
+
+// TestCodecServerCodesAtMostMaxConcurrentRequestsAtOnce holds every slot
+// with requests whose bodies have not arrived yet: one more request waits
+// SlotWait, is refused with 503 and Retry-After, and is never read.
+func TestCodecServerCodesAtMostMaxConcurrentRequestsAtOnce(t *testing.T) {
+	const slots = 2
+	keys := []Key{testKey(t, "k1")}
+	codecs, err := Codecs(keys, true)
+	require.NoError(t, err)
+	h, err := NewHandler(codecs, HandlerOptions{MaxConcurrent: slots, SlotWait: 200 * time.Millisecond})
+	require.NoError(t, err)
+	reading := make(chan struct{}, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = &firstReadSignal{ReadCloser: r.Body, reading: reading}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	sealed, err := dataConverter(t, true, keys...).ToPayload("held")
+	require.NoError(t, err)
+	body, err := protojson.Marshal(&commonpb.Payloads{Payloads: []*commonpb.Payload{sealed}})
+	require.NoError(t, err)
+
+	// Fill every slot with a request whose body is still to come.
+	var writers []*io.PipeWriter
+	answers := make(chan int, slots)
+	for range slots {
+		pr, pw := io.Pipe()
+		writers = append(writers, pw)
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/default/decode", pr)
+		require.NoError(t, err)
+		go func() {
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				answers <- 0
+				return
+			}
+			resp.Body.Close()
+			answers <- resp.StatusCode
+		}()
+		select {
+		case <-reading:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the held request never reached the codec")
+		}
+	}
+	t.Cleanup(func() {
+		for _, pw := range writers {
+			pw.Close()
+		}
+	})
+
+	code, header, text, _ := call(t, request(t, http.MethodPost, srv.URL+"/default/decode", []*commonpb.Payload{sealed}, nil))
+	assert.Equal(t, http.StatusServiceUnavailable, code, "one request more than the slots is refused: %s", text)
+	assert.NotEmpty(t, header.Get("Retry-After"))
+	select {
+	case <-reading:
+		t.Error("the refused request's body was read")
+	default:
+	}
+
+	// The held requests finish, and the codec serves again.
+	for _, pw := range writers {
+		_, err := pw.Write(body)
+		require.NoError(t, err)
+		require.NoError(t, pw.Close())
+	}
+	for range slots {
+		select {
+		case code := <-answers:
+			assert.Equal(t, http.StatusOK, code)
+		case <-time.After(10 * time.Second):
+			t.Fatal("a held request never finished")
+		}
+	}
+	code, _, text, out := call(t, request(t, http.MethodPost, srv.URL+"/default/decode", []*commonpb.Payload{sealed}, nil))
+	require.Equal(t, http.StatusOK, code, text)
+	assert.Equal(t, `"held"`, string(out[0].Data))
+}
+
+// TestCodecServerRefusesACompressedPayloadInClear: replyflow compresses
+// only before it encrypts, so a payload in clear that says binary/zlib
+// comes from no worker; decompressing it would let a caller turn 32 MiB
+// into gigabytes (a zlib bomb).
+func TestCodecServerRefusesACompressedPayloadInClear(t *testing.T) {
+	srv, dc := codecServer(t, "")
+	plain, err := converter.GetDefaultDataConverter().ToPayload(strings.Repeat("0", 1<<20))
+	require.NoError(t, err)
+	bombs, err := converter.NewZlibCodec(converter.ZlibCodecOptions{AlwaysEncode: true}).Encode([]*commonpb.Payload{plain})
+	require.NoError(t, err)
+	code, _, body, _ := call(t, request(t, http.MethodPost, srv.URL+"/default/decode", bombs, nil))
+	assert.Equal(t, http.StatusBadRequest, code, "a compressed payload in clear is not decompressed")
+	assert.Contains(t, body, "compressed payload in clear")
+
+	sealed, err := dc.ToPayload(strings.Repeat("0", 1<<20))
+	require.NoError(t, err)
+	code, _, body, out := call(t, request(t, http.MethodPost, srv.URL+"/default/decode", []*commonpb.Payload{sealed}, nil))
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Len(t, out[0].Data, 1<<20+2, "one compressed inside its encryption is decoded")
 }
