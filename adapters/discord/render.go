@@ -21,8 +21,14 @@ const MessageLimit = 2000
 // Markdown (they would show their hashes): they become bold lines. Lines
 // inside ``` blocks are left alone.
 //
+// Discord shows a masked link [text](url) as its text alone: one whose
+// text reads as another address ([https://bank.example](https://evil.example))
+// becomes "text (url)", so the reader sees where it goes. Links of other
+// schemes (tg:, javascript:) are not Discord's links and stay text.
+//
 // Render never lengthens text: a heading loses at least five characters
-// ("#### ") and gains four ("**" twice). So a chunk the workflow cut to
+// ("#### ") and gains four ("**" twice), and an unmasked link loses "[",
+// "](" and ")" and gains " (" and ")". So a chunk the workflow cut to
 // MessageLimit with pipeline.Chunk (whose reopened fences count) still
 // fits once rendered.
 func Render(markdown string) string {
@@ -40,11 +46,49 @@ func Render(markdown string) string {
 		if len(line)-len(trimmed) > 3 {
 			continue // an indented code line in CommonMark, not a heading
 		}
+		line = unmaskMisleading(line)
+		lines[i] = line
+		trimmed = strings.TrimLeft(line, " ")
 		if level := mdscan.HeadingLevel(trimmed); level >= 4 {
 			lines[i] = boldLine(trimmed[level:])
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// maskedSchemes are the URL schemes Discord shows masked links for.
+var maskedSchemes = []string{"http://", "https://"}
+
+// unmaskMisleading rewrites the masked links of one line whose text reads
+// as another address as "text (url)"; code spans and escaped brackets
+// stay as written.
+func unmaskMisleading(line string) string {
+	if !strings.Contains(line, "](") {
+		return line
+	}
+	var out strings.Builder
+	for i := 0; i < len(line); {
+		switch {
+		case line[i] == '\\' && i+1 < len(line):
+			out.WriteString(line[i : i+2])
+			i += 2
+			continue
+		case line[i] == '`':
+			_, end, _ := mdscan.CodeSpan(line, i)
+			out.WriteString(line[i:end])
+			i = end
+			continue
+		case line[i] == '[':
+			if text, url, end, ok := mdscan.Link(line, i, maskedSchemes); ok && mdscan.MisleadingLabel(text, url) {
+				out.WriteString(text + " (" + url + ")")
+				i = end
+				continue
+			}
+		}
+		out.WriteByte(line[i])
+		i++
+	}
+	return out.String()
 }
 
 // boldLine is a heading's text as a bold line: without its closing

@@ -20,6 +20,14 @@ func TestRender(t *testing.T) {
 		{"```md\n#### in code\n```\n#### after", "```md\n#### in code\n```\n**after**"},
 		{"**bold** _it_ ~~s~~ `c` [l](https://x.y) > q\n- a\n1. b", "**bold** _it_ ~~s~~ `c` [l](https://x.y) > q\n- a\n1. b"},
 		{"<@1> @everyone", "<@1> @everyone"},
+		{"[docs](https://a.example/docs)", "[docs](https://a.example/docs)"},
+		{"see [https://a.example](https://b.example).", "see https://a.example (https://b.example)."},
+		{"[bank.example](https://evil.example/login) and [a.example](https://a.example)", "bank.example (https://evil.example/login) and [a.example](https://a.example)"},
+		{"#### [https://a.example](https://b.example)", "**https://a.example (https://b.example)**"},
+		{"`[https://a.example](https://b.example)`", "`[https://a.example](https://b.example)`"},
+		{"```\n[https://a.example](https://b.example)\n```", "```\n[https://a.example](https://b.example)\n```"},
+		{`\[https://a.example](https://b.example)`, `\[https://a.example](https://b.example)`},
+		{"[x](tg://user?id=1) [click](javascript:alert(1))", "[x](tg://user?id=1) [click](javascript:alert(1))"},
 		{"", ""},
 	} {
 		if got := Render(tc.in); got != tc.want {
@@ -30,7 +38,7 @@ func TestRender(t *testing.T) {
 
 // Rendering never lengthens a chunk, so the workflow's cut at 2000 holds.
 func FuzzRenderNeverLengthens(f *testing.F) {
-	for _, seed := range []string{"#### a", "###### #", "#### ** **", "```\n#### x\n```\n##### y ####", "####  \t x", "#### 🚀🚀"} {
+	for _, seed := range []string{"#### a", "###### #", "#### ** **", "```\n#### x\n```\n##### y ####", "####  \t x", "#### 🚀🚀", "[https://a](https://b) `[c.d](http://e)` [f](https://g)"} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

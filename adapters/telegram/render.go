@@ -13,8 +13,9 @@ import (
 // RenderHTML turns the Markdown an agent writes into Telegram's HTML
 // subset: code fences become <pre><code>, `code` <code>, **bold** and
 // __bold__ <b>, *italic* and _italic_ <i>, ~~strike~~ <s>, [text](url) a
-// link (http, https, tg and mailto only), headings bold lines, "> " lines
-// a <blockquote>, and list markers bullets. Everything else is escaped.
+// link (http, https and mailto only; see renderLink for tg: links and
+// text that reads as another address), headings bold lines, "> " lines a
+// <blockquote>, and list markers bullets. Everything else is escaped.
 //
 // Two properties hold for every input, and the fuzzer checks both: the
 // tags are balanced and from Telegram's set, and the visible text is never
@@ -206,14 +207,34 @@ func renderCode(out *strings.Builder, s string, i int) (int, bool) {
 }
 
 // linkSchemes are the URL schemes rendered as links; others stay text.
-var linkSchemes = []string{"http://", "https://", "tg://", "mailto:"}
+// tg: is not one: a tg://user link is a mention that notifies that user
+// in a group, and tg://proxy sets up a proxy in one tap, neither a thing
+// a model's reply may do.
+var linkSchemes = []string{"http://", "https://", "mailto:"}
 
+// telegramSchemes are Telegram's own links, rendered as their text alone.
+var telegramSchemes = []string{"tg:"}
+
+// renderLink writes a link as <a>, a Telegram link as its text, and a link
+// whose text reads as another address as its text followed by the real
+// URL in parentheses ("label (target)"), so the reader sees where it goes.
+// Each form is shorter in visible text than the Markdown: "[", "](" and
+// ")" are four characters, " (" and ")" three.
 func renderLink(out *strings.Builder, s string, i int) (int, bool) {
+	if text, _, end, ok := mdscan.Link(s, i, telegramSchemes); ok {
+		out.WriteString(renderInline(text))
+		return end, true
+	}
 	text, url, end, ok := mdscan.Link(s, i, linkSchemes)
 	if !ok {
 		return i, false
 	}
-	out.WriteString(`<a href="` + escapeAttr(url) + `">` + renderInline(text) + "</a>")
+	link := `<a href="` + escapeAttr(url) + `">`
+	if mdscan.MisleadingLabel(text, url) {
+		out.WriteString(renderInline(text) + " (" + link + escape(url) + "</a>)")
+		return end, true
+	}
+	out.WriteString(link + renderInline(text) + "</a>")
 	return end, true
 }
 

@@ -26,6 +26,19 @@ func TestRenderHTML(t *testing.T) {
 		{"link", "see [the docs](https://x.y/a?b=1&c=\"2\")", `see <a href="https://x.y/a?b=1&amp;c=&quot;2&quot;">the docs</a>`},
 		{"link with parentheses", "[w](https://en.wikipedia.org/wiki/Go_(lang))", `<a href="https://en.wikipedia.org/wiki/Go_(lang)">w</a>`},
 		{"no javascript links", "[x](javascript:alert(1))", "[x](javascript:alert(1))"},
+		{"ordinary link", "[docs](https://a.example/docs)", `<a href="https://a.example/docs">docs</a>`},
+		{"mailto link", "[mail](mailto:a@b.example)", `<a href="mailto:a@b.example">mail</a>`},
+		{"tg mention dropped", "hi [x](tg://user?id=1)", "hi x"},
+		{"tg proxy dropped", "[x](tg://proxy?server=a&port=1&secret=b)", "x"},
+		{"tg without slashes dropped", "[**x**](TG:resolve?domain=a)", "<b>x</b>"},
+		{"label URL shows target", "[https://a.example](https://b.example)", `https://a.example (<a href="https://b.example">https://b.example</a>)`},
+		{"label host shows target", "[bank.example](https://evil.example/login)", `bank.example (<a href="https://evil.example/login">https://evil.example/login</a>)`},
+		{"label with a URL in it shows target", "[see www.bank.example now](https://evil.example)", `see www.bank.example now (<a href="https://evil.example">https://evil.example</a>)`},
+		{"label URL same as target", "[https://a.example/](https://a.example)", `<a href="https://a.example">https://a.example/</a>`},
+		{"label host same as target", "[a.example](https://a.example)", `<a href="https://a.example">a.example</a>`},
+		{"javascript stays text", "[click](javascript:alert(1))", "[click](javascript:alert(1))"},
+		{"data stays text", "[x](data:text/html,hi)", "[x](data:text/html,hi)"},
+		{"file stays text", "[x](file:///etc/passwd)", "[x](file:///etc/passwd)"},
 		{"heading", "## Plan\ntext", "<b>Plan</b>\ntext"},
 		{"list", "- one\n  * two", "• one\n  • two"},
 		{"quote", "> a\n> b\nc", "<blockquote>a\nb</blockquote>\nc"},
@@ -57,7 +70,7 @@ func TestChunksFitOnceRendered(t *testing.T) {
 }
 
 func FuzzRenderHTML(f *testing.F) {
-	for _, seed := range []string{"**a** _b_ `c` [d](https://e)", "```go\nx\n```", "> q\n- l\n# h", "*_~~x~~_*", "[a](http://b) **[c](https://d)**", "a\xffb ` ``x`` `"} {
+	for _, seed := range []string{"**a** _b_ `c` [d](https://e)", "```go\nx\n```", "> q\n- l\n# h", "*_~~x~~_*", "[a](http://b) **[c](https://d)**", "a\xffb ` ``x`` `", "[x](tg://user?id=1) [https://a](https://b) [**a.b**](http://c)"} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, markdown string) {

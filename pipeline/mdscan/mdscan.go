@@ -143,3 +143,65 @@ func HasScheme(url string, schemes []string) bool {
 	}
 	return false
 }
+
+// MisleadingLabel is true when a link's text reads as an address other
+// than the link's URL: [https://bank.example](https://evil.example) shows
+// one site and opens another. Text reads as an address when, without its
+// emphasis marks, it is a URL, a host name or an e-mail address, or holds
+// a word with "://" or starting with "www."; it is another address when
+// the two differ other than in letter case, scheme and a final "/".
+func MisleadingLabel(text, url string) bool {
+	label := strings.Trim(text, " \t*_~`")
+	if !looksLikeAddress(label) {
+		for _, word := range strings.Fields(label) {
+			word = strings.Trim(word, "*_~`()<>,;:.!?\"'")
+			if strings.Contains(word, "://") || strings.HasPrefix(strings.ToLower(word), "www.") {
+				if sameAddress(word, url) {
+					continue
+				}
+				return true
+			}
+		}
+		return false
+	}
+	return !sameAddress(label, url)
+}
+
+func looksLikeAddress(s string) bool {
+	if s == "" || strings.ContainsAny(s, " \t") {
+		return false
+	}
+	if strings.Contains(s, "://") || strings.HasPrefix(strings.ToLower(s), "mailto:") {
+		return true
+	}
+	host := s[strings.LastIndexByte(s, '@')+1:] // an e-mail address reads as its domain
+	if end := strings.IndexAny(host, "/?#:"); end >= 0 {
+		host = host[:end]
+	}
+	labels := strings.Split(host, ".")
+	if len(labels) < 2 {
+		return false
+	}
+	for _, l := range labels {
+		if l == "" || strings.IndexFunc(l, func(r rune) bool { return !isWordRune(r) && r != '-' }) >= 0 {
+			return false
+		}
+	}
+	tld := labels[len(labels)-1]
+	return utf8.RuneCountInString(tld) >= 2 && strings.IndexFunc(tld, func(r rune) bool { return !unicode.IsLetter(r) }) < 0
+}
+
+// sameAddress compares two addresses without letter case, scheme and a
+// final "/".
+func sameAddress(a, b string) bool {
+	return bareAddress(a) == bareAddress(b)
+}
+
+func bareAddress(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if _, rest, ok := strings.Cut(s, "://"); ok {
+		s = rest
+	}
+	s = strings.TrimPrefix(s, "mailto:")
+	return strings.TrimSuffix(s, "/")
+}

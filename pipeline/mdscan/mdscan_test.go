@@ -80,3 +80,29 @@ func TestLink(t *testing.T) {
 		assert.Equal(t, []any{c.text, c.url, c.end, c.ok}, []any{text, url, end, ok}, c.s)
 	}
 }
+
+func TestMisleadingLabel(t *testing.T) {
+	cases := []struct {
+		text, url string
+		misleads  bool
+	}{
+		{"docs", "https://a.example/docs", false},
+		{"the docs for v2.1", "https://a.example/docs", false},
+		{"https://a.example", "https://b.example", true},
+		{"HTTPS://A.example/", "https://a.example", false},
+		{"http://a.example", "https://a.example", false},
+		{"a.example", "https://a.example", false},
+		{"bank.example", "https://evil.example", true},
+		{"**bank.example**", "https://evil.example", true},
+		{"www.bank.example", "https://evil.example", true},
+		{"see www.bank.example now", "https://evil.example", true},
+		{"see https://a.example", "https://a.example", false},
+		{"a@b.example", "mailto:a@b.example", false},
+		{"a@b.example", "mailto:c@evil.example", true},
+		{"v2.1", "https://a.example", false},
+		{"e.g.", "https://a.example", false},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.misleads, MisleadingLabel(c.text, c.url), "[%s](%s)", c.text, c.url)
+	}
+}

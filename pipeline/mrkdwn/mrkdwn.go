@@ -2,8 +2,10 @@
 // cuts replies into chunks that fit Slack's message limit once rendered.
 // It is pure (no Slack SDK, no I/O): the session workflow chunks a Slack
 // reply with Chunk, deterministically, and the Slack adapter renders each
-// chunk with Render when it posts it. A change to either changes what a
-// recorded session does: it goes behind a workflow version, as
+// chunk with Render when it posts it. Chunk measures chunks with measure,
+// the rendering recorded sessions were cut with, so Render may change in
+// ways that never lengthen text; a change to Chunk or measure changes what
+// a recorded session does: it goes behind a workflow version, as
 // pipeline.Chunk's did.
 package mrkdwn
 
@@ -30,7 +32,8 @@ const MessageLimit = 4000
 // Render turns the Markdown an agent writes into Slack mrkdwn:
 // **bold** and __bold__ become *bold*, *italic* and _italic_ _italic_,
 // ~~strike~~ ~strike~, [text](url) <url|text> (http, https and mailto
-// only), headings bold lines, and fenced blocks ``` blocks without their
+// only; see renderLink for tg: links and text that reads as another
+// address), headings bold lines, and fenced blocks ``` blocks without their
 // info string. `code`, lists, quotes and bare URLs stay as written (Slack
 // links bare URLs itself). & < > are escaped everywhere, code included, as
 // Slack requires, except in the <url|text> links this renders and in user
@@ -39,7 +42,19 @@ const MessageLimit = 4000
 //
 // Rendering may lengthen text (an escaped & is five characters), so a
 // chunk cut in Markdown may not fit once rendered: Chunk accounts for it.
-func Render(markdown string) string {
+func Render(markdown string) string { return renderer{}.render(markdown) }
+
+// measure renders as Render did before it dropped tg: links and showed
+// the target of links whose text reads as another address: Chunk measures
+// with it, so a recorded session is cut into the same chunks on replay.
+// Render is never longer (FuzzRender checks it), so the chunks still fit.
+func measure(markdown string) string { return renderer{recorded: true}.render(markdown) }
+
+// renderer renders Markdown as mrkdwn; recorded keeps the links of
+// recorded sessions, for measure.
+type renderer struct{ recorded bool }
+
+func (r renderer) render(markdown string) string {
 	lines := strings.Split(strings.ToValidUTF8(markdown, "\uFFFD"), "\n")
 	var out strings.Builder
 	for i := 0; i < len(lines); {
@@ -50,7 +65,7 @@ func Render(markdown string) string {
 			i = renderFence(&out, lines, i)
 			continue
 		}
-		renderLine(&out, lines[i])
+		r.renderLine(&out, lines[i])
 		i++
 	}
 	return out.String()
@@ -83,7 +98,7 @@ func Chunk(markdown string, limit int) []string {
 // smaller Markdown limit than cut, the one it was cut at. cut shrinks on
 // every call, so the recursion ends.
 func fit(chunk string, limit, cut int) []string {
-	n := Length(Render(chunk))
+	n := Length(measure(chunk))
 	if n <= limit || cut <= 1 {
 		return []string{chunk}
 	}
@@ -113,20 +128,20 @@ func renderFence(out *strings.Builder, lines []string, start int) int {
 	return end
 }
 
-func renderLine(out *strings.Builder, line string) {
+func (r renderer) renderLine(out *strings.Builder, line string) {
 	trimmed := strings.TrimLeft(line, " ")
 	if level := mdscan.HeadingLevel(trimmed); level > 0 {
 		// A bold line; bold inside it would close it early, so it is
 		// dropped there.
-		out.WriteString("*" + renderInline(strings.TrimSpace(trimmed[level:]), true) + "*")
+		out.WriteString("*" + r.renderInline(strings.TrimSpace(trimmed[level:]), true) + "*")
 		return
 	}
 	indent := line[:len(line)-len(trimmed)]
 	if len(trimmed) >= 2 && strings.ContainsRune("-*+", rune(trimmed[0])) && trimmed[1] == ' ' {
-		out.WriteString(indent + trimmed[:2] + renderInline(trimmed[2:], false))
+		out.WriteString(indent + trimmed[:2] + r.renderInline(trimmed[2:], false))
 		return
 	}
-	out.WriteString(renderInline(line, false))
+	out.WriteString(r.renderInline(line, false))
 }
 
 // emphasis are the inline delimiters, longest first so "**" wins over "*".
@@ -139,15 +154,15 @@ var emphasis = []struct {
 
 // renderInline renders one line's inline Markdown; inBold drops bold
 // marks, which Slack cannot nest.
-func renderInline(s string, inBold bool) string {
+func (r renderer) renderInline(s string, inBold bool) string {
 	var out strings.Builder
 	for i := 0; i < len(s); {
-		if n, ok := renderSpan(&out, s, i, inBold); ok {
+		if n, ok := r.renderSpan(&out, s, i, inBold); ok {
 			i = n
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		out.WriteString(escape(string(r)))
+		c, size := utf8.DecodeRuneInString(s[i:])
+		out.WriteString(escape(string(c)))
 		i += size
 	}
 	return out.String()
@@ -155,12 +170,12 @@ func renderInline(s string, inBold bool) string {
 
 // renderSpan writes the code span, link, mention or emphasis starting at
 // s[i] and returns the index after it, or false when none starts there.
-func renderSpan(out *strings.Builder, s string, i int, inBold bool) (int, bool) {
+func (r renderer) renderSpan(out *strings.Builder, s string, i int, inBold bool) (int, bool) {
 	switch s[i] {
 	case '`':
 		return renderCode(out, s, i)
 	case '[':
-		return renderLink(out, s, i, inBold)
+		return r.renderLink(out, s, i, inBold)
 	case '<':
 		return keepMention(out, s, i)
 	}
@@ -172,7 +187,7 @@ func renderSpan(out *strings.Builder, s string, i int, inBold bool) (int, bool) 
 		if end < 0 {
 			continue
 		}
-		inner := renderInline(s[i+len(e.delim):end], inBold || e.bold)
+		inner := r.renderInline(s[i+len(e.delim):end], inBold || e.bold)
 		if e.bold && inBold {
 			out.WriteString(inner)
 		} else {
@@ -198,19 +213,40 @@ func renderCode(out *strings.Builder, s string, i int) (int, bool) {
 // linkSchemes are the URL schemes rendered as links; others stay text.
 var linkSchemes = []string{"http://", "https://", "mailto:"}
 
-func renderLink(out *strings.Builder, s string, i int, inBold bool) (int, bool) {
+// telegramSchemes are Telegram's own links (a tg://user link notifies that
+// user, tg://proxy sets up a proxy): as on Telegram, only their text is
+// shown.
+var telegramSchemes = []string{"tg:"}
+
+// renderLink writes a link as <url|text>, a Telegram link as its text,
+// and a link whose text reads as another address as <url>, which Slack
+// shows as the URL itself, so the reader sees where it goes. Both forms
+// are shorter than <url|text>.
+func (r renderer) renderLink(out *strings.Builder, s string, i int, inBold bool) (int, bool) {
+	if text, _, end, ok := mdscan.Link(s, i, telegramSchemes); ok && !r.recorded && strings.TrimSpace(text) != "" {
+		out.WriteString(r.renderInline(text, inBold)) // not inside a link: a mention may stay
+		return end, true
+	}
 	text, url, end, ok := mdscan.Link(s, i, linkSchemes)
 	// | and > would end Slack's link early, and < start another.
 	if !ok || strings.TrimSpace(text) == "" || strings.ContainsAny(url, "<>|") {
 		return i, false
 	}
-	// A mention inside the label would nest < in Slack's link.
-	label := escape(text)
-	if !strings.Contains(text, "<") {
-		label = renderInline(text, inBold)
+	if !r.recorded && mdscan.MisleadingLabel(text, url) {
+		out.WriteString("<" + escape(url) + ">")
+		return end, true
 	}
-	out.WriteString("<" + escape(url) + "|" + label + ">")
+	out.WriteString("<" + escape(url) + "|" + r.label(text, inBold) + ">")
 	return end, true
+}
+
+// label is a link's text, formatted; a mention inside it would nest < in
+// Slack's link, so text holding < is only escaped.
+func (r renderer) label(text string, inBold bool) string {
+	if strings.Contains(text, "<") {
+		return escape(text)
+	}
+	return r.renderInline(text, inBold)
 }
 
 // keepMention copies a user or channel mention (<@U123>, <#C123|name>)

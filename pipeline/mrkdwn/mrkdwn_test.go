@@ -28,6 +28,15 @@ func TestRenderMrkdwn(t *testing.T) {
 		{"no mention inside a link", "[a <@U1>](http://x.y)", "<http://x.y|a &lt;@U1&gt;>"},
 		{"link with parentheses", "[w](https://en.wikipedia.org/wiki/Go_(lang))", "<https://en.wikipedia.org/wiki/Go_(lang)|w>"},
 		{"no javascript links", "[x](javascript:alert(1))", "[x](javascript:alert(1))"},
+		{"ordinary link", "[docs](https://a.example/docs)", "<https://a.example/docs|docs>"},
+		{"tg mention dropped", "hi [x](tg://user?id=1)", "hi x"},
+		{"tg proxy dropped", "[x](tg://proxy?server=a&port=1&secret=b)", "x"},
+		{"tg label keeps a mention", "[<@U1> **b**](tg://user?id=1)", "<@U1> *b*"},
+		{"label URL shows target", "[https://a.example](https://b.example)", "<https://b.example>"},
+		{"label host shows target", "[bank.example](https://evil.example/a?b&c)", "<https://evil.example/a?b&amp;c>"},
+		{"label URL same as target", "[https://a.example/](https://a.example)", "<https://a.example|https://a.example/>"},
+		{"javascript stays text", "[click](javascript:alert(1))", "[click](javascript:alert(1))"},
+		{"data stays text", "[x](data:text/html,hi)", "[x](data:text/html,hi)"},
 		{"no pipe in a link url", "[x](https://a.b/|c)", "[x](https://a.b/|c)"},
 		{"bare url kept", "go to https://x.y/?a=1&b=2 now", "go to https://x.y/?a=1&amp;b=2 now"},
 		{"user mention kept", "thanks <@U012AB>", "thanks <@U012AB>"},
@@ -80,6 +89,15 @@ func TestChunkMeasuredAfterRendering(t *testing.T) {
 	}
 }
 
+// Chunk runs in the session workflow: a link Render now shortens is still
+// measured as recorded sessions rendered it, so their replay cuts the same
+// chunks (here three, though Render alone would fit the reply in one).
+func TestChunkCutsAsRecordedSessions(t *testing.T) {
+	reply := "[https://a.example](https://b.example/?a&b&c&d)"
+	require.LessOrEqual(t, Length(Render(reply)), 50)
+	assert.Equal(t, []string{"[https://a.example](https://b.example/?a&b", "&", "c&d)"}, Chunk(reply, 50))
+}
+
 func TestChunkKeepsShortReplyWhole(t *testing.T) {
 	assert.Equal(t, []string{"**hi** & bye"}, Chunk("**hi** & bye", MessageLimit))
 }
@@ -116,7 +134,7 @@ func checkMrkdwn(s string) error {
 				if !isSlackID(target[1:]) {
 					return fmt.Errorf("bad mention %q", inner)
 				}
-			case !mdscan.HasScheme(target, linkSchemes) || !strings.Contains(inner, "|"):
+			case !mdscan.HasScheme(target, linkSchemes):
 				return fmt.Errorf("bad link %q", inner)
 			}
 			i += end
@@ -131,12 +149,20 @@ func FuzzRender(f *testing.F) {
 		"# h **b**\n- a\n> q\n```go\n<x>\n```\n```\nopen",
 		"[a [b](http://c)](http://d) [<@U1>](http://e) ``x`y`` `` a",
 		"<#C1|n> <@U1|x> <@> <#> <http://a|b> a&amp;b",
+		"[x](tg://user?id=1) [https://a](https://b) [**a.b**](http://c) [a.b](http://a.b)",
+		"[<@U1><@U1>](tg://a) [**x](tg://b) y** [*a](tg:c*) [~~a](tg://d) ~~ [__a](tg://e)__",
 	} {
 		f.Add(seed, 40)
 	}
 	f.Fuzz(func(t *testing.T, markdown string, limit int) {
-		if err := checkMrkdwn(Render(markdown)); err != nil {
+		rendered := Render(markdown)
+		if err := checkMrkdwn(rendered); err != nil {
 			t.Fatal(err)
+		}
+		// Chunk measures with the links of recorded sessions; it holds
+		// only while Render is never longer.
+		if n, measured := Length(rendered), Length(measure(markdown)); n > measured {
+			t.Fatalf("Render is %d long, Chunk measured %d: %q", n, measured, markdown)
 		}
 		limit = 16 + int(uint(limit)%200)
 		for i, chunk := range Chunk(markdown, limit) {
