@@ -23,8 +23,9 @@ func TestBurstsAcrossContinueAsNew(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Debounce = 2 * time.Second // a burst is posted well within it
 	// One sender posts 180 messages into 20 chats at once: a load, not a
-	// person, and past the default sender limit (REPLYFLOW_RATE_SENDER).
-	cfg.RateSender = "off"
+	// person, and past the default limits of a sender's messages and new
+	// sessions (REPLYFLOW_RATE_SENDER, REPLYFLOW_RATE_NEW_SESSIONS).
+	cfg.RateSender, cfg.RateNewSessions = "off", "off"
 	s := startStack(t, cfg)
 	s.startWorker(nil)
 
