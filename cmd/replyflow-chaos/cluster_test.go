@@ -113,7 +113,14 @@ func (c telegramChat) typingCalls() int {
 
 // historyOf reads every event of a session's current run.
 type sessionHistory struct {
-	failedTasks int
+	// failedTasks are workflow tasks that failed: a nondeterminism, a
+	// panic. A continue-as-new that met a signal arriving in the same
+	// moment is not one of them: the server refuses that completion
+	// (UnhandledCommand) by design and runs the task again with the
+	// signal; raced counts those.
+	failedTasks, raced int
+	// failures say why each counted task failed.
+	failures []string
 	// buildIDs are the builds that completed its workflow tasks, in order.
 	buildIDs []string
 }
@@ -133,7 +140,13 @@ func historyOfRun(t *testing.T, c client.Client, key pipeline.SessionKey, runID 
 		require.NoError(t, err)
 		switch ev.GetEventType() {
 		case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+			if ev.GetWorkflowTaskFailedEventAttributes().GetCause() == enumspb.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND {
+				h.raced++
+				continue
+			}
 			h.failedTasks++
+			a := ev.GetWorkflowTaskFailedEventAttributes()
+			h.failures = append(h.failures, a.GetCause().String()+": "+a.GetFailure().GetMessage())
 		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
 			v := ev.GetWorkflowTaskCompletedEventAttributes().GetDeploymentVersion()
 			if b := v.GetBuildId(); b != "" && (len(h.buildIDs) == 0 || h.buildIDs[len(h.buildIDs)-1] != b) {

@@ -173,7 +173,7 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 		runs := runsOf(t, c, key, want)
 		for _, run := range runs {
 			h := historyOfRun(t, c, key, run.Execution.RunId)
-			assert.Zero(t, h.failedTasks, "%s: workflow task failures", key.WorkflowID())
+			assert.Zero(t, h.failedTasks, "%s: workflow task failures: %q", key.WorkflowID(), h.failures)
 			require.NotEmpty(t, h.buildIDs, key.WorkflowID())
 			assert.Equal(t, "b", h.buildIDs[len(h.buildIDs)-1], "%s ends on B (its tasks ran on %v)", key.WorkflowID(), h.buildIDs)
 		}
