@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	failurepb "go.temporal.io/api/failure/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/replyflow/replyflow/activities"
 	"github.com/replyflow/replyflow/activities/models"
+	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
 	"github.com/replyflow/replyflow/pipeline"
 	"github.com/replyflow/replyflow/workers/codec"
 )
@@ -85,6 +87,67 @@ func TestCodecKeepsConversationTextOutOfHistory(t *testing.T) {
 	refused := decodeOverHTTP(t, srv.URL+"/default/decode", "", payloadsIn(history), http.StatusUnauthorized)
 	assert.Contains(t, refused, "no Authorization header")
 	assert.NotContains(t, refused, unique)
+}
+
+// A local activity's failure (the first chunk sent in the workflow task,
+// a reaction) is recorded in a marker, not in an activity event: its
+// message and causes, a platform's error text with internal addresses in
+// it, are encrypted like every other failure's, and the holder of the
+// keys reads them back.
+func TestCodecKeepsLocalActivityFailuresOutOfHistory(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.CodecKeys = codecKeyEntry(t, "cxla1")
+	cfg, fake := withTelegram(t, cfg)
+	s := &telegramStack{stack: startStackOn(t, cfg, dialWithCodec(t, cfg)), fake: fake}
+	s.waitTelegramUp()
+	s.startWorker(&testModel{})
+	unique := randomToken()[:12]
+	leak := "http://10.0.7.7/internal/" + unique
+	chat := telegramtest.Private(7101) // each test its own chat: the Temporal server is shared
+	s.fake.FailNext("sendMessage", 1, telegramtest.Fault{Status: http.StatusBadGateway, Description: "Bad Gateway: upstream " + leak + " send"})
+	s.fake.FailNext("setMessageReaction", 1, telegramtest.Fault{Status: http.StatusBadGateway, Description: "Bad Gateway: upstream " + leak + " react"})
+
+	s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: "hello"})
+	waitFor(t, s.fake, "the answer, sent the regular way after the local attempt", func() bool { return len(s.fake.Sent(chat.ID)) == 1 })
+	waitFor(t, s.fake, "both faults answered", func() bool {
+		failed := 0
+		for _, m := range []string{"sendMessage", "setMessageReaction"} {
+			for _, c := range s.fake.Calls(m) {
+				if strings.Contains(c.Description, unique) {
+					failed++
+				}
+			}
+		}
+		return failed == 2
+	})
+	id := tgKey(chat).WorkflowID()
+	var history []*historypb.HistoryEvent
+	require.Eventually(t, func() bool {
+		history = sessionHistory(t, temporalServer.Client(), id)
+		return len(markerFailures(history)) == 2
+	}, 30*time.Second, 100*time.Millisecond, "the failed delivery and reaction are recorded in markers")
+
+	raw := rawHistory(t, history)
+	assert.NotContains(t, raw, unique, "a local activity's failure in clear in the history")
+	assert.NotContains(t, raw, "10.0.7.7")
+	dc, err := codec.DataConverter(mustParseKeys(t, cfg.CodecKeys), false)
+	require.NoError(t, err)
+	fc := codec.FailureConverter(dc)
+	for _, f := range markerFailures(history) {
+		for c := f; c != nil; c = c.GetCause() {
+			assert.Equal(t, "Encoded failure", c.GetMessage(), "each failure of the chain has its message encoded")
+			assert.Empty(t, c.GetStackTrace())
+			assert.Equal(t, "cxla1", string(c.GetEncodedAttributes().GetMetadata()[codec.MetadataKeyID]))
+		}
+		assert.Contains(t, fc.FailureToError(f).Error(), leak, "the keys read the failure back")
+	}
+	assert.Empty(t, eventsOf(history, enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED))
+
+	srv := codecHTTP(t, cfg.CodecKeys, "cx-token")
+	decoded := decodeOverHTTP(t, srv.URL+"/default/decode", "Bearer cx-token", payloadsIn(history), http.StatusOK)
+	assert.Contains(t, decoded, leak+" send", "the codec server decodes the delivery's failure")
+	assert.Contains(t, decoded, leak+" react", "and the reaction's")
 }
 
 // A session recorded in clear text, then with key k1, then after the
@@ -251,6 +314,24 @@ func eventsOf(events []*historypb.HistoryEvent, typ enumspb.EventType) []*histor
 		}
 	}
 	return out
+}
+
+// markerFailures are the failures of the local activities recorded in
+// the events' markers.
+func markerFailures(events []*historypb.HistoryEvent) []*failurepb.Failure {
+	var out []*failurepb.Failure
+	for _, ev := range eventsOf(events, enumspb.EVENT_TYPE_MARKER_RECORDED) {
+		if f := ev.GetMarkerRecordedEventAttributes().GetFailure(); f != nil {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func mustParseKeys(t *testing.T, entries string) []codec.Key {
+	keys, err := codec.ParseKeys(entries)
+	require.NoError(t, err)
+	return keys
 }
 
 // payloadsIn finds every payload anywhere in the events: inputs, results,

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	commonpb "go.temporal.io/api/common/v1"
+	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -173,14 +174,29 @@ func DataConverter(keys []Key, compress bool) (converter.DataConverter, error) {
 	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), codecs...), nil
 }
 
-// FailureConverter moves failures' messages and stack traces into a
-// payload encoded by dc, so they are encrypted too; the history keeps
-// only "Encoded failure" and the failure's type.
+// FailureConverter moves failures' messages and stack traces, and those
+// of their causes, into a payload encoded by dc, so they are encrypted
+// too; the history keeps only "Encoded failure" and the failure's type.
 func FailureConverter(dc converter.DataConverter) converter.FailureConverter {
-	return temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{
+	return readsACopy{temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{
 		EncodeCommonAttributes: true,
 		DataConverter:          dc,
-	})
+	})}
+}
+
+// readsACopy reads a failure into an error from a copy. The SDK's
+// converter decrypts the message and stack trace of the failure it is
+// given, and of its causes, in place; a local activity's failure is also
+// the one the SDK has put in the marker it sends to the server when the
+// workflow task completes, so reading the original would record that
+// marker in clear text.
+type readsACopy struct{ converter.FailureConverter }
+
+func (r readsACopy) FailureToError(failure *failurepb.Failure) error {
+	if failure == nil {
+		return nil
+	}
+	return r.FailureConverter.FailureToError(proto.Clone(failure).(*failurepb.Failure))
 }
 
 // SetOn makes a client (and the workers built on it, which inherit its

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -158,6 +159,27 @@ func TestFailuresAreEncryptedToo(t *testing.T) {
 
 	back := fc.FailureToError(f)
 	assert.Contains(t, back.Error(), secretText)
+}
+
+// The SDK keeps the failure it reads a local activity's error from in the
+// marker it sends to the server: reading it must leave it encrypted, and
+// its causes too.
+func TestReadingAFailureLeavesItEncrypted(t *testing.T) {
+	dc := dataConverter(t, false, testKey(t, "k1"))
+	fc := FailureConverter(dc)
+	cause := temporal.NewApplicationError("platform said "+secretText, "PlatformUnavailable")
+	f := fc.ErrorToFailure(temporal.NewApplicationErrorWithCause("deliver: "+secretText, "PlatformUnavailable", cause))
+	sent := proto.Clone(f)
+
+	back := fc.FailureToError(f)
+	assert.Contains(t, back.Error(), secretText)
+	var app *temporal.ApplicationError
+	require.True(t, errors.As(errors.Unwrap(back), &app))
+	assert.Contains(t, app.Error(), "platform said "+secretText, "the cause is read back too")
+	assert.True(t, proto.Equal(sent, f), "the failure read is as it was: encrypted")
+	for c := f; c != nil; c = c.GetCause() {
+		assert.Equal(t, "Encoded failure", c.GetMessage())
+	}
 }
 
 func TestNoKeysIsAnError(t *testing.T) {

@@ -1,8 +1,8 @@
 // Package codec encrypts what replyflow stores in Temporal. Every payload
 // (messages, replies, tool arguments and results, query answers, the UI's
 // summaries and details, and, through FailureConverter, failure messages
-// and stack traces) is sealed with AES-256-GCM before it leaves the
-// process, and opened when it comes back. It also serves the same codec
+// and stack traces, local activities' and causes' included) is sealed
+// with AES-256-GCM before it leaves the process, and opened when it comes back. It also serves the same codec
 // over HTTP (Handler), so the Temporal UI and CLI can show the payloads to
 // an operator who holds the token.
 //
