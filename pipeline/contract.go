@@ -69,6 +69,10 @@ type Settings struct {
 	// ModelAllow lists the models besides the chain that a sender who is
 	// not an owner may pick with /model (REPLYFLOW_MODEL_ALLOW).
 	ModelAllow []string `json:"model_allow,omitempty"`
+	// MemberSettings are the chat settings a member may raise as an
+	// owner may (REPLYFLOW_MEMBER_SETTINGS; pipeline.MemberThink and the
+	// others): Directives.OwnersOnly.
+	MemberSettings []string `json:"member_settings,omitempty"`
 	// Activation is the channel's engagement mode (pipeline.Activation*);
 	// Aliases are the names the agent answers to in groups.
 	Activation string   `json:"activation,omitempty"`

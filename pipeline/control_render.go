@@ -9,7 +9,7 @@ import (
 
 // RenderHelp is the /help answer: what the bot understands here, for
 // this sender (owners see the commands only they may use).
-func RenderHelp(owner bool) string {
+func RenderHelp(owner bool, closed []string) string {
 	lines := []string{
 		"Commands (send one as a message of its own):",
 		"/help — this list",
@@ -36,6 +36,9 @@ func RenderHelp(owner bool) string {
 		)
 	} else {
 		lines = append(lines, "Owners may also use /activation, /send and /heartbeat.")
+		if len(closed) > 0 {
+			lines = append(lines, "Only owners raise "+strings.Join(closed, ", ")+" here; anyone may turn them down.")
+		}
 	}
 	lines = append(lines, "", "/think, /verbose, /model, /queue and /usage also work inside a message, for that message's answer only.")
 	return strings.Join(lines, "\n")

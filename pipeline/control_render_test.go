@@ -85,12 +85,15 @@ func TestToolLineIsOneShortLine(t *testing.T) {
 
 func TestHelpSaysWhatIsOpenToTheSender(t *testing.T) {
 	for _, owner := range []bool{false, true} {
-		help := RenderHelp(owner)
+		help := RenderHelp(owner, ClosedToMembers(nil))
 		for _, cmd := range []string{"/help", "/whoami", "/usage", "/context", "/compact", "/think", "/verbose", "/export", "/status", "/stop", "/new"} {
 			assert.Contains(t, help, cmd)
 		}
 		assert.Equal(t, owner, strings.Contains(help, "/send on|off —"))
+		assert.Equal(t, !owner, strings.Contains(help, "Only owners raise /think, /verbose on, /usage full, /queue debounce, cap and drop here"), help)
 	}
+	assert.NotContains(t, RenderHelp(false, ClosedToMembers(MemberSettingNames)), "Only owners raise")
+	assert.Contains(t, RenderHelp(false, ClosedToMembers([]string{MemberThink, MemberQueue})), "Only owners raise /verbose on, /usage full here")
 }
 
 func TestRenderHeartbeatInfo(t *testing.T) {
