@@ -15,6 +15,10 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 		return
 	}
 	var text string
+	var queueRefusal string
+	if p.Command == pipeline.CommandQueue && p.Queue != nil {
+		queueRefusal = s.refuseDirectives(in, pipeline.Directives{Queue: p.Queue}, false)
+	}
 	switch {
 	case p.Error != "":
 		text = "⚠️ " + p.Error
@@ -59,6 +63,8 @@ func (s *session) runCommand(in pipeline.Inbound, p pipeline.Parsed) {
 	case p.Command == pipeline.CommandQueue && p.QueueReset:
 		s.intake.resetQueue()
 		text = "Queue settings back to the defaults: " + s.intake.queueSettings().Describe() + "."
+	case p.Command == pipeline.CommandQueue && p.Queue != nil && queueRefusal != "":
+		text = queueRefusal
 	case p.Command == pipeline.CommandQueue && p.Queue != nil:
 		s.intake.patchQueue(p.Queue)
 		text = "Queue settings for this chat: " + s.intake.queueSettings().Describe() + "."

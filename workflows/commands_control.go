@@ -13,8 +13,8 @@ import (
 	"github.com/replyflow/replyflow/pipeline"
 )
 
-// runControlCommand answers issue 18's commands and the messages that
-// are only directives, in runs with changeControl; false leaves the
+// runControlCommand answers the chat-control commands and the messages
+// that are only directives, in runs with changeControl; false leaves the
 // message to runCommand (the older commands, and every error).
 func (s *session) runControlCommand(in pipeline.Inbound, p pipeline.Parsed) bool {
 	if !s.v.control || p.Error != "" {
@@ -27,7 +27,7 @@ func (s *session) runControlCommand(in pipeline.Inbound, p pipeline.Parsed) bool
 			text = s.showSetting(p.Command)
 			break
 		}
-		if text = s.refuseDirectives(in, p.Directives); text != "" {
+		if text = s.refuseDirectives(in, p.Directives, false); text != "" {
 			break
 		}
 		if p.Directives.Model != nil {
@@ -40,7 +40,7 @@ func (s *session) runControlCommand(in pipeline.Inbound, p pipeline.Parsed) bool
 		s.saveSettings()
 		text = "Set for this chat: " + p.Directives.Describe() + "."
 	case pipeline.CommandHelp:
-		text = pipeline.RenderHelp(s.isOwner(in))
+		text = pipeline.RenderHelp(s.isOwner(in), s.closedToMembers())
 	case pipeline.CommandWhoami:
 		text = pipeline.RenderWhoami(in.Channel+":"+in.SenderID, s.isOwner(in))
 	case pipeline.CommandSend:
@@ -74,6 +74,15 @@ func (s *session) runControlCommand(in pipeline.Inbound, p pipeline.Parsed) bool
 	}
 	s.replies.answer(in.MessageID, in.ThreadID, text)
 	return true
+}
+
+// closedToMembers names the settings only owners raise in this run, for
+// /help; runs before changeMembers close none.
+func (s *session) closedToMembers() []string {
+	if !s.v.members {
+		return nil
+	}
+	return pipeline.ClosedToMembers(s.settings.MemberSettings)
 }
 
 // showSetting answers /think, /verbose or /usage alone.

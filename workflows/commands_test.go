@@ -33,7 +33,7 @@ func TestStatusAnswersFromStateAtOnceWhileATurnRuns(t *testing.T) {
 }
 
 func TestQueueCommandShowsAndResetsSettings(t *testing.T) {
-	env, p := newEnv(t)
+	env, p := newEnv(t, withMembersOpen())
 	signalAt(env, time.Second, inbound("c1", "/queue interrupt debounce:2s"))
 	signalAt(env, 2*time.Second, inbound("c2", "/queue"))
 	signalAt(env, 3*time.Second, inbound("c3", "/queue default"))
@@ -65,7 +65,7 @@ func TestStopAbortsTheTurnClearsTheQueueAndTellsTheNextTurn(t *testing.T) {
 }
 
 func TestChatSettingsAreSavedAndPickedUpByTheNextRun(t *testing.T) {
-	env, p := newEnv(t)
+	env, p := newEnv(t, withMembersOpen())
 	signalAt(env, time.Second, inbound("c1", "/queue collect"))
 	signalAt(env, 2*time.Second, from("boss", inbound("c2", "/model anthropic/x"))) // an owner: anthropic/x is not in the chain
 	signalAt(env, 3*time.Second, inbound("c3", "/new"))

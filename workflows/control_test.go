@@ -35,9 +35,9 @@ func TestHelpAndWhoamiAreAnsweredFromStateForEachSender(t *testing.T) {
 	run(t, env, nil)
 
 	got := p.answersTo()
-	assert.Equal(t, []string{pipeline.RenderHelp(false)}, got["h1"])
+	assert.Equal(t, []string{pipeline.RenderHelp(false, pipeline.ClosedToMembers(nil))}, got["h1"])
 	assert.NotContains(t, got["h1"][0], "/send on|off —", "a stranger is not shown the owners' commands as theirs")
-	assert.Equal(t, []string{pipeline.RenderHelp(true)}, got["h2"])
+	assert.Equal(t, []string{pipeline.RenderHelp(true, nil)}, got["h2"])
 	assert.Contains(t, got["h2"][0], "/heartbeat every 30m")
 	assert.Equal(t, []string{"You are webchat:alice (not an owner)."}, got["w1"])
 	assert.Equal(t, []string{"You are webchat:boss (an owner of this agent)."}, got["w2"])
@@ -52,7 +52,7 @@ func TestHelpAndWhoamiAreAnsweredFromStateForEachSender(t *testing.T) {
 }
 
 func TestADirectiveAppliesToItsOwnTurnOnly(t *testing.T) {
-	env, p := newEnv(t)
+	env, p := newEnv(t, withMembersOpen())
 	p.agent = func(req pipeline.TurnRequest) (pipeline.TurnResult, error) {
 		return pipeline.TurnResult{Reply: "echo " + req.Text, Model: req.Model, Usage: &pipeline.Usage{InputTokens: 100, OutputTokens: 7}}, nil
 	}
@@ -73,14 +73,14 @@ func TestADirectiveAppliesToItsOwnTurnOnly(t *testing.T) {
 }
 
 func TestAUsageFooterSaysWhenTheModelReportedNone(t *testing.T) {
-	env, p := newEnv(t)
+	env, p := newEnv(t, withMembersOpen())
 	signalAt(env, time.Second, inbound("m1", "hi /usage full"))
 	run(t, env, nil)
 	assert.Equal(t, []string{"echo hi\n\n— usage not reported by demo/echo"}, p.answersTo()["m1"])
 }
 
 func TestAMessageOfDirectivesOnlySetsTheSessionAndIsAcknowledged(t *testing.T) {
-	env, p := newEnv(t)
+	env, p := newEnv(t, withMembersOpen())
 	p.agent = func(req pipeline.TurnRequest) (pipeline.TurnResult, error) {
 		return pipeline.TurnResult{Reply: "fine", Model: req.Model, Usage: &pipeline.Usage{InputTokens: 10, OutputTokens: 2, CostUSD: 0.0005, HasCost: true}}, nil
 	}
@@ -178,7 +178,7 @@ func TestContextAndExportAskTheirActivities(t *testing.T) {
 }
 
 func TestVerboseShowsEachToolCallAsALine(t *testing.T) {
-	env, p := newEnv(t)
+	env, p := newEnv(t, withMembersOpen())
 	p.agent = func(req pipeline.TurnRequest) (pipeline.TurnResult, error) {
 		if len(req.Rounds) == 0 {
 			return pipeline.TurnResult{Model: req.Model, ToolCalls: []pipeline.ToolCall{{ID: "t1", Name: "lookup", Arguments: `{"q":"weather"}`}}}, nil

@@ -166,6 +166,13 @@ func withDebounce(d time.Duration) func(*fakePlatform) {
 	return func(p *fakePlatform) { p.settings.Queue.Debounce = pipeline.Duration(d) }
 }
 
+// withMembersOpen lets every sender set what only owners set by default
+// (REPLYFLOW_MEMBER_SETTINGS naming them all), for tests of what the
+// settings do rather than of who may set them.
+func withMembersOpen() func(*fakePlatform) {
+	return func(p *fakePlatform) { p.settings.MemberSettings = pipeline.MemberSettingNames }
+}
+
 func withQueue(mode pipeline.QueueMode) func(*fakePlatform) {
 	return func(p *fakePlatform) { p.settings.Queue.Mode = mode }
 }

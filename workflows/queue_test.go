@@ -115,7 +115,7 @@ func TestQueueCapDropPolicies(t *testing.T) {
 }
 
 func TestQueueDirective(t *testing.T) {
-	env, p := newEnv(t, withSlowModel(5*time.Second))
+	env, p := newEnv(t, withMembersOpen(), withSlowModel(5*time.Second))
 	signalAt(env, time.Second, inbound("d1", "/queue collect cap:5"))
 	signalAt(env, 2*time.Second, inbound("m1", "first"))
 	signalAt(env, 3*time.Second, inbound("m2", "a"))

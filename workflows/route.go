@@ -54,7 +54,7 @@ func (s *session) accept(in pipeline.Inbound) {
 	if s.engagement.gatePending() {
 		s.engagement.dropGateBuffer(now)
 	}
-	if refusal := s.refuseDirectives(in, parsed.Directives); refusal != "" {
+	if refusal := s.refuseDirectives(in, parsed.Directives, true); refusal != "" {
 		s.intake.flushBuffer(key)
 		s.replies.answer(in.MessageID, in.ThreadID, refusal)
 		return
@@ -88,13 +88,25 @@ func (s *session) parse(text string) pipeline.Parsed {
 }
 
 // refuseDirectives is the answer to a message whose directives its
-// sender may not give ("" when it may run): a /model outside the open
-// models, for someone who is not an owner.
-func (s *session) refuseDirectives(in pipeline.Inbound, d pipeline.Directives) string {
+// sender may not give ("" when it may run): for someone who is not an
+// owner, a /model outside the open models, or a setting raised that only
+// owners raise (changeMembers). inline: the directives came inside a
+// message for a turn, which is not sent either.
+func (s *session) refuseDirectives(in pipeline.Inbound, d pipeline.Directives, inline bool) string {
 	if d.Model != nil && s.v.security && !s.isOwner(in) && !s.modelOpen(*d.Model) {
 		return "⚠️ /model may choose only " + strings.Join(s.openModels(), ", ") + " here; owners may choose any model. Nothing was sent to the model."
 	}
-	return ""
+	if !s.v.members || s.isOwner(in) {
+		return ""
+	}
+	closed := d.OwnersOnly(s.settings.MemberSettings)
+	if len(closed) == 0 {
+		return ""
+	}
+	if inline {
+		return pipeline.RefuseOwnersOnly(closed) + " Your message was not sent to the model: send it again without them."
+	}
+	return pipeline.RefuseOwnersOnly(closed)
 }
 
 // msgRef names a user message whose reaction the session manages.

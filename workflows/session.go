@@ -235,7 +235,7 @@ func (s *session) run() error {
 				return s.continueAsNew()
 			}
 		}
-		if !s.v.promises && !s.movingOn && !s.turns.running() && s.movesOn() {
+		if !s.v.members && !s.movingOn && !s.turns.running() && s.movesOn() {
 			// A run of an older release takes the newest between its
 			// turns: it starts no other turn, and continues as new at
 			// the quiet point that follows (a reaction or a reply in

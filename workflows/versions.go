@@ -72,10 +72,18 @@ const (
 	// falling back through the chain.
 	changePromises = "promises-2026-11"
 	// changeMoveOn is read at a quiet point of a run that began before
-	// changePromises: a run that records it continues as new there, so
-	// an open session takes the newest release at its next quiet point
-	// instead of at its next idle expiry or history bound.
+	// the newest change: a run that records it continues as new there,
+	// so an open session takes the newest release at its next quiet
+	// point instead of at its next idle expiry or history bound. (Its
+	// name is that of the release that introduced it, which its markers
+	// in recorded histories carry.)
 	changeMoveOn = "promises-2026-11/move-on"
+	// changeMembers: a member (a sender who is not an owner) may turn
+	// /think, /verbose, /usage and /queue down but not up, as a command
+	// or inside a message, unless REPLYFLOW_MEMBER_SETTINGS opens one
+	// (pipeline.Directives.OwnersOnly); a run that began before it
+	// moves on at its next quiet point like a run of an older release.
+	changeMembers = "members-2026-11"
 )
 
 // versions are the changes this run took.
@@ -87,10 +95,11 @@ type versions struct {
 	cost     bool
 	stream   bool
 	promises bool
+	members  bool
 }
 
 // changesInOrder are the changes, oldest first.
-var changesInOrder = []string{changeHardening, changeSlack, changeSecurity, changeControl, changeCost, changeStream, changePromises}
+var changesInOrder = []string{changeHardening, changeSlack, changeSecurity, changeControl, changeCost, changeStream, changePromises, changeMembers}
 
 // NewestChange is the newest change: a build with BuiltBefore set to it
 // behaves as the release before (replyflow-bench measures it beside
@@ -123,6 +132,10 @@ func (s *runEnv) readVersions() {
 	// and records one marker instead of one a change. A run that began
 	// before it finds no marker for it here (GetVersion answers the
 	// default without recording) and reads the older ones as it did.
+	if taken(changeMembers) {
+		s.v = versions{hardened: true, slack: true, security: true, control: true, cost: true, stream: true, promises: true, members: true}
+		return
+	}
 	if taken(changePromises) {
 		s.v = versions{hardened: true, slack: true, security: true, control: true, cost: true, stream: true, promises: true}
 		return
@@ -156,7 +169,7 @@ func (s *runEnv) readVersions() {
 // at another moment), and a marker read under another number is a
 // nondeterminism failure.
 func (s *runEnv) movesOn() bool {
-	if s.v.promises || slices.Contains(changesInOrder, BuiltBefore) {
+	if s.v.members || slices.Contains(changesInOrder, BuiltBefore) {
 		return false
 	}
 	task := workflow.GetInfo(s.ctx).GetCurrentHistoryLength()

@@ -31,7 +31,10 @@ type Config struct {
 	// ModelAllow are the models besides the chain that anyone may pick
 	// with /model; owners may pick any.
 	ModelAllow []string `envconfig:"MODEL_ALLOW"`
-	MaxTokens  int64    `envconfig:"MAX_TOKENS" default:"1024"`
+	// MemberSettings open chat settings to everyone: by default only
+	// owners raise /think, /verbose, /usage and /queue.
+	MemberSettings []string `envconfig:"MEMBER_SETTINGS"`
+	MaxTokens      int64    `envconfig:"MAX_TOKENS" default:"1024"`
 	// SystemPromptFile is the persona every turn starts with.
 	SystemPromptFile string `envconfig:"SYSTEM_PROMPT_FILE"`
 	ContextTokens    int    `envconfig:"CONTEXT_TOKENS" default:"8000"`
@@ -277,6 +280,9 @@ func (c Config) validate() error {
 			errs = append(errs, fmt.Errorf("REPLYFLOW_MODEL / REPLYFLOW_MODEL_FALLBACKS / REPLYFLOW_MODEL_ALLOW: %w", err))
 		}
 	}
+	if err := pipeline.ParseMemberSettings(c.MemberSettings); err != nil {
+		errs = append(errs, fmt.Errorf("REPLYFLOW_MEMBER_SETTINGS: %w", err))
+	}
 	check(c.QueueCap >= 1 && c.QueueCap <= pipeline.MaxQueueCap, "REPLYFLOW_QUEUE_CAP must be from 1 to %d, got %d", pipeline.MaxQueueCap, c.QueueCap)
 	if _, err := pipeline.ParseDropPolicy(c.QueueDrop); err != nil {
 		errs = append(errs, fmt.Errorf("REPLYFLOW_QUEUE_DROP: %w", err))
@@ -384,6 +390,7 @@ func (c Config) settings() pipeline.Settings {
 		Owners:               c.Owners,
 		AllowFrom:            c.AllowFrom,
 		ModelAllow:           c.ModelAllow,
+		MemberSettings:       c.MemberSettings,
 		Activation:           c.Activation,
 		Aliases:              c.Aliases,
 		ObservedMaxAge:       pipeline.Duration(c.ObservedMaxAge),
