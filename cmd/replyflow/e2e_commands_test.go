@@ -122,7 +122,7 @@ func TestEveryCommandIsAnsweredWithoutTheModel(t *testing.T) {
 		{"/model openai/gpt-test", "Model for this chat: openai/gpt-test (no fallback while it is chosen; /model default undoes it)."},
 		{"/model default", "Model back to the default chain: demo/echo."},
 		{"/queue", "Queue settings: "},
-		{"/queue steer debounce:300ms cap:5", "Queue settings for this chat: "},
+		{"/queue steer debounce:300ms cap:5", "⚠️ Only owners may set /queue debounce:300ms cap:5 in this chat"},
 		{"/queue default", "Queue settings back to the defaults: "},
 		{"/new", pipeline.NewTranscriptReply},
 		{"/reset", pipeline.NewTranscriptReply},

@@ -52,7 +52,7 @@ func TestChatControlEndToEnd(t *testing.T) {
 	events := subscribe(t, s.baseURL, chat)
 
 	assert.Equal(t, "You are webchat:alice (not an owner).", s.command(events, chat, "w1", "alice", "/whoami"))
-	assert.Equal(t, "You said: hello", s.command(events, chat, "m1", "alice", "hello /think high"))
+	assert.Equal(t, "You said: hello", s.command(events, chat, "m1", "boss", "hello /think high"))
 	assert.Equal(t, "Set for this chat: usage tokens.", s.command(events, chat, "u1", "alice", "/usage tokens"))
 	assert.Equal(t, "You said: hello again\n\n— 10 in · 3 out tokens", s.command(events, chat, "m2", "alice", "hello again"))
 	model.mu.Lock()
@@ -94,6 +94,39 @@ func TestChatControlEndToEnd(t *testing.T) {
 	assert.Equal(t, pipeline.UsageTokens, snap.Chat.Usage)
 	assert.Equal(t, pipeline.Usage{InputTokens: 30, OutputTokens: 9}, snap.Chat.UsageTotal)
 	recordHistory(t, s.client, chat, "chat_control")
+}
+
+// A member of a chat is an attacker on its bill: every setting that raises
+// what a turn costs, or changes the chat for everyone, is refused to them,
+// as a command and inside a message, and nothing they raise reaches the
+// model; an owner's goes through.
+func TestAMemberCannotRaiseWhatTheChatCosts(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Owners = []string{"webchat:boss"}
+	s := startStack(t, cfg)
+	model := &usageModel{}
+	s.startWorker(model)
+	chat := "cc-member-costs"
+	events := subscribe(t, s.baseURL, chat)
+
+	for id, text := range map[string]string{"a1": "/think high", "a2": "/verbose on", "a3": "/usage full", "a4": "/queue cap:1000 debounce:1m"} {
+		assert.Contains(t, s.command(events, chat, id, "mallory", text), "⚠️ Only owners may set", text)
+	}
+	assert.Contains(t, s.command(events, chat, "a5", "mallory", "what is 2+2? /think high"), "Your message was not sent to the model")
+	assert.Equal(t, "You said: what is 2+2?", s.command(events, chat, "m1", "mallory", "what is 2+2?"))
+	assert.Equal(t, "Set for this chat: think low.", s.command(events, chat, "o1", "boss", "/think low"))
+	assert.Equal(t, "You said: and now?", s.command(events, chat, "m2", "mallory", "and now?"))
+	model.mu.Lock()
+	assert.Equal(t, []pipeline.ThinkLevel{"", pipeline.ThinkLow}, model.thinks, "only the owner's setting reached the model")
+	model.mu.Unlock()
+
+	snap := s.state(chat)
+	require.NotNil(t, snap.Chat)
+	assert.False(t, snap.Chat.Verbose)
+	assert.NotEqual(t, pipeline.UsageFull, snap.Chat.Usage)
+	assert.Equal(t, cfg.QueueCap, snap.Queue.Cap, "the queue kept the operator's cap")
+	assert.NotEqual(t, time.Minute, snap.Queue.Debounce.D(), "and its debounce")
+	recordHistory(t, s.client, chat, "member_refused")
 }
 
 // fetchFile waits for the file message answering messageID.

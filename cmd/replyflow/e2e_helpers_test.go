@@ -156,7 +156,7 @@ func recordHistory(t *testing.T, c client.Client, chat, name string) {
 // its own beside the older releases' (workflows/testdata/histories/
 // <release>/); when a new change is added there, bump this too and run
 // make record-histories.
-const historySeries = "promises-2026-11"
+const historySeries = "members-2026-11"
 
 // recordHistoryOf saves every run of the session's history as
 // <release>/<name>_run<N>.json. A history already recorded under that
