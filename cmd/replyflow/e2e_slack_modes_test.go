@@ -36,10 +36,13 @@ func TestSlackMentionGoesThroughTheReactionLifecycleInBothModes(t *testing.T) {
 			for _, ev := range events {
 				s.deliver(ev)
 			}
-			// The model answers only once ✍️ and the typing status are
-			// shown, as a slow model would.
-			waitForSlack(t, s.fake, "✍️ and the typing status in the thread", func() bool {
-				return slices.Contains(s.fake.Reactions(channel, post.TS), "writing_hand") && len(s.fake.Statuses(channel, post.TS)) > 0
+			// The model answers only once ✍️ has replaced 👀 and the
+			// typing status is shown, as a slow model would: the change
+			// to ✍️ adds it, then removes 👀, and a model answering
+			// between the two makes ✅ the state that replaces 👀.
+			waitForSlack(t, s.fake, "✍️ in place of 👀 and the typing status in the thread", func() bool {
+				on := s.fake.Reactions(channel, post.TS)
+				return slices.Contains(on, "writing_hand") && !slices.Contains(on, "eyes") && len(s.fake.Statuses(channel, post.TS)) > 0
 			})
 			close(release)
 			s.waitCleared(channel, post.TS)

@@ -274,8 +274,11 @@ func (s *stack) state(chat string) workflows.Snapshot {
 	return s.stateOf(pipeline.SessionKey{Channel: "webchat", Chat: chat})
 }
 
+// stateOf queries the session's state. A query waits for the session's
+// worker to take a workflow task; on a machine loaded by the whole suite
+// that can take seconds, so the deadline is the suite's usual 30 s.
 func (s *stack) stateOf(key pipeline.SessionKey) workflows.Snapshot {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	v, err := s.client.QueryWorkflow(ctx, key.WorkflowID(), "", workflows.QueryState)
 	require.NoError(s.t, err)
