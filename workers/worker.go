@@ -35,6 +35,19 @@ func SetWorkflowCacheSize(n int) {
 	worker.SetStickyWorkflowCacheSize(n)
 }
 
+// StickyScheduleToStartTimeout is how long a session's workflow task
+// waits on the queue of the worker that holds the session in memory
+// before the server hands it to any worker (the SDK's default is 5 s). A
+// worker killed outright (SIGKILL, out of memory, its machine gone)
+// cannot give its sessions back, so each of them waits this long before
+// its next step runs elsewhere, on top of the heartbeat timeout when a
+// model call was in flight. A live worker's pollers (autoscaled, a
+// poller of their own for cached sessions) pick a task up within
+// milliseconds, so a second is far above what a healthy worker needs; a
+// task that does wait longer runs on another poller with a replay of its
+// history, which costs time but loses nothing.
+const StickyScheduleToStartTimeout = time.Second
+
 // Worker is a Temporal worker that knows which activities it is running.
 type Worker struct {
 	worker.Worker
@@ -72,6 +85,7 @@ func New(c client.Client, taskQueue string, acts *activities.Activities, stopTim
 		// again. Steps that stream nothing heartbeat at a third of their
 		// timeout as before.
 		MaxHeartbeatThrottleInterval: time.Second,
+		StickyScheduleToStartTimeout: StickyScheduleToStartTimeout,
 		Interceptors:                 []interceptor.WorkerInterceptor{running},
 		DeploymentOptions:            deployment.options(),
 	})

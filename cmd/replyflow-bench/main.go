@@ -5,7 +5,8 @@
 // a reply and their next message, then with no pause (the machine's
 // capacity) and with a cache of one session (every task replays);
 // history events and platform calls per turn; and the worker's memory
-// with many idle sessions. Every comparison is a ratio taken in the same
+// with many idle sessions; how soon answers come after the worker and the
+// gateway crash. Every comparison is a ratio taken in the same
 // run. `make bench` runs it against a dev server it starts; -address
 // points it at an existing server instead.
 package main
@@ -88,7 +89,7 @@ func main() {
 	flag.IntVar(&o.cluster.nodes, "nodes", 1, "-cluster: Temporal server nodes")
 	flag.StringVar(&clusterWorkers, "cluster-workers", "1,2,3", "-cluster: worker processes, comma-separated")
 	flag.IntVar(&o.cluster.sessions, "cluster-sessions", 50, "-cluster: concurrent sessions")
-	flag.StringVar(&only, "only", "", "run only these stages, by their first word, comma-separated: ingress, end, cost, live, idle, dev")
+	flag.StringVar(&only, "only", "", "run only these stages, by their first word, comma-separated: ingress, end, cost, live, crash, idle, dev")
 	flag.Parse()
 	if only != "" {
 		o.only = strings.Split(only, ",")
@@ -193,6 +194,9 @@ func run(o options) error {
 		}
 	}
 	if err := stage("live replies", func() ([][]string, error) { return benchStreaming(ctx, c, o) }); err != nil {
+		return err
+	}
+	if err := stage("crash recovery", func() ([][]string, error) { return benchCrash(ctx, c, o) }); err != nil {
 		return err
 	}
 	if len(o.idle) > 0 {

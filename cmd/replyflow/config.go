@@ -81,12 +81,18 @@ type Config struct {
 	TranscriptRetention time.Duration `envconfig:"TRANSCRIPT_RETENTION" default:"2160h"`
 	FeedbackRetention   time.Duration `envconfig:"FEEDBACK_RETENTION" default:"2160h"`
 
-	ReactionClearDelay   time.Duration `envconfig:"REACTION_CLEAR_DELAY" default:"60s"`
-	ErrorClearDelay      time.Duration `envconfig:"ERROR_CLEAR_DELAY" default:"10m"`
-	SessionIdleTTL       time.Duration `envconfig:"SESSION_IDLE_TTL" default:"24h"`
-	ChunkLimit           int           `envconfig:"CHUNK_LIMIT" default:"0"`
-	TurnTimeout          time.Duration `envconfig:"TURN_TIMEOUT" default:"5m"`
-	TurnHeartbeatTimeout time.Duration `envconfig:"TURN_HEARTBEAT_TIMEOUT" default:"20s"`
+	ReactionClearDelay time.Duration `envconfig:"REACTION_CLEAR_DELAY" default:"60s"`
+	ErrorClearDelay    time.Duration `envconfig:"ERROR_CLEAR_DELAY" default:"10m"`
+	SessionIdleTTL     time.Duration `envconfig:"SESSION_IDLE_TTL" default:"24h"`
+	ChunkLimit         int           `envconfig:"CHUNK_LIMIT" default:"0"`
+	TurnTimeout        time.Duration `envconfig:"TURN_TIMEOUT" default:"5m"`
+	// TurnHeartbeatTimeout is how long a model attempt's worker may stay
+	// silent before the attempt is taken as lost and asked again on
+	// another worker: what a crash adds to the reply's wait. It does not
+	// bound the model: the attempt heartbeats every third of it for as long
+	// as the model works (activities' keepAlive), so a model that takes
+	// minutes is still one call.
+	TurnHeartbeatTimeout time.Duration `envconfig:"TURN_HEARTBEAT_TIMEOUT" default:"3s"`
 	TurnAttempts         int           `envconfig:"TURN_ATTEMPTS" default:"3"`
 	DeliveryTimeout      time.Duration `envconfig:"DELIVERY_TIMEOUT" default:"30s"`
 	DeliveryDeadline     time.Duration `envconfig:"DELIVERY_DEADLINE" default:"10m"`
