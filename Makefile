@@ -15,6 +15,9 @@ BIN := $(CURDIR)/bin
 # Tools in bin/ are rebuilt when GOTOOLCHAIN changes, so none keeps the
 # standard library of the Go that built it before.
 TOOLCHAIN_STAMP := $(BIN)/.built-with-$(GOTOOLCHAIN)
+# GOTOOLCHAIN switches the go command only: the gofmt on PATH is the
+# installed Go's, so this one is GOTOOLCHAIN's.
+GOFMT = "$$(go env GOROOT)/bin/gofmt"
 TEMPORAL := $(BIN)/temporal
 # The real Temporal server and its SQL tool, for the cluster on
 # PostgreSQL (make cluster, the cluster tests, make bench -cluster): the
@@ -91,7 +94,7 @@ POSTGRES_SKIPPED = if [ "$${REPLYFLOW_TEST_POSTGRES:-}" = off ]; then echo "** R
 
 vet:
 	@echo "==> gofmt and go vet"
-	@unformatted=$$(gofmt -l .); \
+	@unformatted=$$($(GOFMT) -l .) || exit 1; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet ./...
 
@@ -130,7 +133,7 @@ vulncheck: $(GOVULNCHECK) $(VULNDB)/index/db.json
 	$(GOVULNCHECK) -db file://$(VULNDB) ./...
 
 fmt:
-	gofmt -w .
+	$(GOFMT) -w .
 
 # Record the histories the replay test runs over (commit the new files).
 # A history file that exists is never rewritten: only tests whose history
