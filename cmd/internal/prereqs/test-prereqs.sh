@@ -30,12 +30,12 @@ fi
 if ! command -v go >/dev/null 2>&1; then
 	missing "Go $want_go or newer, and go is not on PATH: install it from https://go.dev/dl/"
 elif ! have_go=$(go env GOVERSION 2>&1); then
-	missing "Go $want_go or newer; \`go env\` failed (${have_go//$'\n'/ }): install Go $want_go from https://go.dev/dl/"
+	missing "Go $want_go or newer; \`go env\` failed with GOTOOLCHAIN=${GOTOOLCHAIN:-} (${have_go//$'\n'/ }): the go command fetches that release from the module proxy (GOPROXY) on first use; or install Go $want_go from https://go.dev/dl/ and run make GOTOOLCHAIN=local"
 else
 	have_go=${have_go#go}
 	have_go=${have_go%%[!0-9.]*}
 	if ! version_at_least "$have_go" "$want_go"; then
-		missing "Go $want_go or newer (go.mod), found $have_go: install it from https://go.dev/dl/"
+		missing "Go $want_go or newer (go.mod), found $have_go with GOTOOLCHAIN=${GOTOOLCHAIN:-}: run make without setting GOTOOLCHAIN (the Makefile names the release, and the go command fetches it from the module proxy), or install Go $want_go from https://go.dev/dl/"
 	fi
 	cc=$(go env CC)
 	cc=${cc%% *}
