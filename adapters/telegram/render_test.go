@@ -1,6 +1,8 @@
 package telegram
 
 import (
+	"html"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf16"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/pipeline/mdscan"
 )
 
 func TestRenderHTML(t *testing.T) {
@@ -69,6 +72,12 @@ func TestChunksFitOnceRendered(t *testing.T) {
 	}
 }
 
+// anchor finds the innermost links of rendered HTML, tag any tag.
+var (
+	anchor = regexp.MustCompile(`<a href="([^"]*)">((?:[^<]|<[^a/][^>]*>|</[^a][^>]*>)*)</a>`)
+	tag    = regexp.MustCompile(`<[^>]*>`)
+)
+
 func FuzzRenderHTML(f *testing.F) {
 	for _, seed := range []string{"**a** _b_ `c` [d](https://e)", "```go\nx\n```", "> q\n- l\n# h", "*_~~x~~_*", "[a](http://b) **[c](https://d)**", "a\xffb ` ``x`` `", "[x](tg://user?id=1) [https://a](https://b) [**a.b**](http://c)"} {
 		f.Add(seed)
@@ -84,5 +93,10 @@ func FuzzRenderHTML(f *testing.F) {
 		source := len(utf16.Encode([]rune(strings.ToValidUTF8(markdown, "\uFFFD"))))
 		require.LessOrEqual(t, VisibleLength(out), source, "rendering made %q longer: %q", markdown, out)
 		require.Equal(t, len(utf16.Encode([]rune(visible))), VisibleLength(out))
+		for _, a := range anchor.FindAllStringSubmatch(out, -1) {
+			href, label := html.UnescapeString(a[1]), html.UnescapeString(tag.ReplaceAllString(a[2], ""))
+			require.True(t, mdscan.HasScheme(href, linkSchemes), "%q became a link to %q", markdown, href)
+			require.False(t, mdscan.MisleadingLabel(label, href), "%q became a link reading %q to %q", markdown, label, href)
+		}
 	})
 }

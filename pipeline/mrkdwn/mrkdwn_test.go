@@ -136,11 +136,19 @@ func checkMrkdwn(s string) error {
 				}
 			case !mdscan.HasScheme(target, linkSchemes):
 				return fmt.Errorf("bad link %q", inner)
+			default:
+				if _, label, ok := strings.Cut(inner, "|"); ok && mdscan.MisleadingLabel(unescapeMrkdwn(label), unescapeMrkdwn(target)) {
+					return fmt.Errorf("link %q reads as another address than its target", inner)
+				}
 			}
 			i += end
 		}
 	}
 	return nil
+}
+
+func unescapeMrkdwn(s string) string {
+	return strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">").Replace(s)
 }
 
 func FuzzRender(f *testing.F) {
