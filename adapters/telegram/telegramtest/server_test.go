@@ -323,3 +323,20 @@ func TestParseHTML(t *testing.T) {
 		assert.Error(t, err, bad)
 	}
 }
+
+// Telegram keeps an unconfirmed update for 24 hours, then drops it: a
+// bot that polls again later never gets it.
+func TestUpdatesAreDroppedAfter24Hours(t *testing.T) {
+	s, _, _ := start(t)
+	chat := Private(303)
+	s.AddMessage(Incoming{Chat: chat, From: alice, Text: "old"})
+	s.Advance(23 * time.Hour)
+	s.AddMessage(Incoming{Chat: chat, From: alice, Text: "recent"})
+	require.Len(t, getUpdates(t, s, 0, 0), 2, "both are younger than 24 hours")
+
+	s.Advance(time.Hour)
+	got := getUpdates(t, s, 0, 0)
+	require.Len(t, got, 1)
+	assert.Equal(t, "recent", got[0].Message.Text)
+	assert.Equal(t, 1, s.Pending())
+}

@@ -163,20 +163,54 @@ func (s *Server) Answered(queryID string) (bool, string) {
 	return false, ""
 }
 
+// updateRetention is how long Telegram keeps an update the bot has not
+// confirmed, in both modes: after it, the update is gone, and the Bot API
+// has no method that fetches it again. The fake drops updates as old by
+// its clock (see Advance); it is also the bound of the fake's queue.
+const updateRetention = 24 * time.Hour
+
 func (s *Server) queueLocked(u wireUpdate) int64 {
 	s.nextUpdate++
 	u.UpdateID = s.nextUpdate
+	u.queued = s.now()
 	s.updates = append(s.updates, u)
 	s.touch()
 	return u.UpdateID
 }
 
 // Pending is the number of updates not yet confirmed by a getUpdates
-// offset past them.
+// offset past them (or a webhook's 2xx), nor dropped as too old.
 func (s *Server) Pending() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.expireLocked()
 	return len(s.updates)
+}
+
+// Advance moves the fake's clock on by d, as time passing at Telegram:
+// updates queued updateRetention ago or more are dropped.
+func (s *Server) Advance(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	before := s.now
+	s.now = func() time.Time { return before().Add(d) }
+	s.touch()
+}
+
+// expireLocked drops the updates Telegram no longer keeps; s.mu must be
+// held.
+func (s *Server) expireLocked() {
+	now := s.now()
+	kept := s.updates[:0]
+	for _, u := range s.updates {
+		if now.Sub(u.queued) < updateRetention {
+			kept = append(kept, u)
+			continue
+		}
+		delete(s.hook.retryAt, u.UpdateID)
+		delete(s.hook.failures, u.UpdateID)
+	}
+	s.updates = kept
 }
 
 // Updates returns the pending updates as Telegram would send them, for a
@@ -184,6 +218,7 @@ func (s *Server) Pending() int {
 func (s *Server) Updates() []json.RawMessage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.expireLocked()
 	var out []json.RawMessage
 	for _, u := range s.updates {
 		body, _ := json.Marshal(u)
@@ -259,9 +294,11 @@ func (s *Server) getUpdates(ctx context.Context, p map[string]string) (int, wire
 	}
 }
 
-// confirmLocked drops the updates below offset and those of types not
-// allowed, and returns up to limit of the rest; s.mu must be held.
+// confirmLocked drops the updates below offset, those of types not
+// allowed and those too old, and returns up to limit of the rest; s.mu
+// must be held.
 func (s *Server) confirmLocked(offset int64, limit int) []wireUpdate {
+	s.expireLocked()
 	kept := s.updates[:0]
 	for _, u := range s.updates {
 		if u.UpdateID >= offset && s.allowed[u.kind()] {

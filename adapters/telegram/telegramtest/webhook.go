@@ -13,8 +13,9 @@ import (
 // setWebhook named one: each pending update is POSTed as JSON to the URL
 // with the secret token in X-Telegram-Bot-Api-Secret-Token, and dropped
 // only when the answer is a 2xx; anything else (a refused connection, a
-// 5xx, a 401) is delivered again, later, for as long as the webhook is
-// set. Updates of one chat go one at a time, in order; different chats go
+// 5xx, a 401) is delivered again, later each time, while the webhook is
+// set and until the update is updateRetention (24 h) old by the fake's
+// clock, when it is dropped, as Telegram drops it. Updates of one chat go one at a time, in order; different chats go
 // in parallel, up to max_connections (40 by default, as Telegram's).
 
 // webhookState is the pusher's part of the fake; guarded by Server.mu.
@@ -105,6 +106,7 @@ func (s *Server) pushUpdates(url string, stop chan struct{}) {
 // startDeliveriesLocked starts a delivery of every update that may go now
 // and returns when to look again; s.mu must be held.
 func (s *Server) startDeliveriesLocked(client *http.Client, url string, stop chan struct{}) time.Duration {
+	s.expireLocked()
 	now := time.Now()
 	next := time.Second
 	seen := map[int64]bool{} // chats whose oldest update this pass met

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
@@ -90,4 +91,23 @@ func TestWebhookDeliversEveryUpdateUntilAccepted(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Equal(t, "a4", got[0].Message.Text)
 	assert.Len(t, s.WebhookAttempts(), 12)
+}
+
+// A webhook that stays unreachable gets the update again and again, until
+// it is 24 hours old: then Telegram drops it, and nothing delivers it.
+func TestWebhookGivesUpOnAnUpdateAfter24Hours(t *testing.T) {
+	s, b, ctx := start(t)
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	s.AddMessage(Incoming{Chat: Private(404), From: alice, Text: "into the void"})
+	_, err := b.SetWebhook(ctx, &bot.SetWebhookParams{URL: gone.URL, SecretToken: "s3cret"})
+	require.NoError(t, err)
+	require.NoError(t, s.WaitFor(ctx, func() bool { return len(s.WebhookAttempts()) >= 2 }), "delivered again after a failure")
+	assert.Equal(t, 1, s.Pending(), "kept while younger than 24 hours")
+
+	s.Advance(24 * time.Hour)
+	require.NoError(t, s.WaitFor(ctx, func() bool { return s.Pending() == 0 }))
+	_, err = b.DeleteWebhook(ctx, &bot.DeleteWebhookParams{})
+	require.NoError(t, err)
+	assert.Empty(t, getUpdates(t, s, 0, 0), "getUpdates does not bring it back")
 }

@@ -1,5 +1,7 @@
 package telegramtest
 
+import "time"
+
 // The Bot API's JSON, as Telegram writes it. The fake writes its own wire
 // types rather than the SDK's models, so that the adapter is tested
 // against the protocol and not against the SDK's reading of it.
@@ -96,6 +98,9 @@ type wireUpdate struct {
 	EditedMessage   *wireMessage         `json:"edited_message,omitempty"`
 	CallbackQuery   *wireCallbackQuery   `json:"callback_query,omitempty"`
 	MessageReaction *wireMessageReaction `json:"message_reaction,omitempty"`
+	// queued is when the update was made, by the fake's clock: it is
+	// dropped updateRetention later if still unconfirmed.
+	queued time.Time
 }
 
 // kind is the update's type as allowed_updates names it.
