@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -330,4 +331,24 @@ func TestAParkedTurnTooLargeToCarryHoldsTheRun(t *testing.T) {
 	assert.Equal(t, StatusDeliveryFailed, snap.Status, "still parked in the first run an hour after the suggestion")
 	assert.Nil(t, carried.Active, "the run continued as new once the turn was done")
 	assert.GreaterOrEqual(t, len(p.sentDeliveries()), 2, "the long reply went out in chunks after the retry")
+}
+
+// A run that should continue as new starts no other turn while the last
+// turn's reply is still being delivered: the next run starts it.
+func TestNoTurnStartsWhileARunWaitsToContinueAsNew(t *testing.T) {
+	env, p := newEnv(t, withSlowModel(5*time.Second))
+	env.OnActivity(pipeline.ActivityDeliver, mock.Anything, mock.Anything).After(3 * time.Second).Return(p.deliver)
+	for i := 0; i < 100; i++ {
+		signalAt(env, time.Duration(1+2*i)*time.Second, inbound(fmt.Sprintf("m%d", i), fmt.Sprintf("message %d", i)))
+	}
+	suggested := 30 * time.Second
+	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, suggested)
+	stepsAtSuggestion := 0
+	env.RegisterDelayedCallback(func() { stepsAtSuggestion = len(p.steps) }, suggested)
+	env.ExecuteWorkflow(WorkflowName, SessionParams{Session: demoSession})
+	carried := continuedState(t, env)
+
+	assert.LessOrEqual(t, len(p.steps), stepsAtSuggestion+1, "at most the turn running at the suggestion finishes first")
+	assert.NotEmpty(t, carried.Queue, "the queue is carried")
+	assert.Nil(t, carried.Active, "between turns")
 }

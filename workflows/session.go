@@ -251,7 +251,7 @@ func (s *session) run() error {
 				return s.continueAsNew()
 			}
 		}
-		if s.turns.ready() && !s.compacting && !s.movingOn {
+		if s.turns.ready() && !s.compacting && !s.movingOn && !s.holdsForCarry() {
 			s.turns.startTurn()
 		}
 		s.visibility.updateStatus()
@@ -283,7 +283,7 @@ func (s *session) run() error {
 		}
 		err := workflow.Await(s.ctx, func() bool {
 			return s.inbound.Len() > 0 || s.retries.Len() > 0 || (s.v.promises && s.reloads.Len() > 0) || (s.v.control && s.heartbeats.Len() > 0) || s.proposals.decisions.Len() > 0 || s.disengages.Len() > 0 || s.feedback.Len() > 0 || s.attrsDirty || s.idle() ||
-				(s.turns.ready() && !s.compacting && !s.movingOn) || (s.movingOn && s.atQuietPoint()) ||
+				(s.turns.ready() && !s.compacting && !s.movingOn && !s.holdsForCarry()) || (s.movingOn && s.atQuietPoint()) ||
 				(s.shouldContinueAsNew() && s.atQuietPoint()) ||
 				(s.v.promises && s.shouldContinueAsNew() && s.mayCarry())
 		})
@@ -356,6 +356,14 @@ func (s *session) mayCarry() bool {
 		return s.atQuietPoint()
 	}
 	return s.turns.carriable() && !s.reactions.busy() && !s.replies.busy() && !s.engagement.busy() && s.heartbeatReads == 0
+}
+
+// holdsForCarry is true while a run that took changeMembers waits to
+// continue as new: no turn starts then, so a busy chat's next turn waits
+// for the reply or reaction still in flight (which finish on their own)
+// and starts in the next run, instead of running one more turn here.
+func (s *session) holdsForCarry() bool {
+	return s.v.members && s.shouldContinueAsNew()
 }
 
 // takeReloads reads the settings again when the reload signal asked for

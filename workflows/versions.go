@@ -81,8 +81,9 @@ const (
 	// changeMembers: a member (a sender who is not an owner) may turn
 	// /think, /verbose, /usage and /queue down but not up, as a command
 	// or inside a message, unless REPLYFLOW_MEMBER_SETTINGS opens one
-	// (pipeline.Directives.OwnersOnly); a run that began before it
-	// moves on at its next quiet point like a run of an older release.
+	// (pipeline.Directives.OwnersOnly); a run that should continue as
+	// new starts no other turn (holdsForCarry); a run that began before
+	// it moves on at its next quiet point like a run of an older release.
 	changeMembers = "members-2026-11"
 )
 
