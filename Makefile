@@ -6,8 +6,9 @@
 # Every go command below runs on this Go release, whatever Go is installed:
 # the go command fetches it from the module proxy on first use. A machine
 # with GOTOOLCHAIN=local (as Go's container images set) would otherwise
-# build with its own, older standard library. It is at least go.mod's go
-# line; `make test GOTOOLCHAIN=...` overrides it.
+# build with its own, older standard library, as it ignores go.mod's
+# toolchain line (which names this release for everyone else);
+# `make test GOTOOLCHAIN=...` overrides it.
 export GOTOOLCHAIN := go1.27.3
 
 TEMPORAL_CLI_VERSION := v1.5.1
@@ -109,7 +110,7 @@ workflowcheck: $(WORKFLOWCHECK)
 	$(WORKFLOWCHECK) -config workflows/workflowcheck.yaml ./workflows/...
 
 # Known vulnerabilities that the code can reach, in the standard library
-# (fixed by moving GOTOOLCHAIN and go.mod's go line to the patched release)
+# (fixed by moving GOTOOLCHAIN and go.mod's toolchain line to the patched release)
 # or in a module (fixed by moving that module). Vulnerabilities in modules
 # whose vulnerable code is never called are listed and do not fail.
 $(GOVULNCHECK): $(TOOLCHAIN_STAMP)

@@ -1,6 +1,8 @@
 module github.com/replyflow/replyflow
 
-go 1.27.3
+go 1.26.8
+
+toolchain go1.27.3
 
 require (
 	github.com/anthropics/anthropic-sdk-go v1.84.0
