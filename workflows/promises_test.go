@@ -94,10 +94,20 @@ func TestStopDropsWhatWasSteeredIntoTheStoppedTurn(t *testing.T) {
 // continues as new within a turn of the suggestion, carrying its queue.
 func TestABusyChatContinuesAsNewBetweenTurns(t *testing.T) {
 	env, p := newEnv(t, withSlowModel(5*time.Second))
-	for i := 0; i < 300; i++ {
+	suggested := time.Minute
+	continuesAsNewBetweenTurns(t, env, p, 300, suggested)
+	assert.Less(t, p.elapsed(), 2*suggested, "long before the chatter stops")
+}
+
+// continuesAsNewBetweenTurns sends messages, one every 2 s, suggests
+// continue-as-new at suggested, and checks that the run continued as new
+// between turns, carrying its queue, after at most the turn running at
+// the suggestion.
+func continuesAsNewBetweenTurns(t *testing.T, env *testsuite.TestWorkflowEnvironment, p *fakePlatform, messages int, suggested time.Duration) {
+	t.Helper()
+	for i := 0; i < messages; i++ {
 		signalAt(env, time.Duration(1+2*i)*time.Second, inbound(fmt.Sprintf("m%d", i), fmt.Sprintf("message %d", i)))
 	}
-	suggested := time.Minute
 	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, suggested)
 	stepsAtSuggestion := 0
 	env.RegisterDelayedCallback(func() { stepsAtSuggestion = len(p.steps) }, suggested)
@@ -107,7 +117,6 @@ func TestABusyChatContinuesAsNewBetweenTurns(t *testing.T) {
 	assert.LessOrEqual(t, len(p.steps), stepsAtSuggestion+1, "at most the turn running at the suggestion finishes first")
 	assert.NotEmpty(t, carried.Queue, "the queue is carried")
 	assert.Nil(t, carried.Active, "between turns")
-	assert.Less(t, p.elapsed(), 2*suggested, "long before the chatter stops")
 }
 
 // A turn that waits for a decision is carried by continue-as-new and goes
@@ -338,17 +347,5 @@ func TestAParkedTurnTooLargeToCarryHoldsTheRun(t *testing.T) {
 func TestNoTurnStartsWhileARunWaitsToContinueAsNew(t *testing.T) {
 	env, p := newEnv(t, withSlowModel(5*time.Second))
 	env.OnActivity(pipeline.ActivityDeliver, mock.Anything, mock.Anything).After(3 * time.Second).Return(p.deliver)
-	for i := 0; i < 100; i++ {
-		signalAt(env, time.Duration(1+2*i)*time.Second, inbound(fmt.Sprintf("m%d", i), fmt.Sprintf("message %d", i)))
-	}
-	suggested := 30 * time.Second
-	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, suggested)
-	stepsAtSuggestion := 0
-	env.RegisterDelayedCallback(func() { stepsAtSuggestion = len(p.steps) }, suggested)
-	env.ExecuteWorkflow(WorkflowName, SessionParams{Session: demoSession})
-	carried := continuedState(t, env)
-
-	assert.LessOrEqual(t, len(p.steps), stepsAtSuggestion+1, "at most the turn running at the suggestion finishes first")
-	assert.NotEmpty(t, carried.Queue, "the queue is carried")
-	assert.Nil(t, carried.Active, "between turns")
+	continuesAsNewBetweenTurns(t, env, p, 100, 30*time.Second)
 }
