@@ -29,7 +29,7 @@ import (
 // folder the upgrade's history is recorded in, too.
 const upgradeChange = "control-2026-11"
 
-var recordTo = flag.String("record-histories", "", "write the rolling upgrade's history as JSON into this folder's release folder (make record-histories)")
+var recordTo = flag.String("record-histories", "", "write the rolling upgrade's history as gzip-compressed JSON into this folder's release folder (make record-histories)")
 
 // The README's Upgrading procedure on a real server: sessions run on two
 // workers of version A (built as the release before upgradeChange); two

@@ -159,7 +159,7 @@ func recordHistory(t *testing.T, c client.Client, chat, name string) {
 const historySeries = "members-2026-11"
 
 // recordHistoryOf saves every run of the session's history as
-// <release>/<name>_run<N>.json. A history already recorded under that
+// <release>/<name>_run<N>.json.gz. A history already recorded under that
 // name is kept as it is: it guards sessions that ran the workflow code of
 // its time, so it is never re-recorded (a new path gets a new name). The
 // histories recorded before the first change are in baseline/.

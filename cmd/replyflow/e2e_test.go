@@ -39,7 +39,7 @@ import (
 
 var (
 	temporalServer *testsuite.DevServer
-	recordTo       = flag.String("record-histories", "", "write the histories of these tests as JSON into this folder (for the replay test)")
+	recordTo       = flag.String("record-histories", "", "write the histories of these tests as gzip-compressed JSON into this folder (for the replay test)")
 	queueSeq       atomic.Int64
 )
 

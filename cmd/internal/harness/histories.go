@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -15,13 +17,13 @@ import (
 )
 
 // RecordHistory saves every run of a workflow's history as
-// dir/<name>_run<N>.json (run 1 the first), for the replay test
-// (workflows/testdata/histories/<release>/). A history already recorded
-// under that name is kept as it is, and says so (recorded false): it
-// guards sessions that ran the workflow code of its time, so it is never
-// recorded again.
+// dir/<name>_run<N>.json.gz (run 1 the first), gzip-compressed JSON, for
+// the replay test (workflows/testdata/histories/<release>/). A history
+// already recorded under that name is kept as it is, and says so
+// (recorded false): it guards sessions that ran the workflow code of its
+// time, so it is never recorded again.
 func RecordHistory(ctx context.Context, c client.Client, workflowID, dir, name string) (recorded bool, err error) {
-	if old, _ := filepath.Glob(filepath.Join(dir, name+"_run*.json")); len(old) > 0 {
+	if old, _ := filepath.Glob(filepath.Join(dir, name+"_run*.json*")); len(old) > 0 {
 		return false, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -64,7 +66,11 @@ func RecordHistory(ctx context.Context, c client.Client, workflowID, dir, name s
 		if err != nil {
 			return false, err
 		}
-		file := filepath.Join(dir, fmt.Sprintf("%s_run%d.json", name, len(runs.Executions)-i))
+		data, err = gzipped(data)
+		if err != nil {
+			return false, err
+		}
+		file := filepath.Join(dir, fmt.Sprintf("%s_run%d.json.gz", name, len(runs.Executions)-i))
 		// O_EXCL: even a file that appeared since the check is not overwritten.
 		f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err != nil {
@@ -76,4 +82,21 @@ func RecordHistory(ctx context.Context, c client.Client, workflowID, dir, name s
 		}
 	}
 	return true, nil
+}
+
+// gzipped compresses data with a header that carries no name and no
+// modification time, so the same history always gives the same bytes.
+func gzipped(data []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(data); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
