@@ -63,6 +63,11 @@ type CarriedReactions struct {
 // something else; ✍️ is shown by the model step itself, so a queued
 // change is dropped instead; done and error schedule their clear.
 func (s *ReactionsState) React(env Env, refs []msgRef, state pipeline.ReactionState) []Effect {
+	s.react(env, refs, state)
+	return s.next(env)
+}
+
+func (s *ReactionsState) react(env Env, refs []msgRef, state pipeline.ReactionState) {
 	for _, ref := range refs {
 		r := s.reaction(ref.ID)
 		if r == nil {
@@ -91,7 +96,6 @@ func (s *ReactionsState) React(env Env, refs []msgRef, state pipeline.ReactionSt
 			}
 		}
 	}
-	return s.next(env)
 }
 
 // ClearLater schedules the clear of refs after delay, whatever they show.
@@ -168,7 +172,7 @@ func (s *ReactionsState) Delivered(env Env, ev ChunkDelivered) []Effect {
 	for _, ch := range c.Changes {
 		ref := msgRef{ID: ch.MessageID, Thread: ch.ThreadID}
 		if slices.Contains(ev.Delivered.ReactionsFailed, ch.MessageID) {
-			s.React(env, []msgRef{ref}, ch.State)
+			s.react(env, []msgRef{ref}, ch.State)
 			continue
 		}
 		if ch.State == pipeline.ReactionNone {

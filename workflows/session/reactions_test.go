@@ -1,0 +1,128 @@
+package session
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+func clearAfter(env Env, done, failed time.Duration) Env {
+	env.Settings.ReactionClearDelay = pipeline.Duration(done)
+	env.Settings.ErrorClearDelay = pipeline.Duration(failed)
+	return env
+}
+
+// applies are the reaction changes among effects.
+func applies(effects []Effect) []pipeline.ReactionChange {
+	var out []pipeline.ReactionChange
+	for _, e := range effects {
+		if a, ok := e.(ApplyReaction); ok {
+			out = append(out, a.Change)
+		}
+	}
+	return out
+}
+
+func arms(effects []Effect) []Arm {
+	var out []Arm
+	for _, e := range effects {
+		if a, ok := e.(Arm); ok {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func TestReactionChangesGoOutOneAtATimeInOrder(t *testing.T) {
+	var s ReactionsState
+	env := envAt(0)
+	first := s.React(env, refsOf(msg("1", "u")), pipeline.ReactionReceived)
+	require.Len(t, applies(first), 1)
+	assert.Empty(t, applies(s.React(env, refsOf(msg("2", "u")), pipeline.ReactionReceived)), "the second waits for the first")
+	next := s.Applied(env, ReactionApplied{Change: applies(first)[0]})
+	require.Len(t, applies(next), 1)
+	assert.Equal(t, "2", applies(next)[0].MessageID)
+	assert.Empty(t, applies(s.Applied(env, ReactionApplied{Change: applies(next)[0]})))
+	assert.False(t, s.Busy())
+}
+
+func TestThinkingIsLeftToTheModelStepAndAWaitingChangeGivesWay(t *testing.T) {
+	var s ReactionsState
+	env := envAt(0)
+	s.React(env, refsOf(msg("1", "u")), pipeline.ReactionReceived) // applying
+	s.React(env, refsOf(msg("2", "u")), pipeline.ReactionReceived) // waiting
+	s.React(env, refsOf(msg("2", "u")), pipeline.ReactionThinking)
+	require.Len(t, s.Changes, 1, "the model step shows ✍️ itself: 👀 on 2 is not applied")
+	assert.Equal(t, "1", s.Changes[0].MessageID)
+}
+
+func TestDoneIsClearedAfterTheDelayByOneSharedTimer(t *testing.T) {
+	var s ReactionsState
+	env := clearAfter(envAt(0), 10*time.Minute, time.Hour)
+	out := s.React(env, refsOf(msg("1", "u"), msg("2", "u")), pipeline.ReactionDone)
+	require.Len(t, arms(out), 1)
+	assert.Equal(t, t0.Add(10*time.Minute), arms(out)[0].At)
+	s.Applied(env, ReactionApplied{Change: s.Changes[0]})
+	s.Applied(env, ReactionApplied{Change: s.Changes[0]})
+	fired := s.Fired(clearAfter(envAt(10*time.Minute), 10*time.Minute, time.Hour))
+	require.Len(t, applies(fired), 1)
+	assert.Equal(t, pipeline.ReactionNone, applies(fired)[0].State)
+	assert.Len(t, s.Changes, 2, "both clears are queued from one timer")
+}
+
+func TestAFailedFinalReactionIsRetriedLaterAndARefusedOneIsNot(t *testing.T) {
+	var s ReactionsState
+	env := clearAfter(envAt(0), time.Hour, time.Hour)
+	out := s.React(env, refsOf(msg("1", "u")), pipeline.ReactionDone)
+	change := applies(out)[0]
+	retry := s.Applied(env, ReactionApplied{Change: change, Failure: &Failure{Type: "Unavailable"}})
+	require.NotEmpty(t, arms(retry))
+	assert.Equal(t, t0.Add(reactionRetryBase), arms(retry)[0].At, "the retry comes before the clear")
+	again := s.Fired(clearAfter(envAt(reactionRetryBase), time.Hour, time.Hour))
+	require.Len(t, applies(again), 1)
+	assert.Equal(t, 1, applies(again)[0].Attempt)
+
+	var refused ReactionsState
+	out = refused.React(env, refsOf(msg("2", "u")), pipeline.ReactionDone)
+	after := refused.Applied(env, ReactionApplied{Change: applies(out)[0], Failure: &Failure{Type: "PlatformRejected"}})
+	assert.Empty(t, applies(after))
+	assert.Zero(t, refused.Reactions[0].RetryAt)
+}
+
+func TestTheLastChunkCarriesTheDoneReactionUnlessOneOfItsMessagesIsBeingApplied(t *testing.T) {
+	var s ReactionsState
+	env := clearAfter(envAt(0), time.Minute, time.Hour)
+	s.React(env, refsOf(msg("1", "u")), pipeline.ReactionReceived) // 👀 on 1 is applying
+	d := Deliver{TurnID: "t1", Delivery: pipeline.Delivery{Index: 0}}
+	assert.False(t, s.Carry(env, &d, refsOf(msg("1", "u")), pipeline.ReactionDone), "✅ must land after 👀")
+	s.Applied(env, ReactionApplied{Change: s.Changes[0]})
+	require.True(t, s.Carry(env, &d, refsOf(msg("1", "u")), pipeline.ReactionDone))
+	require.Len(t, d.Delivery.ThenReact, 1)
+	out := s.Delivered(env, ChunkDelivered{TurnID: "t1", Index: 0})
+	assert.Empty(t, applies(out), "the delivery set ✅ itself")
+	assert.Len(t, arms(out), 1, "and its clear is scheduled")
+	assert.True(t, s.Reactions[0].Shown)
+}
+
+func TestACarriedReactionThePlatformRefusedIsAppliedTheUsualWay(t *testing.T) {
+	var s ReactionsState
+	env := clearAfter(envAt(0), time.Minute, time.Hour)
+	d := Deliver{TurnID: "t1", Delivery: pipeline.Delivery{Index: 2}}
+	require.True(t, s.Carry(env, &d, refsOf(msg("1", "u")), pipeline.ReactionDone))
+	out := s.Delivered(env, ChunkDelivered{TurnID: "t1", Index: 2, Delivered: pipeline.Delivered{ReactionsFailed: []string{"1"}}})
+	require.Len(t, applies(out), 1)
+	assert.Equal(t, pipeline.ReactionDone, applies(out)[0].State)
+}
+
+func TestTrackedReactionsAreBounded(t *testing.T) {
+	var s ReactionsState
+	env := envAt(0)
+	for i := range maxReactions + 10 {
+		s.React(env, []msgRef{{ID: string(rune(0x1000 + i))}}, pipeline.ReactionReceived)
+	}
+	assert.Len(t, s.Reactions, maxReactions)
+}
