@@ -1,8 +1,11 @@
 // Package gateway is the gateway's side of Temporal and the list of the
 // platforms replyflow speaks.
 //
-// The Ingress hands inbound messages and feedback from the platform
-// adapters to session workflows with SignalWithStart; an adapter acks its
+// NewChain builds the gateway's inbound chain, the Sink and FeedbackSink
+// the platform adapters hand their events to, from small stages: Drain
+// (a stopping gateway refuses new events), Counted (replyflow_inbound),
+// the Limiter and the Ingress. The Ingress hands inbound messages and
+// feedback to session workflows with SignalWithStart; an adapter acks its
 // platform only after Accept returned nil. The Limiter stands in front
 // of it: per-sender, per-chat and new-session token buckets drop what a
 // stranger could flood the gateway with before it costs a Temporal

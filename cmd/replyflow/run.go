@@ -233,45 +233,34 @@ func firstOf(names []string, n int) []string {
 }
 
 // serveGateway serves the enabled platforms until ctx is done, handing
-// every inbound message to Temporal: their routes (the web chat, webhooks)
-// on ln beside GET /healthz, their own connections (long polling) in the
-// background. It stops early when a platform fails for good.
+// every inbound message to Temporal through the gateway's inbound chain:
+// their routes (the web chat, webhooks) on ln beside GET /healthz, their
+// own connections (long polling) in the background. It stops early when a
+// platform fails for good.
 func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Config, logger *slog.Logger) error {
 	if err := checkWebchatListener(cfg, ln.Addr()); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	limits := cfg.limits()
-	sink := gateway.NewLimiter(&gateway.Ingress{Client: c, TaskQueue: cfg.TaskQueue, Scope: cfg.sessionScope}, limits, logger)
-	defer sink.Wait() // the slow-down notices in flight, a few seconds at most
-	logger.Info("Inbound rate limits (REPLYFLOW_RATE_*)", "sender", limits.Sender.String(), "chat", limits.Chat.String(), "new_sessions", limits.NewSessions.String(),
-		"new_sessions_global", limits.NewSessionsGlobal.String())
-	mux := http.NewServeMux()
-	status := gateway.NewStatus()
-	mux.Handle("GET /healthz", status)
-	ready := cfg.tel
-	if ready == nil {
-		var err error
-		if ready, err = telemetry.New(); err != nil {
-			return err
-		}
-	}
-	ready.AddCheck("temporal", telemetry.TemporalCheck(c))
-	ready.AddCheck("platforms", status.Ready)
-	mux.Handle("GET /readyz", ready.ReadyHandler())
-	listeners := []net.Listener{ln}
-	muxes := []*http.ServeMux{mux}
-	var accepted adapters.Sink = sink
+	chain := gateway.ChainConfig{Client: c, TaskQueue: cfg.TaskQueue, Scope: cfg.sessionScope, Limits: cfg.limits(), Logger: logger}
 	if cfg.tel != nil {
-		accepted = &gateway.Counted{Next: sink, Metrics: cfg.tel.MetricsHandler()}
+		chain.Metrics = cfg.tel.MetricsHandler()
 	}
-	drain := &gateway.Drain{Next: accepted}
-	ready.AddCheck("stopping", drain.Ready)
+	inbound := gateway.NewChain(chain)
+	defer inbound.Wait() // the slow-down notices in flight, a few seconds at most
+	status := gateway.NewStatus()
+	ready, err := gatewayReadiness(c, cfg.tel, status.Ready, inbound.Ready)
+	if err != nil {
+		return err
+	}
 	side := adapters.GatewaySide{
-		Mux: mux, Sink: drain, Feedback: sink, Health: status, Logger: logger, WriteTimeout: cfg.HTTPTimeout,
+		Mux: http.NewServeMux(), Sink: inbound, Feedback: inbound, Health: status, Logger: logger, WriteTimeout: cfg.HTTPTimeout,
 		Sessions: &gateway.Sessions{Client: c},
 	}
+	side.Mux.Handle("GET /healthz", status)
+	side.Mux.Handle("GET /readyz", ready)
+	listeners, muxes := []net.Listener{ln}, []*http.ServeMux{side.Mux}
 	if cfg.WebhookAddr != "" {
 		hooksLn, err := net.Listen("tcp", cfg.WebhookAddr)
 		if err != nil {
@@ -289,17 +278,11 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 		}
 		return err
 	}
-	sink.NotifyThrough(platforms)
-	done := make(chan error, len(listeners))
-	var servers []*http.Server
-	for i, l := range listeners {
-		srv := newHTTPServer(muxes[i], cfg.HTTPTimeout)
-		servers = append(servers, srv)
-		go func() { done <- fmt.Errorf("gateway HTTP server on %s stopped: %w", l.Addr(), srv.Serve(l)) }()
-	}
+	inbound.NotifyThrough(platforms)
+	servers, stopped := serveHTTP(listeners, muxes, cfg.HTTPTimeout)
 	var failure error
 	select {
-	case err := <-done:
+	case err := <-stopped:
 		failure = err
 	case err := <-platforms.Failed:
 		failure = err
@@ -307,17 +290,53 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 	}
 	// New events are refused from here (the platforms deliver them
 	// again), while the signals in flight finish below.
-	drain.Close()
+	inbound.Close()
 	cancel()
 	// The requests in flight (a webhook whose signal is being handed to
 	// Temporal) finish, for up to the grace; new ones are refused.
 	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), max(cfg.ShutdownGrace, time.Second))
 	defer cancelShutdown()
 	platforms.Close()
+	shutdownHTTP(shutdownCtx, servers)
+	return failure
+}
+
+// gatewayReadiness answers the gateway's GET /readyz: ready while
+// Temporal answers, every platform is up and the gateway is not
+// stopping. Its checks join those of tel, the telemetry server's, when
+// REPLYFLOW_METRICS_ADDR is set.
+func gatewayReadiness(c client.Client, tel *telemetry.Telemetry, platforms, stopping telemetry.Check) (http.Handler, error) {
+	if tel == nil {
+		var err error
+		if tel, err = telemetry.New(); err != nil {
+			return nil, err
+		}
+	}
+	tel.AddCheck("temporal", telemetry.TemporalCheck(c))
+	tel.AddCheck("platforms", platforms)
+	tel.AddCheck("stopping", stopping)
+	return tel.ReadyHandler(), nil
+}
+
+// serveHTTP serves muxes[i] on listeners[i], each with its own server.
+// stopped receives each server's end, and holds one per server so that
+// none blocks on sending.
+func serveHTTP(listeners []net.Listener, muxes []*http.ServeMux, timeout time.Duration) (servers []*http.Server, stopped <-chan error) {
+	done := make(chan error, len(listeners))
+	for i, l := range listeners {
+		srv := newHTTPServer(muxes[i], timeout)
+		servers = append(servers, srv)
+		go func() { done <- fmt.Errorf("gateway HTTP server on %s stopped: %w", l.Addr(), srv.Serve(l)) }()
+	}
+	return servers, done
+}
+
+// shutdownHTTP lets the requests in flight finish until ctx is done, and
+// closes a server whose requests did not.
+func shutdownHTTP(ctx context.Context, servers []*http.Server) {
 	for _, srv := range servers {
-		if err := srv.Shutdown(shutdownCtx); err != nil {
+		if err := srv.Shutdown(ctx); err != nil {
 			_ = srv.Close()
 		}
 	}
-	return failure
 }
