@@ -4,14 +4,18 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -38,6 +42,11 @@ type turnCost struct {
 	events  int
 	bytes   int            // the events' encoded size
 	actions map[string]int // by kind, as actionKinds names them
+	// counted is, by kind, what each action was: the event that made it
+	// billable and what it did (a timer's summary, an activity's type),
+	// in history order. It holds one entry an action: as many as the
+	// turn's events, which REPLYFLOW_MAX_HISTORY_EVENTS bounds.
+	counted map[string][]string
 }
 
 // actionKinds are the kinds counted, in the order rows show them.
@@ -62,41 +71,107 @@ func (c turnCost) breakdown() string {
 	return strings.Join(parts, ", ")
 }
 
+// itemized is one line a kind of action, in actionKinds' order: the
+// kind with its count, and what each of those actions was.
+func (c turnCost) itemized() [][2]string {
+	var lines [][2]string
+	for _, k := range actionKinds {
+		if n := c.actions[k]; n > 0 {
+			lines = append(lines, [2]string{fmt.Sprintf("%d %s", n, k), strings.Join(c.counted[k], "; ")})
+		}
+	}
+	return lines
+}
+
 // costOf counts events by the rules above.
 func costOf(events []*historypb.HistoryEvent) turnCost {
-	c := turnCost{events: len(events), actions: map[string]int{}}
+	c := turnCost{events: len(events), actions: map[string]int{}, counted: map[string][]string{}}
+	count := func(kind string, n int, ev *historypb.HistoryEvent, what string) {
+		c.actions[kind] += n
+		c.counted[kind] = append(c.counted[kind], ev.GetEventType().String()+": "+what)
+	}
+	// activityTypes are the types of the activities scheduled in events,
+	// by their scheduled event's ID: at most one an event.
+	activityTypes := map[int64]string{}
 	localBatch := false // a local activity marker since the last completed task
 	for _, ev := range events {
 		c.bytes += proto.Size(ev)
 		switch ev.GetEventType() {
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-			c.actions["workflow start"]++
+			count("workflow start", 1, ev, ev.GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName())
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
-			c.actions["signal"]++
+			count("signal", 1, ev, ev.GetWorkflowExecutionSignaledEventAttributes().GetSignalName())
 		case enumspb.EVENT_TYPE_TIMER_STARTED:
-			c.actions["timer"]++
+			what := summaryOf(ev)
+			if what == "" {
+				what = ev.GetTimerStartedEventAttributes().GetStartToFireTimeout().AsDuration().String()
+			}
+			count("timer", 1, ev, what)
 		case enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
 			fields := ev.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes().GetIndexedFields()
 			if _, only := fields["TemporalChangeVersion"]; !(only && len(fields) == 1) {
-				c.actions["upsert"]++
+				var set []string
+				for _, name := range slices.Sorted(maps.Keys(fields)) {
+					set = append(set, name+"="+decoded(fields[name]))
+				}
+				count("upsert", 1, ev, strings.Join(set, " "))
 			}
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			activityTypes[ev.GetEventId()] = ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-			c.actions["activity"] += max(1, int(ev.GetActivityTaskStartedEventAttributes().GetAttempt()))
+			started := ev.GetActivityTaskStartedEventAttributes()
+			attempts := max(1, int(started.GetAttempt()))
+			count("activity", attempts, ev, fmt.Sprintf("%s, %d attempt%s", activityTypes[started.GetScheduledEventId()], attempts, plural(attempts)))
 		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
 			localBatch = false
 		case enumspb.EVENT_TYPE_MARKER_RECORDED:
 			switch ev.GetMarkerRecordedEventAttributes().GetMarkerName() {
 			case "LocalActivity":
+				what := localActivityType(ev)
 				if !localBatch {
-					c.actions["local activity batch"]++
+					count("local activity batch", 1, ev, what)
 					localBatch = true
+				} else {
+					batches := c.counted["local activity batch"]
+					batches[len(batches)-1] += ", " + what
 				}
 			case "SideEffect", "MutableSideEffect":
-				c.actions["side effect"]++
+				count("side effect", 1, ev, ev.GetMarkerRecordedEventAttributes().GetMarkerName())
 			}
 		}
 	}
 	return c
+}
+
+// summaryOf is the summary the workflow gave an event (a timer's), ""
+// when it has none or it is encrypted (-codec-keys).
+func summaryOf(ev *historypb.HistoryEvent) string {
+	var s string
+	if p := ev.GetUserMetadata().GetSummary(); p == nil || converter.GetDefaultDataConverter().FromPayload(p, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// localActivityType is the type of the local activity a marker recorded,
+// "?" when its data is encrypted (-codec-keys).
+func localActivityType(ev *historypb.HistoryEvent) string {
+	var data struct{ ActivityType string }
+	payloads := ev.GetMarkerRecordedEventAttributes().GetDetails()["data"]
+	if converter.GetDefaultDataConverter().FromPayloads(payloads, &data) != nil || data.ActivityType == "" {
+		return "?"
+	}
+	return data.ActivityType
+}
+
+// decoded is a payload's value as text: search attributes are never
+// encrypted.
+func decoded(p *commonpb.Payload) string {
+	var v any
+	if converter.GetDefaultDataConverter().FromPayload(p, &v) != nil {
+		return "?"
+	}
+	return fmt.Sprint(v)
 }
 
 // settledHistory reads a workflow's current run, once no new event has

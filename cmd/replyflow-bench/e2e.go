@@ -58,6 +58,9 @@ type e2e struct {
 	workers []*harness.Proc
 	bot     telegram.Identity
 	next    int64 // next chat ID
+	// clearDelay is the workers' REACTION_CLEAR_DELAY: how long after a
+	// reply its reaction is cleared.
+	clearDelay time.Duration
 }
 
 func benchEndToEnd(ctx context.Context, c client.Client, o options) ([][]string, error) {
@@ -126,6 +129,10 @@ func startE2EWith(ctx context.Context, c client.Client, o options, name string, 
 	for k, v := range extra {
 		vars[k] = v
 	}
+	clearDelay, err := time.ParseDuration(vars["REACTION_CLEAR_DELAY"])
+	if err != nil {
+		return nil, nil, fmt.Errorf("REACTION_CLEAR_DELAY: %w", err)
+	}
 	env := append(harness.Env(o.address, queue, storeDSN, fake, vars), o.rawEnv...)
 	deployment := vars["DEPLOYMENT_NAME"]
 	if deployment == "" {
@@ -173,7 +180,7 @@ func startE2EWith(ctx context.Context, c client.Client, o options, name string, 
 		stopWorkers()
 		fake.Close()
 	}
-	return &e2e{c: c, fake: fake, sink: sink, workers: procs, bot: rcv.Identity(), next: 2_000_000}, stop, nil
+	return &e2e{c: c, fake: fake, sink: sink, workers: procs, bot: rcv.Identity(), next: 2_000_000, clearDelay: clearDelay}, stop, nil
 }
 
 func (r *e2e) withLog(err error) error {
@@ -236,10 +243,10 @@ func settledHistoryLength(ctx context.Context, c client.Client, id string) (int,
 	return len(events), err
 }
 
-// awaitCleared waits, up to a minute, until msg's reaction is cleared:
-// the end of its turn.
+// awaitCleared waits, up to a minute beyond the clear delay, until msg's
+// reaction is cleared: the end of its turn.
 func (r *e2e) awaitCleared(ctx context.Context, chat telegramtest.Chat, msg int) error {
-	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	waitCtx, cancel := context.WithTimeout(ctx, r.clearDelay+time.Minute)
 	defer cancel()
 	err := r.fake.WaitFor(waitCtx, func() bool {
 		h := r.fake.Reactions(chat.ID, msg)

@@ -105,28 +105,42 @@ func (r *costRig) measured(ctx context.Context, o options, chat telegramtest.Cha
 		if err != nil {
 			return turnCost{}, err
 		}
-		cost.actions["heartbeat"] = heartbeatsBetween(actionsBefore, actionsAfter)
+		if n := heartbeatsBetween(actionsBefore, actionsAfter); n > 0 {
+			cost.actions["heartbeat"] = n
+			cost.counted["heartbeat"] = []string{"RecordActivityTaskHeartbeat calls, from the server's action metric (not in history)"}
+		}
 	}
 	return cost, nil
 }
 
+// simpleTurn measures a simple turn, a session's second, in a new chat:
+// the first turn's start and clear fall outside it.
+func (r *costRig) simpleTurn(ctx context.Context, o options) (telegramtest.Chat, turnCost, error) {
+	r.next++
+	chat := telegramtest.Private(r.next)
+	if _, err := r.measured(ctx, o, chat, "hello"); err != nil {
+		return chat, turnCost{}, r.withLog(err)
+	}
+	cost, err := r.measured(ctx, o, chat, "hello again")
+	if err != nil {
+		return chat, turnCost{}, r.withLog(err)
+	}
+	return chat, cost, nil
+}
+
 // costRows measures, with bin (labelled) and extra settings, a simple
 // turn (a session's second) and, with tools, turns with toolRounds tool
-// rounds after it in the same session, one at a time.
-func costRows(ctx context.Context, c client.Client, o options, label, bin string, extra map[string]string, tools bool) ([][]string, error) {
+// rounds after it in the same session, one at a time. It returns the
+// simple turn's cost with its rows.
+func costRows(ctx context.Context, c client.Client, o options, label, bin string, extra map[string]string, tools bool) ([][]string, turnCost, error) {
 	r, stop, err := startCostRig(ctx, c, o, "cost-"+strings.NewReplacer(" ", "-", ",", "", "=", "-").Replace(label), bin, extra)
 	if err != nil {
-		return nil, err
+		return nil, turnCost{}, err
 	}
 	defer stop()
-	r.next++
-	simpleChat := telegramtest.Private(r.next)
-	if _, err := r.measured(ctx, o, simpleChat, "hello"); err != nil {
-		return nil, r.withLog(err)
-	}
-	simple, err := r.measured(ctx, o, simpleChat, "hello again")
+	simpleChat, simple, err := r.simpleTurn(ctx, o)
 	if err != nil {
-		return nil, r.withLog(err)
+		return nil, turnCost{}, err
 	}
 	rows := [][]string{
 		{label + ": simple turn, billable actions", fmt.Sprintf("%d (%s)", simple.total(), simple.breakdown()), ""},
@@ -145,7 +159,7 @@ func costRows(ctx context.Context, c client.Client, o options, label, bin string
 		// session's start, is measured.
 		cost, err := r.measured(ctx, o, simpleChat, "look it up /model "+toolModel)
 		if err != nil {
-			return nil, r.withLog(err)
+			return nil, turnCost{}, r.withLog(err)
 		}
 		beyond := cost.bytes - n*toolResultBytes
 		rows = append(rows,
@@ -154,7 +168,7 @@ func costRows(ctx context.Context, c client.Client, o options, label, bin string
 				fmt.Sprintf("%d events, %d bytes (%d beyond the %d results of %d KiB)", cost.events, cost.bytes, beyond, n, toolResultBytes>>10), ""},
 		)
 	}
-	return rows, nil
+	return rows, simple, nil
 }
 
 // benchTurnCost measures the cost per turn and the saturation of the
@@ -162,16 +176,23 @@ func costRows(ctx context.Context, c client.Client, o options, label, bin string
 // of today's ("now"), in the same run.
 func benchTurnCost(ctx context.Context, c client.Client, o options) ([][]string, error) {
 	var rows [][]string
+	var debounceOff turnCost
 	for _, b := range []struct{ label, bin string }{{"before", o.baseline}, {"now", o.replyflow}} {
-		r, err := costRows(ctx, c, o, b.label, b.bin, nil, true)
+		r, simple, err := costRows(ctx, c, o, b.label, b.bin, nil, true)
 		if err != nil {
 			return nil, err
 		}
 		rows = append(rows, r...)
+		debounceOff = simple
 	}
 	// The cheapest a turn gets: the reply's delivery takes the reaction
 	// off, so no done reaction waits for its clear.
-	r, err := costRows(ctx, c, o, "now, REACTION_CLEAR_DELAY=0", o.replyflow, map[string]string{"REACTION_CLEAR_DELAY": "0s"}, false)
+	r, _, err := costRows(ctx, c, o, "now, REACTION_CLEAR_DELAY=0", o.replyflow, map[string]string{"REACTION_CLEAR_DELAY": "0s"}, false)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, r...)
+	r, err = devDefaultsRows(ctx, c, o, debounceOff)
 	if err != nil {
 		return nil, err
 	}
@@ -200,4 +221,36 @@ func benchTurnCost(ctx context.Context, c client.Client, o options) ([][]string,
 		}
 	}
 	return append(rows, []string{"saturation now / before (mean of the rounds)", fmt.Sprintf("%.2f (%.1f/s against %.1f/s)", rates["now"]/rates["before"], rates["now"], rates["before"]), "≥ 1.5"}), nil
+}
+
+// devDefaults are the settings the bench's rigs change that a user of
+// `make dev` (`replyflow dev`) runs with at replyflow's defaults
+// (cmd/replyflow/config.go): a debounce window, which shows 👀 while it
+// waits, and the done reaction's clear a minute after the reply.
+var devDefaults = map[string]string{"DEBOUNCE": "1s", "REACTION_CLEAR_DELAY": "60s"}
+
+// devDefaultsRows measures today's simple turn with devDefaults, beside
+// debounceOff (today's, as the "now" rows measured it), and lists what
+// each of its billable actions was.
+func devDefaultsRows(ctx context.Context, c client.Client, o options, debounceOff turnCost) ([][]string, error) {
+	r, stop, err := startCostRig(ctx, c, o, "cost-dev-defaults", o.replyflow, devDefaults)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	_, dev, err := r.simpleTurn(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	figures := func(t turnCost) string {
+		return fmt.Sprintf("%d billable actions, %d history events", t.total(), t.events)
+	}
+	rows := [][]string{
+		{"simple turn (debounce off)", figures(debounceOff), ""},
+		{"simple turn (make dev defaults: 1 s debounce, 👀)", figures(dev), ""},
+	}
+	for _, line := range dev.itemized() {
+		rows = append(rows, []string{"  … make dev defaults: " + line[0], line[1], ""})
+	}
+	return rows, nil
 }
