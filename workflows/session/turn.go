@@ -1,0 +1,338 @@
+package session
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// A turn, told as the story it is:
+//
+//  1. Begin: the queue hands it a batch; its messages show ✍️ and the
+//     first model of the chain is asked (ask).
+//  2. Answered: a model attempt came back. A failure goes to the chain's
+//     rule (models.go: the same model again, the next one, a wait, a
+//     reset, or giving up); an answer that calls tools runs them
+//     (RunTool, or proposals for those that need a person's approval);
+//     an answer without tools is the reply.
+//  3. ToolRan / Decided: when every call of the step has its result, the
+//     next step is asked, with what was steered in meanwhile.
+//  4. Reply: the reply is dressed, cut into chunks and delivered in order,
+//     the first in a local activity; the last carries the done reaction.
+//  5. Delivered: the next chunk, or the end. A chunk that could not be
+//     delivered parks the turn until an operator retries it.
+//  6. End: the record is kept, what was steered in but never taken goes
+//     back to the queue, and TurnEnded tells the other parts.
+//
+// A /stop or an interrupt cancels the turn's effects; whatever they
+// answer afterwards is ignored, and the turn ends stopped.
+
+// Turn phases, as the state query and the search attributes show them.
+const (
+	PhaseModel      = "model"
+	PhaseWaiting    = "waiting_user"
+	PhaseDelivering = "delivering"
+	PhaseParked     = "parked"
+)
+
+// maxDeliveries bounds the delivery ledger: the platform IDs of the
+// latest chunks, by which the session knows its own messages.
+const maxDeliveries = 200
+
+// TurnState is the turn part: the running turn, its record, the ledger
+// of delivered chunks, and the model chain's state.
+type TurnState struct {
+	Active     *ActiveTurn      `json:"active,omitempty"`
+	Seq        int              `json:"seq"`
+	Last       *TurnRecord      `json:"last,omitempty"`
+	Deliveries []DeliveryRecord `json:"deliveries,omitempty"`
+	Models     ModelsState      `json:"models"`
+	Resets     int              `json:"resets,omitempty"`
+}
+
+// ActiveTurn is the running turn.
+type ActiveTurn struct {
+	TurnID   string             `json:"turn_id"`
+	Messages []pipeline.Inbound `json:"messages"`
+	Refs     []msgRef           `json:"refs,omitempty"`
+	Text     string             `json:"text"`
+	Phase    string             `json:"phase"`
+	Step     int                `json:"step"`
+	NoAnchor bool               `json:"no_anchor,omitempty"`
+	Options  TurnOptions        `json:"options"`
+	// Heartbeat is the tick a heartbeat turn answers.
+	Heartbeat string `json:"heartbeat,omitempty"`
+	// NewTranscript: the first step starts a fresh transcript.
+	NewTranscript bool                 `json:"new_transcript,omitempty"`
+	Attempts      StepAttempts         `json:"attempts"`
+	Rounds        []pipeline.ToolRound `json:"rounds,omitempty"`
+	// Calls is the step's tool round while its calls run or wait, and
+	// Decisions the state of those that wait for a person.
+	Calls     *pipeline.ToolRound `json:"calls,omitempty"`
+	Decisions []CallDecision      `json:"decisions,omitempty"`
+	Steered []pipeline.Inbound  `json:"steered,omitempty"`
+	// Waiting is the attempt the step makes once a model cooled down.
+	Waiting *TryModel `json:"waiting,omitempty"`
+	Chunks  []string            `json:"chunks,omitempty"`
+	Next    int                 `json:"next,omitempty"`
+	// Slow: the first chunk did not go out at once; the rest go as
+	// activities.
+	Slow    bool   `json:"slow,omitempty"`
+	Stopped string `json:"stopped,omitempty"` // "aborted" or "interrupted"
+}
+
+// DeliveryRecord is one delivered chunk.
+type DeliveryRecord struct {
+	TurnID            string `json:"turn_id"`
+	Chunk             int    `json:"chunk"`
+	PlatformMessageID string `json:"platform_message_id"`
+}
+
+// TurnStart is what the queue hands a turn.
+type TurnStart struct {
+	Messages      []pipeline.Inbound
+	Refs          []msgRef // the messages whose reactions follow the turn
+	Text          string
+	NoAnchor      bool
+	Options       TurnOptions
+	NewTranscript bool
+	Heartbeat     string
+}
+
+// ReactionsWanted asks the reactions part to set refs to State.
+type ReactionsWanted struct {
+	Refs  []msgRef
+	State pipeline.ReactionState
+}
+
+// NoticeWanted asks the replies part for a notice under a message.
+type NoticeWanted struct{ MessageID, ThreadID, Text string }
+
+func (ReactionsWanted) isEvent() {}
+func (NoticeWanted) isEvent()    {}
+
+// Running is true while a turn runs.
+func (s *TurnState) Running() bool { return s.Active != nil }
+
+// Begin starts a turn: ✍️ on its messages, and its first model step.
+func (s *TurnState) Begin(env Env, start TurnStart) []Effect {
+	s.Seq++
+	a := &ActiveTurn{
+		TurnID:   env.Key.WorkflowID() + "/" + strconv.Itoa(s.Seq),
+		Messages: start.Messages, Refs: start.Refs, Text: start.Text,
+		Phase: PhaseModel, NoAnchor: start.NoAnchor, Options: start.Options,
+		Heartbeat: start.Heartbeat, NewTranscript: start.NewTranscript,
+	}
+	s.Active = a
+	rec := &TurnRecord{TurnID: a.TurnID, StartedAt: env.Now, Outcome: "running", Heartbeat: a.Heartbeat != ""}
+	for _, r := range a.Refs {
+		rec.MessageIDs = append(rec.MessageIDs, r.ID)
+	}
+	s.Last = rec
+	a.Attempts = StepAttempts{TurnModel: start.Options.Model}
+	out := []Effect{Emit{ReactionsWanted{Refs: a.Refs, State: pipeline.ReactionThinking}}}
+	return append(out, s.ask(env, s.Models.First(env, &a.Attempts))...)
+}
+
+// anchor is the message the reply answers.
+func (a *ActiveTurn) anchor() pipeline.Inbound { return a.Messages[len(a.Messages)-1] }
+
+// ask does what the chain's rule decided for the step.
+func (s *TurnState) ask(env Env, next Next) []Effect {
+	a := s.Active
+	switch n := next.(type) {
+	case TryModel:
+		req := s.request(env)
+		n.Apply(&req)
+		return []Effect{AskModel{TurnID: a.TurnID, Request: req}}
+	case WaitForModel:
+		a.Waiting = &n.Then
+		return []Effect{Arm{Timer: s.waitTimer(), At: n.Until, Summary: n.Summary}}
+	case ResetTranscript:
+		s.Resets++
+		return append(s.notice(n.Notice), s.ask(env, n.Then)...)
+	case GiveUp:
+		if n.ErrType == failureCanceled {
+			return s.end(env, cmpOr(a.Stopped, "aborted"))
+		}
+		return s.fail(env, "agent turn failed ("+n.ErrType+")", n.Reply)
+	}
+	panic(fmt.Sprintf("turn: no way to do %T", next))
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func (s *TurnState) waitTimer() TimerID { return TimerID("turn/" + s.Active.TurnID + "/wait") }
+
+// request is the step's model request; the chain's rule sets its model.
+func (s *TurnState) request(env Env) pipeline.TurnRequest {
+	a := s.Active
+	anchor := a.anchor()
+	maxSteps := max(env.Settings.MaxSteps, 1)
+	req := pipeline.TurnRequest{
+		Session: env.Key, TurnID: a.TurnID, ThreadID: anchor.ThreadID, Step: a.Step,
+		Text: a.Text, Messages: turnMessages(a.Messages), Group: anchor.ChatType == pipeline.ChatGroup,
+		NewTranscript: a.NewTranscript, Rounds: a.Rounds, NoTools: a.Step >= maxSteps-1, Think: a.Options.Think,
+		Stream: !a.Options.Muted && a.Heartbeat == "",
+	}
+	if a.Step == 0 {
+		req.ThinkingOn = idsOf(a.Refs)
+	}
+	return req
+}
+
+// Answered answers a model attempt of the running turn.
+func (s *TurnState) Answered(env Env, ev ModelAnswered) []Effect {
+	a := s.Active
+	if a == nil || a.TurnID != ev.TurnID || a.Phase != PhaseModel {
+		return nil // an answer to a turn that ended (stopped) or moved on
+	}
+	if a.Stopped != "" {
+		return s.end(env, a.Stopped)
+	}
+	if ev.Failure != nil {
+		return s.ask(env, s.Models.AfterFailure(env, &a.Attempts, ev.Failure))
+	}
+	s.Models.Succeeded(ev.Model)
+	a.NewTranscript = false
+	if ev.Result.Shown != nil {
+		a.Attempts.Shown = ev.Result.Shown
+	}
+	a.Step++
+	rec := s.Last
+	rec.Steps, rec.Model = a.Step, ev.Result.Model
+	rec.addUsage(ev.Result.Usage)
+	rec.ThinkIgnored = rec.ThinkIgnored || ev.Result.ThinkIgnored
+	out := []Effect{Emit{UsageReported{Usage: ev.Result.Usage}}}
+	switch {
+	case len(ev.Result.ToolCalls) == 0:
+		return append(out, s.reply(env, ev.Result.Reply)...)
+	case skipsResponse(ev.Result.ToolCalls):
+		return append(out, s.reply(env, "")...)
+	}
+	return append(out, s.runTools(env, pipeline.ToolRound{Text: ev.Result.Reply, Calls: ev.Result.ToolCalls})...)
+}
+
+// UsageReported tells the chat's settings what a step cost.
+type UsageReported struct{ Usage *pipeline.Usage }
+
+func (UsageReported) isEvent() {}
+
+func (t *TurnRecord) addUsage(u *pipeline.Usage) {
+	if u == nil {
+		return
+	}
+	sum := *u
+	if t.Usage != nil {
+		sum = t.Usage.Add(*u)
+	}
+	t.Usage = &sum
+}
+
+// WaitOver answers the turn's wait for a model to cool down.
+func (s *TurnState) WaitOver(env Env) []Effect {
+	a := s.Active
+	if a == nil || a.Waiting == nil {
+		return nil
+	}
+	next := *a.Waiting
+	a.Waiting = nil
+	return s.ask(env, next)
+}
+
+// notice is a notice of the session under the turn's anchor; none for a
+// heartbeat turn (no message to answer) or a muted chat.
+func (s *TurnState) notice(text string) []Effect {
+	a := s.Active
+	if a.Heartbeat != "" || a.Options.Muted {
+		return nil
+	}
+	anchor := a.anchor()
+	return []Effect{Emit{NoticeWanted{MessageID: anchor.MessageID, ThreadID: anchor.ThreadID, Text: text}}}
+}
+
+// fail ends the turn failed: ❌ on its messages and the reply a user
+// reads.
+func (s *TurnState) fail(env Env, what, reply string) []Effect {
+	s.Last.Error = what
+	out := []Effect{Emit{ReactionsWanted{Refs: s.Active.Refs, State: pipeline.ReactionError}}}
+	if reply != "" {
+		out = append(out, s.notice(reply)...)
+	}
+	env.logger().Error("Turn failed", "turn_id", s.Active.TurnID, "what", what)
+	return append(out, s.end(env, "failed")...)
+}
+
+// end closes the turn however it ended.
+func (s *TurnState) end(env Env, outcome string) []Effect {
+	a := s.Active
+	s.Active = nil
+	rec := s.Last
+	rec.Outcome, rec.FinishedAt = outcome, env.Now
+	out := []Effect{Cancel{TurnID: a.TurnID}, Disarm{Timer: TimerID("turn/" + a.TurnID + "/wait")}}
+	if len(a.Steered) > 0 && a.Stopped != "aborted" {
+		out = append(out, Emit{SteeredLeft{Messages: a.Steered}})
+	}
+	return append(out, Emit{TurnEnded{Record: *rec}})
+}
+
+// SteeredLeft are messages steered into a turn that ended before a step
+// took them: the queue takes them as a follow-up.
+type SteeredLeft struct{ Messages []pipeline.Inbound }
+
+func (SteeredLeft) isEvent() {}
+
+// Stop stops the running turn (a /stop: "aborted"; an interrupt:
+// "interrupted"): its effects are cancelled, and it ends as soon as the
+// step it waits for answers, or at once when it waits for nothing of its
+// own.
+func (s *TurnState) Stop(env Env, how string) []Effect {
+	a := s.Active
+	if a == nil || a.Stopped != "" {
+		return nil
+	}
+	a.Stopped = how
+	out := []Effect{Cancel{TurnID: a.TurnID}, Emit{ReactionsWanted{Refs: a.Refs, State: pipeline.ReactionNone}}}
+	if a.Phase != PhaseModel {
+		return append(out, s.end(env, how)...)
+	}
+	return out
+}
+
+func turnMessages(msgs []pipeline.Inbound) []pipeline.TurnMessage {
+	out := make([]pipeline.TurnMessage, len(msgs))
+	for i, in := range msgs {
+		out[i] = pipeline.TurnMessage{MessageID: in.MessageID, SenderID: in.SenderID, SenderName: in.SenderName, Text: in.TextWithMedia(), At: in.ReceivedAt}
+	}
+	return out
+}
+
+func idsOf(refs []msgRef) []string {
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = r.ID
+	}
+	return out
+}
+
+func skipsResponse(calls []pipeline.ToolCall) bool {
+	for _, c := range calls {
+		if c.Name == pipeline.SkipResponseTool {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *TurnState) String() string {
+	if s.Active == nil {
+		return "no turn"
+	}
+	return fmt.Sprintf("turn %s (%s, step %d)", s.Active.TurnID, s.Active.Phase, s.Active.Step)
+}

@@ -1,0 +1,168 @@
+package session
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+func turnEnv() Env {
+	env := envAt(0)
+	env.Settings.Models = []string{"openai/a", "anthropic/b"}
+	env.Settings.TurnAttempts = 1
+	env.Settings.MaxSteps = 8
+	env.Settings.ChunkLimit = 4000
+	env.Settings.ReactionClearDelay = pipeline.Duration(time.Minute)
+	return env
+}
+
+func startOf(msgs ...pipeline.Inbound) TurnStart {
+	return TurnStart{Messages: msgs, Refs: refsOf(msgs...), Text: msgs[len(msgs)-1].Text}
+}
+
+// only is the one effect of type E among effects.
+func only[E any](t *testing.T, effects []Effect) E {
+	t.Helper()
+	var found []E
+	for _, e := range effects {
+		if v, ok := e.(E); ok {
+			found = append(found, v)
+		}
+	}
+	require.Len(t, found, 1, "effects: %#v", effects)
+	return found[0]
+}
+
+func emitted[E Event](effects []Effect) []E {
+	var out []E
+	for _, e := range effects {
+		if emit, ok := e.(Emit); ok {
+			if v, ok := emit.Event.(E); ok {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+func TestASimpleTurnAsksTheFirstModelDeliversInOneFastChunkAndEnds(t *testing.T) {
+	var s TurnState
+	env := turnEnv()
+	out := s.Begin(env, startOf(msg("1", "u")))
+	ask := only[AskModel](t, out)
+	assert.Equal(t, "openai/a", ask.Request.Model)
+	assert.Equal(t, []string{"1"}, ask.Request.ThinkingOn, "the model step shows ✍️ itself")
+	assert.Equal(t, pipeline.ReactionThinking, emitted[ReactionsWanted](out)[0].State)
+
+	out = s.Answered(env, ModelAnswered{TurnID: ask.TurnID, Model: "openai/a", Result: pipeline.TurnResult{Reply: "hi there", Model: "openai/a"}})
+	last := emitted[LastChunkReady](out)
+	require.Len(t, last, 1, "a one-chunk reply's only chunk is its last: it carries ✅")
+	assert.True(t, last[0].Deliver.Fast)
+	assert.Equal(t, "1", last[0].Deliver.Delivery.ReplyTo)
+	assert.Equal(t, pipeline.ReactionDone, last[0].State)
+
+	out = s.Delivered(env, ChunkDelivered{TurnID: ask.TurnID, Index: 0, Delivered: pipeline.Delivered{PlatformMessageID: "p1"}})
+	ended := emitted[TurnEnded](out)
+	require.Len(t, ended, 1)
+	assert.Equal(t, outcomeAnswered, ended[0].Record.Outcome)
+	assert.Len(t, emitted[Answered](out), 1, "engagement grants sticky credits")
+	assert.False(t, s.Running())
+	assert.True(t, s.IsBotMessage("p1"))
+}
+
+func TestARateLimitedModelFallsBackToTheNext(t *testing.T) {
+	var s TurnState
+	env := turnEnv()
+	ask := only[AskModel](t, s.Begin(env, startOf(msg("1", "u"))))
+	out := s.Answered(env, ModelAnswered{TurnID: ask.TurnID, Model: "openai/a", Failure: &Failure{Type: pipeline.ErrRateLimited}})
+	assert.Equal(t, "anthropic/b", only[AskModel](t, out).Request.Model)
+}
+
+func TestATurnWhoseModelsAllFailIsMarkedFailedAndTheUserIsTold(t *testing.T) {
+	var s TurnState
+	env := turnEnv()
+	ask := only[AskModel](t, s.Begin(env, startOf(msg("1", "u"))))
+	s.Answered(env, ModelAnswered{TurnID: ask.TurnID, Model: "openai/a", Failure: &Failure{Type: pipeline.ErrAuth}})
+	out := s.Answered(env, ModelAnswered{TurnID: ask.TurnID, Model: "anthropic/b", Failure: &Failure{Type: pipeline.ErrAuth}})
+	assert.Equal(t, pipeline.ReactionError, emitted[ReactionsWanted](out)[0].State)
+	assert.Len(t, emitted[NoticeWanted](out), 1)
+	assert.Equal(t, "failed", emitted[TurnEnded](out)[0].Record.Outcome)
+}
+
+func TestAChunkThatCannotBeDeliveredParksTheTurnUntilARetry(t *testing.T) {
+	var s TurnState
+	env := turnEnv()
+	env.Settings.ChunkLimit = 20
+	ask := only[AskModel](t, s.Begin(env, startOf(msg("1", "u"))))
+	out := s.Answered(env, ModelAnswered{TurnID: ask.TurnID, Model: "openai/a", Result: pipeline.TurnResult{Reply: "first part here.\n\nsecond part here."}})
+	first := only[Deliver](t, out)
+	require.Equal(t, 2, first.Delivery.Total)
+
+	out = s.Delivered(env, ChunkDelivered{TurnID: ask.TurnID, Index: 0, Failure: &Failure{Type: "Unavailable"}})
+	again := only[Deliver](t, out)
+	assert.False(t, again.Fast, "after the local attempt, the chunk goes on as an activity")
+	assert.Equal(t, first.Delivery.IdempotencyKey, again.Delivery.IdempotencyKey)
+
+	out = s.Delivered(env, ChunkDelivered{TurnID: ask.TurnID, Index: 0, Failure: &Failure{Type: "Unavailable"}})
+	assert.Equal(t, PhaseParked, s.Active.Phase)
+	assert.Equal(t, pipeline.ReactionError, emitted[ReactionsWanted](out)[0].State)
+	assert.Empty(t, emitted[TurnEnded](out), "a parked turn waits")
+
+	out = s.Retry(env, RetryAsked{By: "ops"})
+	assert.Equal(t, first.Delivery.IdempotencyKey, only[Deliver](t, out).Delivery.IdempotencyKey)
+}
+
+func TestAnAnswerThatRacedAStopIsNotDelivered(t *testing.T) {
+	var s TurnState
+	env := turnEnv()
+	ask := only[AskModel](t, s.Begin(env, startOf(msg("1", "u"))))
+	stop := s.Stop(env, "aborted")
+	assert.Equal(t, Cancel{TurnID: ask.TurnID}, stop[0])
+	out := s.Answered(env, ModelAnswered{TurnID: ask.TurnID, Model: "openai/a", Result: pipeline.TurnResult{Reply: "too late"}})
+	assert.Empty(t, emitted[LastChunkReady](out))
+	assert.Equal(t, "aborted", emitted[TurnEnded](out)[0].Record.Outcome)
+}
+
+func TestToolsThatNeedApprovalWaitForEveryDecisionThenRunInOrder(t *testing.T) {
+	var s TurnState
+	env := turnEnv()
+	ask := only[AskModel](t, s.Begin(env, startOf(msg("1", "u"))))
+	calls := []pipeline.ToolCall{{ID: "c1", Name: "read"}, {ID: "c2", Name: "write", RequiresApproval: true}}
+	out := s.Answered(env, ModelAnswered{TurnID: ask.TurnID, Model: "openai/a", Result: pipeline.TurnResult{ToolCalls: calls}})
+	wanted := emitted[ApprovalsWanted](out)
+	require.Len(t, wanted, 1)
+	assert.Equal(t, "c2", wanted[0].Calls[0].ID)
+	assert.Equal(t, PhaseWaiting, s.Active.Phase)
+
+	out = s.Decided(env, ask.TurnID, "c2", &pipeline.ToolResult{CallID: "c2", Name: "write", Output: "rejected", IsError: true})
+	run := only[RunTool](t, out)
+	assert.Equal(t, "c1", run.Invocation.Call.ID, "calls run in the model's order")
+	out = s.ToolDone(env, ToolRan{TurnID: ask.TurnID, Step: 1, Result: pipeline.ToolResult{CallID: "c1", Output: "ok"}})
+	next := only[AskModel](t, out)
+	require.Len(t, next.Request.Rounds, 1)
+	assert.Equal(t, "rejected", next.Request.Rounds[0].Results[1].Output, "the rejected call was never run")
+}
+
+func TestMessagesSteeredIntoATurnAreReadByItsNextStepOrGoBackToTheQueue(t *testing.T) {
+	var s TurnState
+	env := turnEnv()
+	ask := only[AskModel](t, s.Begin(env, startOf(msg("1", "u"))))
+	s.Steer([]pipeline.Inbound{msg("2", "u")})
+	out := s.Answered(env, ModelAnswered{TurnID: ask.TurnID, Model: "openai/a", Result: pipeline.TurnResult{ToolCalls: []pipeline.ToolCall{{ID: "c1", Name: "read"}}}})
+	out = s.ToolDone(env, ToolRan{TurnID: ask.TurnID, Step: 1, Result: pipeline.ToolResult{CallID: "c1"}})
+	next := only[AskModel](t, out)
+	assert.Len(t, next.Request.Messages, 2)
+
+	var other TurnState
+	ask = only[AskModel](t, other.Begin(env, startOf(msg("3", "u"))))
+	other.Steer([]pipeline.Inbound{msg("4", "u")})
+	out = other.Answered(env, ModelAnswered{TurnID: ask.TurnID, Model: "openai/a", Result: pipeline.TurnResult{Reply: "done"}})
+	out = other.Delivered(env, ChunkDelivered{TurnID: ask.TurnID, Index: 0})
+	left := emitted[SteeredLeft](out)
+	require.Len(t, left, 1, "a steered message the turn never read is queued, not lost")
+	assert.Equal(t, "4", left[0].Messages[0].MessageID)
+}
