@@ -71,11 +71,11 @@ type ActiveTurn struct {
 	// Decisions the state of those that wait for a person.
 	Calls     *pipeline.ToolRound `json:"calls,omitempty"`
 	Decisions []CallDecision      `json:"decisions,omitempty"`
-	Steered []pipeline.Inbound  `json:"steered,omitempty"`
+	Steered   []pipeline.Inbound  `json:"steered,omitempty"`
 	// Waiting is the attempt the step makes once a model cooled down.
 	Waiting *TryModel `json:"waiting,omitempty"`
-	Chunks  []string            `json:"chunks,omitempty"`
-	Next    int                 `json:"next,omitempty"`
+	Chunks  []string  `json:"chunks,omitempty"`
+	Next    int       `json:"next,omitempty"`
 	// Slow: the first chunk did not go out at once; the rest go as
 	// activities.
 	Slow    bool   `json:"slow,omitempty"`
