@@ -188,11 +188,23 @@ func (s *session) route(ev Event) []Effect {
 			return st.Intake.Fired(env, ev.Timer, st.Intake.QueueSettings(env))
 		case ev.Timer == clearTimer:
 			return st.Reactions.Fired(env)
+		case st.Turn.Active != nil && ev.Timer == st.Turn.waitTimer():
+			return st.Turn.WaitOver(env)
 		}
+	case ModelAnswered:
+		return st.Turn.Answered(env, ev)
+	case ToolRan:
+		return st.Turn.ToolDone(env, ev)
+	case ChunkDelivered:
+		return append(st.Reactions.Delivered(env, ev), st.Turn.Delivered(env, ev)...)
+	case RetryAsked:
+		return st.Turn.Retry(env, ev)
+	case ReactionsWanted:
+		return st.Reactions.React(env, ev.Refs, ev.State)
+	case LastChunkReady:
+		return st.Reactions.DeliverLast(env, ev)
 	case ReactionApplied:
 		return st.Reactions.Applied(env, ev)
-	case ChunkDelivered:
-		return st.Reactions.Delivered(env, ev)
 	}
 	s.log.Debug("Event not answered by any part", "event", fmt.Sprintf("%T", ev))
 	return nil

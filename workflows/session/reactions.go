@@ -36,6 +36,9 @@ type ReactionsState struct {
 	Applying bool `json:"applying,omitempty"`
 	// Carried are the changes a reply's last chunk sets, by its turn.
 	Carried *CarriedReactions `json:"carried,omitempty"`
+	// Held is a last chunk that waits for a change of its messages being
+	// applied (DeliverLast).
+	Held *LastChunkReady `json:"held,omitempty"`
 	// ClearArmedAt is when the clear timer fires, zero when disarmed.
 	ClearArmedAt time.Time `json:"clear_armed_at,omitzero"`
 }
@@ -159,6 +162,18 @@ func (s *ReactionsState) Carry(env Env, d *Deliver, refs []msgRef, state pipelin
 	return true
 }
 
+// DeliverLast answers LastChunkReady: the chunk goes out carrying the
+// done reaction, or waits for the change of its messages being applied.
+func (s *ReactionsState) DeliverLast(env Env, ev LastChunkReady) []Effect {
+	d := ev.Deliver
+	if !s.Carry(env, &d, ev.Refs, ev.State) {
+		s.Held = &ev
+		return nil
+	}
+	s.Held = nil
+	return []Effect{d}
+}
+
 // Delivered answers the ChunkDelivered of a chunk that carried changes:
 // those the platform refused are queued the usual way; the others are
 // shown. A chunk whose delivery failed leaves them carried for its
@@ -200,6 +215,15 @@ func (s *ReactionsState) Applied(env Env, ev ReactionApplied) []Effect {
 	if len(s.Changes) > 0 {
 		s.Changes = s.Changes[1:]
 	}
+	var out []Effect
+	if held := s.Held; held != nil {
+		// The change the last chunk waited for has landed.
+		out = s.DeliverLast(env, *held)
+	}
+	return append(out, s.applied(env, ev)...)
+}
+
+func (s *ReactionsState) applied(env Env, ev ReactionApplied) []Effect {
 	change := ev.Change
 	if ev.Failure == nil {
 		if r := s.reaction(change.MessageID); r != nil && r.State == pipeline.ReactionNone && change.State == pipeline.ReactionNone {

@@ -126,3 +126,15 @@ func TestTrackedReactionsAreBounded(t *testing.T) {
 	}
 	assert.Len(t, s.Reactions, maxReactions)
 }
+
+func TestALastChunkHeldForAChangeBeingAppliedGoesOutWhenItLands(t *testing.T) {
+	var s ReactionsState
+	env := clearAfter(envAt(0), time.Minute, time.Hour)
+	s.React(env, refsOf(msg("1", "u")), pipeline.ReactionReceived)
+	last := LastChunkReady{Deliver: Deliver{TurnID: "t1"}, Refs: refsOf(msg("1", "u")), State: pipeline.ReactionDone}
+	assert.Empty(t, s.DeliverLast(env, last))
+	out := s.Applied(env, ReactionApplied{Change: s.Changes[0]})
+	d := only[Deliver](t, out)
+	require.Len(t, d.Delivery.ThenReact, 1)
+	assert.Nil(t, s.Held)
+}

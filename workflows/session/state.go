@@ -16,6 +16,7 @@ type Params struct {
 // slice keeps to the bounds its part states.
 type State struct {
 	Intake    IntakeState    `json:"intake"`
+	Turn      TurnState      `json:"turn"`
 	Reactions ReactionsState `json:"reactions"`
 	Counters  Counters       `json:"counters"`
 }
