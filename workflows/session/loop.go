@@ -27,6 +27,8 @@ type session struct {
 	signals  signals
 	events   []Event
 	run      *runner
+	// publishDue: a part changed what the search attributes show.
+	publishDue bool
 }
 
 // signals are the session's signal channels, read only by the loop.
@@ -96,7 +98,8 @@ func (s *session) loadSettings() error {
 // resume starts again what the previous run carried.
 func (s *session) resume() []Effect {
 	env := s.env()
-	return append(s.st.Intake.Resume(), s.st.Reactions.Resume(env)...)
+	out := append(s.st.Intake.Resume(), s.st.Reactions.Resume(env)...)
+	return append(out, s.st.Proposals.Resume(env)...)
 }
 
 // loop takes signals as events, answers every event, and waits for more.
@@ -163,8 +166,12 @@ func (s *session) answer() error {
 // same pass.
 func (s *session) do(effects []Effect) {
 	for _, e := range effects {
-		if emit, ok := e.(Emit); ok {
-			s.events = append(s.events, emit.Event)
+		switch e := e.(type) {
+		case Emit:
+			s.events = append(s.events, e.Event)
+			continue
+		case Publish:
+			s.publishDue = true
 			continue
 		}
 		s.run.start(e)
@@ -188,14 +195,42 @@ func (s *session) route(ev Event) []Effect {
 			return st.Intake.Fired(env, ev.Timer, st.Intake.QueueSettings(env))
 		case ev.Timer == clearTimer:
 			return st.Reactions.Fired(env)
+		case ev.Timer == proposalsTimer:
+			return st.Proposals.Fired(env)
 		case st.Turn.Active != nil && ev.Timer == st.Turn.waitTimer():
 			return st.Turn.WaitOver(env)
+		}
+	case ApprovalsWanted:
+		var out []Effect
+		for _, call := range ev.Calls {
+			effects, _ := st.Proposals.Propose(env, ev.TurnID, call, ev.Origin)
+			out = append(out, effects...)
+		}
+		return out
+	case ProposalDecided:
+		refused, isRefused := ev.Refused()
+		if !isRefused {
+			return st.Turn.Decided(env, ev.TurnID, ev.CallID, nil)
+		}
+		return st.Turn.Decided(env, ev.TurnID, ev.CallID, &refused)
+	case DecisionTaken:
+		return st.Proposals.Decide(env, ev.Decision)
+	case ButtonPressed:
+		return st.Proposals.Press(env, ev.In)
+	case WithdrawProposals:
+		return st.Proposals.Withdraw(env, ev.TurnID, ev.Reason)
+	case Returned:
+		if ProposalKey(ev.Key) {
+			return st.Proposals.Edited(env, ev)
 		}
 	case ModelAnswered:
 		return st.Turn.Answered(env, ev)
 	case ToolRan:
 		return st.Turn.ToolDone(env, ev)
 	case ChunkDelivered:
+		if ProposalKey(ev.TurnID) {
+			return st.Proposals.Delivered(env, ev)
+		}
 		return append(st.Reactions.Delivered(env, ev), st.Turn.Delivered(env, ev)...)
 	case RetryAsked:
 		return st.Turn.Retry(env, ev)

@@ -18,6 +18,7 @@ type State struct {
 	Intake    IntakeState    `json:"intake"`
 	Turn      TurnState      `json:"turn"`
 	Reactions ReactionsState `json:"reactions"`
+	Proposals ProposalsState `json:"proposals"`
 	Counters  Counters       `json:"counters"`
 }
 

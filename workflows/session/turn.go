@@ -299,6 +299,10 @@ func (s *TurnState) Stop(env Env, how string) []Effect {
 	}
 	a.Stopped = how
 	out := []Effect{Cancel{TurnID: a.TurnID}, Emit{ReactionsWanted{Refs: a.Refs, State: pipeline.ReactionNone}}}
+	if a.Phase == PhaseWaiting {
+		// A stopped turn's calls never run: their proposals are closed.
+		out = append(out, Emit{WithdrawProposals{TurnID: a.TurnID, Reason: "the turn was " + how}})
+	}
 	if a.Phase != PhaseModel {
 		return append(out, s.end(env, how)...)
 	}

@@ -166,3 +166,14 @@ func TestMessagesSteeredIntoATurnAreReadByItsNextStepOrGoBackToTheQueue(t *testi
 	require.Len(t, left, 1, "a steered message the turn never read is queued, not lost")
 	assert.Equal(t, "4", left[0].Messages[0].MessageID)
 }
+
+func TestStoppingATurnThatWaitsForApprovalsWithdrawsItsProposals(t *testing.T) {
+	var s TurnState
+	env := turnEnv()
+	ask := only[AskModel](t, s.Begin(env, startOf(msg("1", "u"))))
+	s.Answered(env, ModelAnswered{TurnID: ask.TurnID, Model: "openai/a", Result: pipeline.TurnResult{ToolCalls: []pipeline.ToolCall{{ID: "c1", Name: "write", RequiresApproval: true}}}})
+	out := s.Stop(env, "aborted")
+	assert.Len(t, emitted[WithdrawProposals](out), 1)
+	assert.Equal(t, "aborted", emitted[TurnEnded](out)[0].Record.Outcome, "nothing of its own is under way: it ends at once")
+	assert.Empty(t, s.Decided(env, ask.TurnID, "c1", nil), "a decision after the stop runs nothing")
+}
