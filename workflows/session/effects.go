@@ -69,6 +69,10 @@ type Call struct {
 	// Timeout is the start-to-close timeout (activities) or the local
 	// activity's; zero takes the runner's default.
 	Timeout time.Duration
+	// Attempts bounds the tries, all within Timeout when it is 1 (a call
+	// whose answer is only worth having at once, like the gate's); zero
+	// takes the runner's default, defaultCallAttempts.
+	Attempts int32
 }
 
 // Cancel cancels every effect started for a turn (its model step, its

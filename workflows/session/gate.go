@@ -113,6 +113,8 @@ func (s *EngagementState) ask(env Env) []Effect {
 		Args:     []any{s.gateRequest(env, batch)},
 		Output:   new(pipeline.GateResult),
 		Timeout:  timeout,
+		// One try: a gate answer that comes late is no use to a chat.
+		Attempts: 1,
 		Summary:  fmt.Sprintf("gate: %d message(s) via %s", len(batch), env.Settings.GateModel),
 	}}
 }

@@ -99,6 +99,7 @@ func (s *session) loadSettings() error {
 func (s *session) resume() []Effect {
 	env := s.env()
 	out := append(s.st.Intake.Resume(), s.st.Reactions.Resume(env)...)
+	out = append(out, s.st.Engagement.Resume(env)...)
 	return append(out, s.st.Proposals.Resume(env)...)
 }
 
@@ -195,6 +196,8 @@ func (s *session) route(ev Event) []Effect {
 			return st.Intake.Fired(env, ev.Timer, st.Intake.QueueSettings(env))
 		case ev.Timer == clearTimer:
 			return st.Reactions.Fired(env)
+		case ev.Timer == gateTimer:
+			return st.Engagement.GateFired(env, st.Turn.Running())
 		case ev.Timer == proposalsTimer:
 			return st.Proposals.Fired(env)
 		case st.Turn.Active != nil && ev.Timer == st.Turn.waitTimer():
@@ -220,9 +223,21 @@ func (s *session) route(ev Event) []Effect {
 	case WithdrawProposals:
 		return st.Proposals.Withdraw(env, ev.TurnID, ev.Reason)
 	case Returned:
-		if ProposalKey(ev.Key) {
+		switch {
+		case ProposalKey(ev.Key):
 			return st.Proposals.Edited(env, ev)
+		case GateKey(ev.Key):
+			return st.Engagement.Gated(env, ev, st.Intake.QueueSettings(env))
 		}
+	case BatchReady:
+		return st.Queue.Dispatch(env, ev.Batch, st.Turn.View())
+	case Steered:
+		st.Turn.Steer(ev.Messages)
+		return nil
+	case Interrupt:
+		return st.Turn.Stop(env, "interrupted")
+	case EngageReactions:
+		return st.Reactions.React(env, ev.Refs, ev.State)
 	case ModelAnswered:
 		return st.Turn.Answered(env, ev)
 	case ToolRan:

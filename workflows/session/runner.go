@@ -31,6 +31,10 @@ const (
 	defaultDeliveryDeadline = 10 * time.Minute
 	// activityTimeout bounds a Call that names no timeout.
 	activityTimeout = time.Minute
+	// defaultCallAttempts bounds the tries of a Call that names none: an
+	// edit or a settings write that fails five times is logged, not
+	// retried forever.
+	defaultCallAttempts = 5
 )
 
 // runner does the effects of the parts: the only code of the session that
@@ -218,18 +222,27 @@ func (r *runner) call(e Call) {
 		out = reflect.New(reflect.TypeOf(e.Output).Elem()).Interface()
 	}
 	answer := func(v any, f *Failure) Event { return Returned{Key: e.Key, Output: v, Failure: f} }
+	attempts := e.Attempts
+	if attempts <= 0 {
+		attempts = defaultCallAttempts
+	}
+	retry := &temporal.RetryPolicy{MaximumAttempts: attempts}
 	if e.Local {
 		if timeout <= 0 {
 			timeout = localActivityTimeout
 		}
-		ctx := workflow.WithLocalActivityOptions(r.ctx, workflow.LocalActivityOptions{StartToCloseTimeout: timeout, Summary: e.Summary})
+		ctx := workflow.WithLocalActivityOptions(r.ctx, workflow.LocalActivityOptions{StartToCloseTimeout: timeout, RetryPolicy: retry, Summary: e.Summary})
 		r.await(workflow.ExecuteLocalActivity(ctx, e.Activity, e.Args...), out, answer)
 		return
 	}
 	if timeout <= 0 {
 		timeout = activityTimeout
 	}
-	ctx := workflow.WithActivityOptions(r.ctx, workflow.ActivityOptions{StartToCloseTimeout: timeout, Summary: e.Summary})
+	opts := workflow.ActivityOptions{StartToCloseTimeout: timeout, RetryPolicy: retry, Summary: e.Summary}
+	if attempts == 1 {
+		opts.ScheduleToCloseTimeout = timeout
+	}
+	ctx := workflow.WithActivityOptions(r.ctx, opts)
 	r.await(workflow.ExecuteActivity(ctx, e.Activity, e.Args...), out, answer)
 }
 

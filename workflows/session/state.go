@@ -15,11 +15,13 @@ type Params struct {
 // one slice per part. It is carried whole by continue-as-new, so every
 // slice keeps to the bounds its part states.
 type State struct {
-	Intake    IntakeState    `json:"intake"`
-	Turn      TurnState      `json:"turn"`
-	Reactions ReactionsState `json:"reactions"`
-	Proposals ProposalsState `json:"proposals"`
-	Counters  Counters       `json:"counters"`
+	Intake     IntakeState     `json:"intake"`
+	Engagement EngagementState `json:"engagement"`
+	Queue      QueueState      `json:"queue"`
+	Turn       TurnState       `json:"turn"`
+	Reactions  ReactionsState  `json:"reactions"`
+	Proposals  ProposalsState  `json:"proposals"`
+	Counters   Counters        `json:"counters"`
 }
 
 // Batch is messages that go to one turn together, with the queue

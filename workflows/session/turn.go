@@ -100,17 +100,10 @@ type TurnStart struct {
 	Heartbeat     string
 }
 
-// ReactionsWanted asks the reactions part to set refs to State.
-type ReactionsWanted struct {
-	Refs  []msgRef
-	State pipeline.ReactionState
-}
-
 // NoticeWanted asks the replies part for a notice under a message.
 type NoticeWanted struct{ MessageID, ThreadID, Text string }
 
-func (ReactionsWanted) isEvent() {}
-func (NoticeWanted) isEvent()    {}
+func (NoticeWanted) isEvent() {}
 
 // Running is true while a turn runs.
 func (s *TurnState) Running() bool { return s.Active != nil }

@@ -173,6 +173,20 @@ func (s *TurnState) toolLines(env Env, round pipeline.ToolRound) Effect {
 	}}
 }
 
+// View is what the queue may know of the running turn; the zero value
+// is no turn.
+func (s *TurnState) View() RunningTurn {
+	a := s.Active
+	if a == nil {
+		return RunningTurn{}
+	}
+	return RunningTurn{
+		TurnID: a.TurnID, AtModel: a.Phase == PhaseModel, Thread: a.anchor().ThreadID,
+		Interrupted: a.Stopped == "interrupted", Aborted: a.Stopped == "aborted",
+		Steered: len(a.Steered), SteeredBytes: sizeOf(a.Steered),
+	}
+}
+
 // Steer takes messages steered into the running turn; its next step
 // reads them.
 func (s *TurnState) Steer(msgs []pipeline.Inbound) {
