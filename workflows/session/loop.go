@@ -228,6 +228,8 @@ func (s *session) route(ev Event) []Effect {
 			return st.Proposals.Edited(env, ev)
 		case GateKey(ev.Key):
 			return st.Engagement.Gated(env, ev, st.Intake.QueueSettings(env))
+		case RepliesCall(ev.Key):
+			return st.Replies.Returned(env, ev)
 		}
 	case BatchReady:
 		return st.Queue.Dispatch(env, ev.Batch, st.Turn.View())
@@ -238,13 +240,25 @@ func (s *session) route(ev Event) []Effect {
 		return st.Turn.Stop(env, "interrupted")
 	case EngageReactions:
 		return st.Reactions.React(env, ev.Refs, ev.State)
+	case CommandReactions:
+		return st.Reactions.React(env, ev.Refs, ev.State)
+	case NoticeWanted:
+		return st.Replies.Notice(env, ev)
+	case FeedbackGiven:
+		return st.Replies.RecordFeedback(env, ev.Feedback)
+	case UsageReported:
+		st.Control.AddUsage(ev.Usage)
+		return nil
 	case ModelAnswered:
 		return st.Turn.Answered(env, ev)
 	case ToolRan:
 		return st.Turn.ToolDone(env, ev)
 	case ChunkDelivered:
-		if ProposalKey(ev.TurnID) {
+		switch {
+		case ProposalKey(ev.TurnID):
 			return st.Proposals.Delivered(env, ev)
+		case ReplyDelivery(ev.TurnID):
+			return st.Replies.Delivered(env, ev)
 		}
 		return append(st.Reactions.Delivered(env, ev), st.Turn.Delivered(env, ev)...)
 	case RetryAsked:

@@ -21,6 +21,8 @@ type State struct {
 	Turn       TurnState       `json:"turn"`
 	Reactions  ReactionsState  `json:"reactions"`
 	Proposals  ProposalsState  `json:"proposals"`
+	Control    ControlState    `json:"control"`
+	Replies    RepliesState    `json:"replies"`
 	Counters   Counters        `json:"counters"`
 }
 

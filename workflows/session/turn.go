@@ -100,11 +100,6 @@ type TurnStart struct {
 	Heartbeat     string
 }
 
-// NoticeWanted asks the replies part for a notice under a message.
-type NoticeWanted struct{ MessageID, ThreadID, Text string }
-
-func (NoticeWanted) isEvent() {}
-
 // Running is true while a turn runs.
 func (s *TurnState) Running() bool { return s.Active != nil }
 
