@@ -22,6 +22,9 @@ import (
 // fakePlatform stands in for the activities: it records every side effect
 // with the simulated time at which it happened.
 type fakePlatform struct {
+	// retires: the run retires into the chat session workflow at its
+	// first quiet point (retiring).
+	retires bool
 	env      *testsuite.TestWorkflowEnvironment
 	start    time.Time
 	settings pipeline.Settings
@@ -109,6 +112,12 @@ func newEnvOn(t *testing.T, suite *testsuite.WorkflowTestSuite, start time.Time,
 		o(p)
 	}
 	env.RegisterWorkflowWithOptions(SessionWorkflow, workflow.RegisterOptions{Name: WorkflowName})
+	if !p.retires {
+		// A run of the members release retires into the chat session
+		// workflow at its first quiet point (changeRetire); these tests
+		// see it run on, as a replay of its history does.
+		env.OnGetVersion(changeRetire+"/0", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	}
 	env.RegisterActivityWithOptions(func(context.Context, pipeline.SessionKey) (pipeline.Settings, error) {
 		return p.settings, nil
 	}, activity.RegisterOptions{Name: pipeline.ActivityLoadSettings})

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/replyflow/replyflow/pipeline"
 )
@@ -108,5 +110,26 @@ func TestARunFromBeforeTheMemberRuleKeepsItsBehaviourOrMovesOn(t *testing.T) {
 	env.ExecuteWorkflow(WorkflowName, SessionParams{Session: demoSession, State: st})
 	carried := continuedState(t, env)
 	assert.Equal(t, 3, carried.TurnSeq)
+	assert.Empty(t, p.steps)
+}
+
+func retiring(p *fakePlatform) { p.retires = true }
+
+// A run of the members release, the last of this workflow type, retires
+// at its first quiet point: it continues as new into the chat session
+// workflow with its state.
+func TestARunOfTheLastReleaseRetiresIntoTheChatSessionWorkflow(t *testing.T) {
+	env, p := newEnv(t, retiring)
+	st := &State{Status: StatusIdle, TurnState: TurnState{TurnSeq: 3, ModelOverride: "openai/x"}}
+	env.ExecuteWorkflow(WorkflowName, SessionParams{Session: demoSession, State: st})
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &can)
+	assert.Equal(t, ChatSessionName, can.WorkflowType.Name)
+	var next RetiredParams
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(can.Input.Payloads[0], &next))
+	require.NotNil(t, next.Retired)
+	assert.Equal(t, 3, next.Retired.TurnSeq)
+	assert.Equal(t, "openai/x", next.Retired.ModelOverride)
+	assert.Equal(t, demoSession, next.Session)
 	assert.Empty(t, p.steps)
 }

@@ -10,8 +10,12 @@ import (
 
 // Names other processes use to reach a session workflow.
 const (
-	// WorkflowName is the registered workflow type.
+	// WorkflowName is the registered type of the retiring session
+	// workflow of this package (versions.go, changeRetire).
 	WorkflowName = "session"
+	// ChatSessionName is the registered type of the session workflow
+	// (package workflows/session) that the gateway starts.
+	ChatSessionName = "chat-session"
 	// SignalInbound carries a pipeline.Inbound.
 	SignalInbound = "inbound"
 	// QueryState returns a Snapshot as JSON.

@@ -235,7 +235,7 @@ func (s *session) run() error {
 				return s.continueAsNew()
 			}
 		}
-		if !s.v.members && !s.movingOn && !s.turns.running() && s.movesOn() {
+		if !s.movingOn && !s.turns.running() && s.movesOn() {
 			// A run of an older release takes the newest between its
 			// turns: it starts no other turn, and continues as new at
 			// the quiet point that follows (a reaction or a reply in
@@ -434,7 +434,20 @@ func (s *session) settle() error {
 
 func (s *session) continueAsNew() error {
 	s.log.Info("Continuing as new", "history_length", workflow.GetInfo(s.ctx).GetCurrentHistoryLength())
+	if s.movingOn && s.v.members {
+		// The last release of this type retires into the chat session
+		// workflow, which takes this state as it is (RetiredParams).
+		return workflow.NewContinueAsNewError(s.ctx, ChatSessionName, RetiredParams{Session: s.key, Retired: s.st})
+	}
 	return workflow.NewContinueAsNewError(s.ctx, WorkflowName, SessionParams{Session: s.key, State: s.st})
+}
+
+// RetiredParams start a chat session workflow from a run of this one:
+// its key and the state it carried (the chat session's Params read the
+// same JSON).
+type RetiredParams struct {
+	Session pipeline.SessionKey `json:"session"`
+	Retired *State              `json:"retired,omitempty"`
 }
 
 // errorType is the ApplicationError type of err, or "" for other failures.

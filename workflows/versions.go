@@ -85,6 +85,13 @@ const (
 	// new starts no other turn (holdsForCarry); a run that began before
 	// it moves on at its next quiet point like a run of an older release.
 	changeMembers = "members-2026-11"
+	// changeRetire is read at a quiet point of a run of the members
+	// release, the last release of this workflow type: a run that
+	// records it continues as new there into the chat session workflow
+	// (package workflows/session, ChatSessionName), carrying its state,
+	// and this type has no open run once every session has passed a
+	// quiet point. Like changeMoveOn, its ID names the workflow task.
+	changeRetire = "retire-2026-11"
 )
 
 // versions are the changes this run took.
@@ -169,10 +176,27 @@ func (s *runEnv) readVersions() {
 // between the live run and a replay (a local activity's result arrives
 // at another moment), and a marker read under another number is a
 // nondeterminism failure.
+//
+// A run of the members release moves on to the chat session workflow
+// instead (changeRetire), unless this build is one from before it.
 func (s *runEnv) movesOn() bool {
-	if s.v.members || slices.Contains(changesInOrder, BuiltBefore) {
+	if slices.Contains(changesInOrder, BuiltBefore) || (s.v.members && BuiltBefore == changeRetire) {
 		return false
 	}
 	task := workflow.GetInfo(s.ctx).GetCurrentHistoryLength()
+	if s.v.members {
+		return workflow.GetVersion(s.ctx, changeRetire+"/"+strconv.Itoa(task), workflow.DefaultVersion, 1) >= 1
+	}
 	return workflow.GetVersion(s.ctx, changeMoveOn+"/"+strconv.Itoa(task), workflow.DefaultVersion, 1) >= 1
+}
+
+// StartedWorkflow is the workflow type the gateway starts a session
+// with: the chat session workflow, or this one in a build from before
+// changeRetire (BuiltBefore), which the rolling-upgrade test runs as the
+// old version.
+func StartedWorkflow() string {
+	if BuiltBefore == changeRetire || slices.Contains(changesInOrder, BuiltBefore) {
+		return WorkflowName
+	}
+	return ChatSessionName
 }
