@@ -45,6 +45,10 @@ type ControlState struct {
 	// HeartbeatTicks are the latest tick IDs, oldest first (at most
 	// heartbeatTicksKept).
 	HeartbeatTicks []string `json:"heartbeat_ticks,omitempty"`
+	// Ticks are the ticks whose checklist is being read (at most
+	// heartbeatTicksKept), and RunningTick the tick whose turn runs.
+	Ticks       []pipeline.HeartbeatTick `json:"ticks,omitempty"`
+	RunningTick string                   `json:"running_tick,omitempty"`
 }
 
 // HeartbeatRecord is one heartbeat tick as operators see it.

@@ -81,9 +81,6 @@ type TurnEnded struct{ Record TurnRecord }
 // RetryAsked: an operator asked a parked delivery to go out again.
 type RetryAsked struct{ By, Reason string }
 
-// ReloadAsked: the settings changed; the session reads them again.
-type ReloadAsked struct{ By, Reason string }
-
 // Disengaged: the agent answers again only when addressed.
 type Disengaged struct{}
 
@@ -103,7 +100,6 @@ func (DecisionTaken) isEvent()   {}
 func (HeartbeatTicked) isEvent() {}
 func (TurnEnded) isEvent()       {}
 func (RetryAsked) isEvent()      {}
-func (ReloadAsked) isEvent()     {}
 func (Disengaged) isEvent()      {}
 func (FeedbackGiven) isEvent()   {}
 

@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"strings"
 
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -29,6 +30,12 @@ type session struct {
 	run      *runner
 	// publishDue: a part changed what the search attributes show.
 	publishDue bool
+	// idleArmed: the run's idle timer is armed. It stays armed while
+	// turns come and go: one timer a TTL, not one a turn.
+	idleArmed bool
+	// settingsLoaded: the run read its settings (an update that arrives
+	// with the first task is checked for its form only).
+	settingsLoaded bool
 }
 
 // signals are the session's signal channels, read only by the loop.
@@ -81,7 +88,24 @@ func Workflow(ctx workflow.Context, p Params) error {
 
 // register sets the query and update handlers.
 func (s *session) register() error {
-	return workflow.SetQueryHandler(s.ctx, workflows.QueryState, func() (*State, error) { return s.st, nil })
+	if err := workflow.SetQueryHandler(s.ctx, workflows.QueryState, func() (workflows.Snapshot, error) {
+		return SnapshotOf(s.env(), s.st, workflow.GetInfo(s.ctx).GetCurrentHistoryLength()), nil
+	}); err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandlerWithOptions(s.ctx, workflows.UpdateDecide,
+		func(ctx workflow.Context, d pipeline.Decision) (string, error) {
+			// What the decision emits wakes the loop, which answers it.
+			effects, answer, err := s.st.Proposals.Update(s.env(), d)
+			s.do(effects)
+			return answer, err
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, d pipeline.Decision) error {
+			if !s.settingsLoaded {
+				return s.st.Proposals.Known(s.env(), d)
+			}
+			return s.st.Proposals.Check(s.env(), d, false)
+		}})
 }
 
 func (s *session) loadSettings() error {
@@ -92,6 +116,7 @@ func (s *session) loadSettings() error {
 	if err := workflow.ExecuteLocalActivity(ctx, pipeline.ActivityLoadSettings, s.key).Get(ctx, &s.settings); err != nil {
 		return fmt.Errorf("load settings for %s: %w", s.key.WorkflowID(), err)
 	}
+	s.settingsLoaded = true
 	return nil
 }
 
@@ -103,17 +128,157 @@ func (s *session) resume() []Effect {
 	return append(out, s.st.Proposals.Resume(env)...)
 }
 
-// loop takes signals as events, answers every event, and waits for more.
+// loop takes signals as events, answers every event, and waits for
+// more; a run ends at a quiet point: continuing as new when its history
+// is long, completing when it has been idle for the TTL.
 func (s *session) loop() error {
 	for {
+		if err := s.takeReloads(); err != nil {
+			return err
+		}
 		s.takeSignals()
 		if err := s.answer(); err != nil {
 			return err
 		}
-		if err := workflow.Await(s.ctx, func() bool { return len(s.events) > 0 || s.signals.pending() }); err != nil {
+		if s.shouldContinueAsNew() && s.mayCarry() {
+			if end, err := s.settle(s.mayCarry); end || err != nil {
+				return cmpErr(err, s.continueAsNew())
+			}
+			continue
+		}
+		if s.idle() {
+			expired, err := s.waitWhileIdle()
+			if err != nil {
+				return err
+			}
+			if expired {
+				if end, err := s.settle(s.idle); end || err != nil {
+					if err == nil {
+						s.log.Info("Session idle past its TTL; completing", "idle_ttl", s.settings.IdleTTL)
+					}
+					return err
+				}
+			}
+			continue
+		}
+		if err := workflow.Await(s.ctx, func() bool {
+			return len(s.events) > 0 || s.signals.pending() || (s.shouldContinueAsNew() && s.mayCarry())
+		}); err != nil {
 			return err
 		}
 	}
+}
+
+func cmpErr(err, otherwise error) error {
+	if err != nil {
+		return err
+	}
+	return otherwise
+}
+
+// settle prepares the end of a run in the order of the SDK's safe
+// message handler sample: running update handlers finish, then every
+// signal delivered so far is answered; the run ends only if still may
+// says so after that.
+func (s *session) settle(still func() bool) (bool, error) {
+	if err := workflow.Await(s.ctx, func() bool { return workflow.AllHandlersFinished(s.ctx) }); err != nil {
+		return false, err
+	}
+	s.takeSignals()
+	if err := s.answer(); err != nil {
+		return false, err
+	}
+	return still(), nil
+}
+
+// quiet is true with nothing of the session's own under way: no effect
+// runs, so continue-as-new loses nothing (windows, the queue and
+// scheduled clears are carried in State and re-armed by the next run).
+func (s *session) quiet() bool {
+	return !s.run.Busy() && len(s.events) == 0 && !s.st.Reactions.Busy() && !s.st.Replies.Busy() &&
+		!s.st.Engagement.Busy() && !s.st.Control.ReadingChecklists()
+}
+
+// mayCarry is true where the run may continue as new: at a quiet point
+// between turns, or while the turn waits for something only a person
+// gives (decisions, a retry), which may take days in a busy chat.
+func (s *session) mayCarry() bool {
+	if !s.quiet() {
+		return false
+	}
+	a := s.st.Turn.Active
+	return a == nil || a.Carriable()
+}
+
+// holdsTurns: a run that should continue as new starts no other turn,
+// so a busy chat reaches its quiet point; the next run starts it.
+func (s *session) holdsTurns() bool { return s.shouldContinueAsNew() }
+
+// idle is true when nothing at all is pending; only an idle session may
+// complete.
+func (s *session) idle() bool {
+	st := s.st
+	return s.quiet() && !st.Turn.Running() && !st.Queue.Queued() && !st.Intake.Holding() && !st.Engagement.GatePending() &&
+		!st.Reactions.Pending() && st.Proposals.Pending() == 0 && !s.signals.pending()
+}
+
+func (s *session) shouldContinueAsNew() bool {
+	info := workflow.GetInfo(s.ctx)
+	return info.GetContinueAsNewSuggested() ||
+		(s.settings.MaxHistoryEvents > 0 && info.GetCurrentHistoryLength() >= s.settings.MaxHistoryEvents)
+}
+
+// idleTimer is the run's idle timer.
+const idleTimer TimerID = "idle"
+
+// waitWhileIdle waits for work, or for the idle TTL (counted from the
+// last thing a person did) to pass.
+func (s *session) waitWhileIdle() (expired bool, err error) {
+	env := s.env()
+	left := s.st.Control.IdleLeft(env)
+	if left <= 0 {
+		return true, nil
+	}
+	if !s.idleArmed {
+		s.idleArmed = true
+		s.run.start(Arm{Timer: idleTimer, At: env.Now.Add(left), Summary: "idle; the session completes after " + s.settings.IdleTTL.String() + " without a person"})
+	}
+	return false, workflow.Await(s.ctx, func() bool { return len(s.events) > 0 || s.signals.pending() || s.shouldContinueAsNew() })
+}
+
+// decision applies a decision taken in the chat and answers it.
+func (s *session) decision(env Env, ev DecisionAsked) []Effect {
+	effects, answer, err := s.st.Proposals.decide(env, ev.Decision, ev.OwnerVerified)
+	switch {
+	case err != nil && ev.Button:
+		return append(effects, Emit{NoticeWanted{MessageID: ev.MessageID, ThreadID: ev.ThreadID, Text: "⚠️ " + err.Error(), To: ev.To, Via: ev.Via}})
+	case err != nil:
+		return append(effects, Emit{AnswerWanted{MessageID: ev.MessageID, ThreadID: ev.ThreadID, Text: "⚠️ " + err.Error()}})
+	case ev.Button:
+		return effects
+	}
+	return append(effects, Emit{AnswerWanted{MessageID: ev.MessageID, ThreadID: ev.ThreadID, Text: answer}})
+}
+
+func (s *session) continueAsNew() error {
+	s.log.Info("Continuing as new", "history_length", workflow.GetInfo(s.ctx).GetCurrentHistoryLength())
+	return workflow.NewContinueAsNewError(s.ctx, WorkflowName, Params{Session: s.key, State: s.st})
+}
+
+// takeReloads reads the settings again when the reload signal asked for
+// it (a changed configuration, `replyflow reload`): before the messages
+// that came with it, so a sender no longer allowed is refused at their
+// next message.
+func (s *session) takeReloads() error {
+	if s.signals.reloads.Len() == 0 {
+		return nil
+	}
+	var r workflows.ReloadRequest
+	for s.signals.reloads.ReceiveAsync(&r) {
+		s.log.Info("Reloading the session's settings", "by", r.By, "reason", r.Reason)
+	}
+	s.publishDue = true
+	return s.loadSettings()
 }
 
 // takeSignals turns every signal delivered so far into an event, in the
@@ -135,10 +300,6 @@ func (s *session) takeSignals() {
 	for s.signals.retries.ReceiveAsync(&r) {
 		s.events = append(s.events, RetryAsked{By: r.By, Reason: r.Reason})
 	}
-	var rl workflows.ReloadRequest
-	for s.signals.reloads.ReceiveAsync(&rl) {
-		s.events = append(s.events, ReloadAsked{By: rl.By, Reason: rl.Reason})
-	}
 	var in pipeline.Inbound
 	for s.signals.inbound.ReceiveAsync(&in) {
 		s.events = append(s.events, MessageArrived{In: in})
@@ -152,14 +313,23 @@ func (s *session) takeSignals() {
 // answer routes the waiting events, oldest first, and those their
 // answers emit, until none is left.
 func (s *session) answer() error {
-	for n := 0; len(s.events) > 0; n++ {
+	for n := 0; ; n++ {
 		if n >= maxEventsPerTask {
 			return fmt.Errorf("session %s: more than %d events in one pass; the parts emit each other in a loop", s.key.WorkflowID(), maxEventsPerTask)
+		}
+		if len(s.events) == 0 {
+			// The pass is answered: what waits for its end starts now.
+			env := s.env()
+			s.do(append(s.startTurn(env), s.st.Reactions.Apply(env)...))
+			if len(s.events) == 0 {
+				break
+			}
 		}
 		ev := s.events[0]
 		s.events = s.events[1:]
 		s.do(s.route(ev))
 	}
+	s.publish()
 	return nil
 }
 
@@ -190,6 +360,57 @@ func (s *session) route(ev Event) []Effect {
 	switch ev := ev.(type) {
 	case MessageArrived:
 		return st.Intake.Admit(env, ev.In)
+	case MessageAccepted:
+		return s.accept(env, ev.In)
+	case CommandGiven:
+		return s.command(env, ev)
+	case AnswerWanted:
+		return st.Replies.Answer(env, msgRef{ID: ev.MessageID, Thread: ev.ThreadID}, ev.Text)
+	case StopAsked:
+		return s.stop(env)
+	case NewTranscriptAsked:
+		st.Queue.AskNewTranscript()
+		return st.Replies.Save(env, st.Control.Saved(s.saved(env)))
+	case ModelChosen:
+		st.Turn.Models.ModelOverride = ev.Model
+		return st.Replies.Save(env, st.Control.Saved(s.saved(env)))
+	case QueuePatched:
+		if ev.Reset {
+			st.Intake.ResetQueue()
+		} else {
+			st.Intake.PatchQueue(ev.Patch)
+		}
+		return append(st.Replies.Save(env, st.Control.Saved(s.saved(env))), Publish{})
+	case ActivationChosen:
+		st.Engagement.SetActivation(ev.Mode)
+		return st.Replies.Save(env, st.Control.Saved(s.saved(env)))
+	case DecisionAsked:
+		return s.decision(env, ev)
+	case CompactionFinished:
+		if ev.Compacted {
+			st.Counters.Resets++
+		}
+		return nil
+	case OwnerClaimed:
+		s.settings.Owners = append(s.settings.Owners, ev.Who)
+		return nil
+	case Disengaged, DisengageAsked:
+		running := ""
+		if a := st.Turn.Active; a != nil {
+			running = a.TurnID
+		}
+		st.Engagement.Disengage(env, running)
+		return nil
+	case Answered:
+		st.Engagement.GrantSticky(env, ev.TurnID, ev.Messages, ev.Thread)
+		return nil
+	case SteeredLeft:
+		return st.Queue.Requeue(env, ev.Messages, st.Intake.QueueSettings(env))
+	case TurnEnded:
+		return s.turnEnded(env, ev)
+	case HeartbeatTicked:
+		return s.heartbeat(env, ev.Tick)
+
 	case TimerFired:
 		switch {
 		case WindowTimer(ev.Timer):
@@ -198,6 +419,9 @@ func (s *session) route(ev Event) []Effect {
 			return st.Reactions.Fired(env)
 		case ev.Timer == gateTimer:
 			return st.Engagement.GateFired(env, st.Turn.Running())
+		case ev.Timer == idleTimer:
+			s.idleArmed = false
+			return nil
 		case ev.Timer == proposalsTimer:
 			return st.Proposals.Fired(env)
 		case st.Turn.Active != nil && ev.Timer == st.Turn.waitTimer():
@@ -230,6 +454,8 @@ func (s *session) route(ev Event) []Effect {
 			return st.Engagement.Gated(env, ev, st.Intake.QueueSettings(env))
 		case RepliesCall(ev.Key):
 			return st.Replies.Returned(env, ev)
+		case strings.HasPrefix(ev.Key, checklistKey):
+			return s.checklistRead(env, ev)
 		}
 	case BatchReady:
 		return st.Queue.Dispatch(env, ev.Batch, st.Turn.View())

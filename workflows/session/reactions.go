@@ -267,18 +267,25 @@ func (s *ReactionsState) Fired(env Env) []Effect {
 	return s.next(env)
 }
 
-// next is what the part starts after any change of its state: the
-// first queued change, unless one is being applied, and the clear timer
-// at the next clear or retry.
+// Apply starts the first queued change, unless one is being applied.
+// The loop calls it once every event of a pass is answered, not at each
+// change: a 👀 that a turn starting in the same pass replaces with ✍️
+// never reaches the platform.
+func (s *ReactionsState) Apply(env Env) []Effect {
+	if s.Applying || len(s.Changes) == 0 {
+		return nil
+	}
+	s.Applying = true
+	if r := s.reaction(s.Changes[0].MessageID); r != nil {
+		r.Shown = true
+	}
+	return []Effect{ApplyReaction{Change: s.Changes[0]}}
+}
+
+// next is what the part starts after any change of its state: the clear
+// timer at the next clear or retry.
 func (s *ReactionsState) next(env Env) []Effect {
 	var out []Effect
-	if !s.Applying && len(s.Changes) > 0 {
-		s.Applying = true
-		if r := s.reaction(s.Changes[0].MessageID); r != nil {
-			r.Shown = true
-		}
-		out = append(out, ApplyReaction{Change: s.Changes[0]})
-	}
 	due := s.nextDue()
 	switch {
 	case due.IsZero() && !s.ClearArmedAt.IsZero():

@@ -40,20 +40,25 @@ func arms(effects []Effect) []Arm {
 func TestReactionChangesGoOutOneAtATimeInOrder(t *testing.T) {
 	var s ReactionsState
 	env := envAt(0)
-	first := s.React(env, refsOf(msg("1", "u")), pipeline.ReactionReceived)
+	assert.Empty(t, applies(s.React(env, refsOf(msg("1", "u")), pipeline.ReactionReceived)), "changes start once the pass is answered")
+	first := s.Apply(env)
 	require.Len(t, applies(first), 1)
-	assert.Empty(t, applies(s.React(env, refsOf(msg("2", "u")), pipeline.ReactionReceived)), "the second waits for the first")
-	next := s.Applied(env, ReactionApplied{Change: applies(first)[0]})
+	s.React(env, refsOf(msg("2", "u")), pipeline.ReactionReceived)
+	assert.Empty(t, s.Apply(env), "the second waits for the first")
+	s.Applied(env, ReactionApplied{Change: applies(first)[0]})
+	next := s.Apply(env)
 	require.Len(t, applies(next), 1)
 	assert.Equal(t, "2", applies(next)[0].MessageID)
-	assert.Empty(t, applies(s.Applied(env, ReactionApplied{Change: applies(next)[0]})))
+	s.Applied(env, ReactionApplied{Change: applies(next)[0]})
+	assert.Empty(t, s.Apply(env))
 	assert.False(t, s.Busy())
 }
 
 func TestThinkingIsLeftToTheModelStepAndAWaitingChangeGivesWay(t *testing.T) {
 	var s ReactionsState
 	env := envAt(0)
-	s.React(env, refsOf(msg("1", "u")), pipeline.ReactionReceived) // applying
+	s.React(env, refsOf(msg("1", "u")), pipeline.ReactionReceived)
+	s.Apply(env)                                                   // applying
 	s.React(env, refsOf(msg("2", "u")), pipeline.ReactionReceived) // waiting
 	s.React(env, refsOf(msg("2", "u")), pipeline.ReactionThinking)
 	require.Len(t, s.Changes, 1, "the model step shows ✍️ itself: 👀 on 2 is not applied")
@@ -66,9 +71,13 @@ func TestDoneIsClearedAfterTheDelayByOneSharedTimer(t *testing.T) {
 	out := s.React(env, refsOf(msg("1", "u"), msg("2", "u")), pipeline.ReactionDone)
 	require.Len(t, arms(out), 1)
 	assert.Equal(t, t0.Add(10*time.Minute), arms(out)[0].At)
+	s.Apply(env)
 	s.Applied(env, ReactionApplied{Change: s.Changes[0]})
+	s.Apply(env)
 	s.Applied(env, ReactionApplied{Change: s.Changes[0]})
-	fired := s.Fired(clearAfter(envAt(10*time.Minute), 10*time.Minute, time.Hour))
+	later := clearAfter(envAt(10*time.Minute), 10*time.Minute, time.Hour)
+	s.Fired(later)
+	fired := s.Apply(later)
 	require.Len(t, applies(fired), 1)
 	assert.Equal(t, pipeline.ReactionNone, applies(fired)[0].State)
 	assert.Len(t, s.Changes, 2, "both clears are queued from one timer")
@@ -77,26 +86,29 @@ func TestDoneIsClearedAfterTheDelayByOneSharedTimer(t *testing.T) {
 func TestAFailedFinalReactionIsRetriedLaterAndARefusedOneIsNot(t *testing.T) {
 	var s ReactionsState
 	env := clearAfter(envAt(0), time.Hour, time.Hour)
-	out := s.React(env, refsOf(msg("1", "u")), pipeline.ReactionDone)
-	change := applies(out)[0]
+	s.React(env, refsOf(msg("1", "u")), pipeline.ReactionDone)
+	change := applies(s.Apply(env))[0]
 	retry := s.Applied(env, ReactionApplied{Change: change, Failure: &Failure{Type: "Unavailable"}})
 	require.NotEmpty(t, arms(retry))
 	assert.Equal(t, t0.Add(reactionRetryBase), arms(retry)[0].At, "the retry comes before the clear")
-	again := s.Fired(clearAfter(envAt(reactionRetryBase), time.Hour, time.Hour))
+	later := clearAfter(envAt(reactionRetryBase), time.Hour, time.Hour)
+	s.Fired(later)
+	again := s.Apply(later)
 	require.Len(t, applies(again), 1)
 	assert.Equal(t, 1, applies(again)[0].Attempt)
 
 	var refused ReactionsState
-	out = refused.React(env, refsOf(msg("2", "u")), pipeline.ReactionDone)
-	after := refused.Applied(env, ReactionApplied{Change: applies(out)[0], Failure: &Failure{Type: "PlatformRejected"}})
-	assert.Empty(t, applies(after))
+	refused.React(env, refsOf(msg("2", "u")), pipeline.ReactionDone)
+	refused.Applied(env, ReactionApplied{Change: applies(refused.Apply(env))[0], Failure: &Failure{Type: "PlatformRejected"}})
+	assert.Empty(t, refused.Apply(env))
 	assert.Zero(t, refused.Reactions[0].RetryAt)
 }
 
 func TestTheLastChunkCarriesTheDoneReactionUnlessOneOfItsMessagesIsBeingApplied(t *testing.T) {
 	var s ReactionsState
 	env := clearAfter(envAt(0), time.Minute, time.Hour)
-	s.React(env, refsOf(msg("1", "u")), pipeline.ReactionReceived) // 👀 on 1 is applying
+	s.React(env, refsOf(msg("1", "u")), pipeline.ReactionReceived)
+	s.Apply(env) // 👀 on 1 is applying
 	d := Deliver{TurnID: "t1", Delivery: pipeline.Delivery{Index: 0}}
 	assert.False(t, s.Carry(env, &d, refsOf(msg("1", "u")), pipeline.ReactionDone), "✅ must land after 👀")
 	s.Applied(env, ReactionApplied{Change: s.Changes[0]})
@@ -113,7 +125,8 @@ func TestACarriedReactionThePlatformRefusedIsAppliedTheUsualWay(t *testing.T) {
 	env := clearAfter(envAt(0), time.Minute, time.Hour)
 	d := Deliver{TurnID: "t1", Delivery: pipeline.Delivery{Index: 2}}
 	require.True(t, s.Carry(env, &d, refsOf(msg("1", "u")), pipeline.ReactionDone))
-	out := s.Delivered(env, ChunkDelivered{TurnID: "t1", Index: 2, Delivered: pipeline.Delivered{ReactionsFailed: []string{"1"}}})
+	s.Delivered(env, ChunkDelivered{TurnID: "t1", Index: 2, Delivered: pipeline.Delivered{ReactionsFailed: []string{"1"}}})
+	out := s.Apply(env)
 	require.Len(t, applies(out), 1)
 	assert.Equal(t, pipeline.ReactionDone, applies(out)[0].State)
 }
@@ -131,6 +144,7 @@ func TestALastChunkHeldForAChangeBeingAppliedGoesOutWhenItLands(t *testing.T) {
 	var s ReactionsState
 	env := clearAfter(envAt(0), time.Minute, time.Hour)
 	s.React(env, refsOf(msg("1", "u")), pipeline.ReactionReceived)
+	s.Apply(env)
 	last := LastChunkReady{Deliver: Deliver{TurnID: "t1"}, Refs: refsOf(msg("1", "u")), State: pipeline.ReactionDone}
 	assert.Empty(t, s.DeliverLast(env, last))
 	out := s.Applied(env, ReactionApplied{Change: s.Changes[0]})

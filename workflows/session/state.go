@@ -2,6 +2,7 @@ package session
 
 import (
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workflows"
 )
 
 // Params start a run: the session's key and, after continue-as-new, the
@@ -9,6 +10,9 @@ import (
 type Params struct {
 	Session pipeline.SessionKey `json:"session"`
 	State   *State              `json:"state,omitempty"`
+	// Retired is the state of a run of the retiring session workflow
+	// that continued as new into this one (workflows.RetiredParams).
+	Retired *workflows.State `json:"retired,omitempty"`
 }
 
 // State is everything a session keeps between events and across runs,
@@ -73,3 +77,6 @@ func refsOf(msgs ...pipeline.Inbound) []msgRef {
 	}
 	return refs
 }
+
+// WorkflowName is the registered type of this session workflow.
+const WorkflowName = workflows.ChatSessionName

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -98,6 +99,23 @@ type TurnStart struct {
 	Options       TurnOptions
 	NewTranscript bool
 	Heartbeat     string
+}
+
+// maxCarriedTurnBytes bounds the turn continue-as-new may carry: the
+// whole state is one payload, with a size limit, and the rest of the
+// state takes most of it at its bounds. A larger turn (a huge reply
+// parked) holds the run until it ends.
+const maxCarriedTurnBytes = 128 << 10
+
+// Carriable is true while the turn waits for something only a person or
+// an operator gives (decisions, a retry), with nothing of its own under
+// way: continue-as-new carries it, and the next run goes on with it.
+func (a *ActiveTurn) Carriable() bool {
+	if a.Stopped != "" || (a.Phase != PhaseWaiting && a.Phase != PhaseParked) {
+		return false
+	}
+	data, err := json.Marshal(a)
+	return err == nil && len(data) <= maxCarriedTurnBytes
 }
 
 // Running is true while a turn runs.

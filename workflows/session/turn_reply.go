@@ -162,7 +162,7 @@ func (s *TurnState) answered(env Env) []Effect {
 	}
 	var out []Effect
 	if a.Heartbeat == "" {
-		out = append(out, Emit{Answered{Messages: a.Messages, Thread: a.anchor().ThreadID}})
+		out = append(out, Emit{Answered{TurnID: a.TurnID, Messages: a.Messages, Thread: a.anchor().ThreadID}})
 	}
 	if len(a.Chunks) == 0 {
 		out = append(out, Emit{ReactionsWanted{Refs: a.Refs, State: DoneState(env)}})
@@ -173,6 +173,7 @@ func (s *TurnState) answered(env Env) []Effect {
 // Answered tells engagement a reply went out in a thread (sticky
 // credits for its senders).
 type Answered struct {
+	TurnID   string
 	Messages []pipeline.Inbound
 	Thread   string
 }
