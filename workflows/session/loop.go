@@ -28,8 +28,9 @@ type session struct {
 	signals  signals
 	events   []Event
 	run      *runner
-	// publishDue: a part changed what the search attributes show.
-	publishDue bool
+	// vis is what the search attributes last said (not carried: a new
+	// run publishes everything once).
+	vis VisibilityState
 	// idleArmed: the run's idle timer is armed. It stays armed while
 	// turns come and go: one timer a TTL, not one a turn.
 	idleArmed bool
@@ -277,7 +278,6 @@ func (s *session) takeReloads() error {
 	for s.signals.reloads.ReceiveAsync(&r) {
 		s.log.Info("Reloading the session's settings", "by", r.By, "reason", r.Reason)
 	}
-	s.publishDue = true
 	return s.loadSettings()
 }
 
@@ -342,11 +342,20 @@ func (s *session) do(effects []Effect) {
 			s.events = append(s.events, e.Event)
 			continue
 		case Publish:
-			s.publishDue = true
-			continue
+			continue // every pass ends publishing what changed
 		}
 		s.run.start(e)
 	}
+}
+
+// publish upserts the search attributes that changed, in one event, and
+// refreshes the current details the UI shows.
+func (s *session) publish() {
+	env := s.env()
+	if updates := s.vis.Updates(env, s.st); len(updates) > 0 {
+		s.run.publish(updates)
+	}
+	s.run.details(Details(env, s.st))
 }
 
 // env is what the parts read for an event answered now.

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workflows"
 )
 
 // The session's routes: which parts an accepted message, a command's
@@ -63,7 +64,7 @@ func (s *session) command(env Env, ev CommandGiven) []Effect {
 	busy := st.Turn.Running() || st.Queue.Queued() || st.Intake.Holding() || st.Engagement.GatePending()
 	view := CommandView{
 		Saved:      s.saved(env),
-		Model:      s.primaryModel(env),
+		Model:      PrimaryModel(env, st),
 		Activation: st.Engagement.Activation(env),
 		Status:     StatusInfo(env, st),
 		Busy:       busy,
@@ -80,14 +81,6 @@ func (s *session) saved(env Env) pipeline.SessionSettings {
 		Queue:         st.Intake.QueueOverride,
 		Activation:    st.Engagement.ActivationOverride,
 	}
-}
-
-// primaryModel is the model the next step asks first.
-func (s *session) primaryModel(env Env) string {
-	if models, _ := s.st.Turn.Models.Chain(env, ""); len(models) > 0 {
-		return models[0]
-	}
-	return ""
 }
 
 // stop is /stop: the running turn stops, and everything waiting is
@@ -135,11 +128,14 @@ func (s *session) startTurn(env Env) []Effect {
 // turnEnded tells the other parts a turn is over.
 func (s *session) turnEnded(env Env, ev TurnEnded) []Effect {
 	st := s.st
+	out := turnMetrics(env, ev.Record)
 	if ev.Record.Heartbeat {
-		return st.Control.HeartbeatDone(env, st.Control.runningTick(), heartbeatOutcome(ev.Record.Outcome), ev.Record.TurnID)
+		outcome := heartbeatOutcome(ev.Record.Outcome)
+		out = append(out, Count{Name: workflows.MetricHeartbeats, Tags: map[string]string{"outcome": outcome}})
+		return append(out, st.Control.HeartbeatDone(env, st.Control.runningTick(), outcome, ev.Record.TurnID)...)
 	}
 	st.Control.Touched()
-	return []Effect{Publish{}}
+	return out
 }
 
 // heartbeatOutcome is what a heartbeat turn's outcome means to /status.

@@ -120,6 +120,10 @@ func (r *runner) start(e Effect) {
 		r.deliver(e)
 	case Call:
 		r.call(e)
+	case Count:
+		workflow.GetMetricsHandler(r.ctx).WithTags(e.Tags).Counter(e.Name).Inc(1)
+	case Time:
+		workflow.GetMetricsHandler(r.ctx).WithTags(e.Tags).Timer(e.Name).Record(e.Took)
 	default:
 		panic(fmt.Sprintf("session runner: no way to run %T", e))
 	}
@@ -256,6 +260,16 @@ func (r *runner) await(f workflow.Future, out any, answer func(any, *Failure) Ev
 		r.done(answer(out, failureOf(err)))
 	})
 }
+
+// publish upserts search attributes, in one event.
+func (r *runner) publish(updates []temporal.SearchAttributeUpdate) {
+	if err := workflow.UpsertTypedSearchAttributes(r.ctx, updates...); err != nil {
+		workflow.GetLogger(r.ctx).Warn("Search attributes not updated; is the namespace missing replyflow's attributes? See deploy/README.md", "error", err)
+	}
+}
+
+// details sets the markdown the Temporal UI shows as the current details.
+func (r *runner) details(markdown string) { workflow.SetCurrentDetails(r.ctx, markdown) }
 
 // Busy is true while an effect is under way.
 func (r *runner) Busy() bool { return r.running > 0 }

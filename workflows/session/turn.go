@@ -3,9 +3,11 @@ package session
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workflows"
 )
 
 // A turn, told as the story it is:
@@ -203,7 +205,13 @@ func (s *TurnState) Answered(env Env, ev ModelAnswered) []Effect {
 		return s.end(env, a.Stopped)
 	}
 	if ev.Failure != nil {
-		return s.ask(env, s.Models.AfterFailure(env, &a.Attempts, ev.Failure))
+		next := s.Models.AfterFailure(env, &a.Attempts, ev.Failure)
+		s.Last.Fallback = slices.Clone(a.Attempts.Failed)
+		out := []Effect{attemptMetric(ev.Model, ev.Failure.Type)}
+		if _, moves := next.(TryModel); moves {
+			out = append(out, Count{Name: workflows.MetricFallbacks, Tags: map[string]string{"reason": ev.Failure.Type}})
+		}
+		return append(out, s.ask(env, next)...)
 	}
 	s.Models.Succeeded(ev.Model)
 	a.NewTranscript = false
@@ -215,7 +223,7 @@ func (s *TurnState) Answered(env Env, ev ModelAnswered) []Effect {
 	rec.Steps, rec.Model = a.Step, ev.Result.Model
 	rec.addUsage(ev.Result.Usage)
 	rec.ThinkIgnored = rec.ThinkIgnored || ev.Result.ThinkIgnored
-	out := []Effect{Emit{UsageReported{Usage: ev.Result.Usage}}}
+	out := []Effect{Emit{UsageReported{Usage: ev.Result.Usage}}, attemptMetric(ev.Model, "")}
 	switch {
 	case len(ev.Result.ToolCalls) == 0:
 		return append(out, s.reply(env, ev.Result.Reply)...)

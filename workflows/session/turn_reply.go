@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workflows"
 )
 
 // Turn outcomes that are not a failure.
@@ -105,7 +106,12 @@ func (s *TurnState) Delivered(env Env, ev ChunkDelivered) []Effect {
 	s.recordDelivery(DeliveryRecord{TurnID: a.TurnID, Chunk: ev.Index, PlatformMessageID: ev.Delivered.PlatformMessageID})
 	s.Last.Delivered++
 	a.Next++
-	return s.deliverNext(env)
+	channel := map[string]string{"channel": env.Key.Channel}
+	out := []Effect{Count{Name: workflows.MetricDeliveries, Tags: map[string]string{"channel": env.Key.Channel, "outcome": "delivered"}}}
+	if anchor := a.anchor(); ev.Index == 0 && a.Heartbeat == "" && !anchor.ReceivedAt.IsZero() {
+		out = append(out, Time{Name: workflows.MetricFirstChunk, Tags: channel, Took: env.Now.Sub(anchor.ReceivedAt)})
+	}
+	return append(out, s.deliverNext(env)...)
 }
 
 // redeliver delivers the current chunk again as an activity.
@@ -135,7 +141,11 @@ func (s *TurnState) park(env Env, f *Failure) []Effect {
 	s.Last.Outcome = "delivery_failed"
 	s.Last.Error = fmt.Sprintf("delivery of chunk %d/%d failed (%s)", a.Next+1, len(a.Chunks), f.Type)
 	env.logger().Error("Delivery parked: fix the cause, then `replyflow retry` this session", "turn_id", a.TurnID, "chunk", a.Next+1, "error", f)
-	return []Effect{Emit{ReactionsWanted{Refs: a.Refs, State: pipeline.ReactionError}}}
+	return []Effect{
+		Emit{ReactionsWanted{Refs: a.Refs, State: pipeline.ReactionError}},
+		Count{Name: workflows.MetricDeliveries, Tags: map[string]string{"channel": env.Key.Channel, "outcome": "failed"}},
+		Count{Name: workflows.MetricParked, Tags: map[string]string{"channel": env.Key.Channel}},
+	}
 }
 
 // Retry answers RetryAsked: a parked reply goes on from the chunk that
