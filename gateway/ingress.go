@@ -69,7 +69,7 @@ func (i *Ingress) signal(ctx context.Context, key pipeline.SessionKey, name stri
 		StaticDetails: fmt.Sprintf("Session workflow for %s chat `%s`. Query `state` for a snapshot; see the README's operator section.", key.Channel, key.Chat),
 	}
 	_, err := i.Client.SignalWithStartWorkflow(ctx, key.WorkflowID(), name, payload, opts,
-		workflows.WorkflowName, workflows.SessionParams{Session: key})
+		workflows.StartedWorkflow(), workflows.SessionParams{Session: key})
 	if err != nil {
 		return fmt.Errorf("signal-with-start %s (%s): %w", key.WorkflowID(), name, err)
 	}

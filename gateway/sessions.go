@@ -36,8 +36,8 @@ const MaxOpenSessions = 10_000
 // session no worker ran yet (its worker was down with the gateway) must
 // be found too.
 func OpenSessionsQuery(channel string) string {
-	return fmt.Sprintf("WorkflowType = %q AND ExecutionStatus = 'Running' AND WorkflowId STARTS_WITH %q",
-		workflows.WorkflowName, pipeline.WorkflowIDPrefix+channel+":")
+	return fmt.Sprintf("%s AND ExecutionStatus = 'Running' AND WorkflowId STARTS_WITH %q",
+		workflows.SessionTypesQuery(), pipeline.WorkflowIDPrefix+channel+":")
 }
 
 // OpenSessions lists the running sessions of channel, with when each last

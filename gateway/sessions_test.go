@@ -34,7 +34,7 @@ func TestOpenSessionsPagesThroughVisibility(t *testing.T) {
 	last := started.Add(time.Hour)
 	c := &mocks.Client{}
 	query := OpenSessionsQuery("discord")
-	assert.Equal(t, `WorkflowType = "session" AND ExecutionStatus = 'Running' AND WorkflowId STARTS_WITH "session:discord:"`, query)
+	assert.Equal(t, `WorkflowType IN ("chat-session", "session") AND ExecutionStatus = 'Running' AND WorkflowId STARTS_WITH "session:discord:"`, query)
 	first := &workflowservice.ListWorkflowExecutionsResponse{NextPageToken: []byte("page 2"), Executions: []*workflow.WorkflowExecutionInfo{
 		execution(t, "session:discord:900:100", started, &last),
 		execution(t, "not-a-session", started, nil),

@@ -12,6 +12,7 @@ import (
 	"github.com/replyflow/replyflow/activities"
 	"github.com/replyflow/replyflow/pipeline"
 	"github.com/replyflow/replyflow/workflows"
+	"github.com/replyflow/replyflow/workflows/session"
 )
 
 // DefaultTaskQueue is where session workflows and their activities run.
@@ -98,6 +99,9 @@ func New(c client.Client, taskQueue string, acts *activities.Activities, stopTim
 // under their contract names.
 func Register(r worker.Registry, acts *activities.Activities) {
 	// Auto-upgrade (see Deployment); an unversioned worker ignores it.
+	r.RegisterWorkflowWithOptions(session.Workflow, workflow.RegisterOptions{Name: session.WorkflowName, VersioningBehavior: workflow.VersioningBehaviorAutoUpgrade})
+	// The retiring session workflow serves its open runs until each
+	// continues as new into the one above (workflows/versions.go).
 	r.RegisterWorkflowWithOptions(workflows.SessionWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowName, VersioningBehavior: workflow.VersioningBehaviorAutoUpgrade})
 	r.RegisterWorkflowWithOptions(workflows.HeartbeatTickWorkflow, workflow.RegisterOptions{Name: pipeline.WorkflowHeartbeatTick, VersioningBehavior: workflow.VersioningBehaviorAutoUpgrade})
 	if acts == nil {

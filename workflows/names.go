@@ -46,6 +46,12 @@ const (
 	SignalReload = "reload"
 )
 
+// SessionTypesQuery is the visibility filter of every session, whichever
+// of the session workflow types runs it.
+func SessionTypesQuery() string {
+	return fmt.Sprintf("WorkflowType IN (%q, %q)", ChatSessionName, WorkflowName)
+}
+
 // Status is where a session stands, kept in the ReplyflowState search
 // attribute so an operator can find sessions by it.
 type Status string

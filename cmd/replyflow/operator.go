@@ -36,7 +36,7 @@ type sessionsOptions struct {
 // sessionsQuery is the visibility query behind `replyflow sessions`; the
 // README's "Find a stuck conversation" gives the same queries for the UI.
 func sessionsQuery(o sessionsOptions, now time.Time) string {
-	parts := []string{fmt.Sprintf("WorkflowType = %q", workflows.WorkflowName)}
+	parts := []string{workflows.SessionTypesQuery()}
 	if !o.all {
 		parts = append(parts, `ExecutionStatus = "Running"`)
 	}

@@ -16,10 +16,10 @@ import (
 
 func TestSessionsQuery(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	assert.Equal(t, `WorkflowType = "session" AND ExecutionStatus = "Running"`, sessionsQuery(sessionsOptions{}, now))
-	assert.Equal(t, `WorkflowType = "session" AND ReplyflowChannel = "telegram"`, sessionsQuery(sessionsOptions{all: true, channel: "telegram"}, now))
-	assert.Equal(t, `WorkflowType = "session" AND ReplyflowChannel = "telegram" AND ReplyflowChat = "-100123"`, sessionsQuery(sessionsOptions{all: true, channel: "telegram", chat: "-100123"}, now))
-	assert.Equal(t, `WorkflowType = "session" AND ExecutionStatus = "Running" AND (ReplyflowState = "delivery_failed" OR `+
+	assert.Equal(t, `WorkflowType IN ("chat-session", "session") AND ExecutionStatus = "Running"`, sessionsQuery(sessionsOptions{}, now))
+	assert.Equal(t, `WorkflowType IN ("chat-session", "session") AND ReplyflowChannel = "telegram"`, sessionsQuery(sessionsOptions{all: true, channel: "telegram"}, now))
+	assert.Equal(t, `WorkflowType IN ("chat-session", "session") AND ReplyflowChannel = "telegram" AND ReplyflowChat = "-100123"`, sessionsQuery(sessionsOptions{all: true, channel: "telegram", chat: "-100123"}, now))
+	assert.Equal(t, `WorkflowType IN ("chat-session", "session") AND ExecutionStatus = "Running" AND (ReplyflowState = "delivery_failed" OR `+
 		`(ReplyflowState IN ("thinking", "delivering", "debouncing", "gating") AND ReplyflowLastInboundAt < "2026-11-21T11:50:00Z") OR `+
 		`(ReplyflowQueueDepth > 0 AND ReplyflowLastInboundAt < "2026-11-21T11:50:00Z") OR `+
 		`(ReplyflowState IS NULL AND StartTime < "2026-11-21T11:50:00Z"))`,

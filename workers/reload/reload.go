@@ -65,7 +65,7 @@ type Count struct {
 
 // OpenQuery is the visibility query of the task queue's open sessions.
 func OpenQuery(taskQueue string) string {
-	return fmt.Sprintf(`WorkflowType = %q AND ExecutionStatus = "Running" AND TaskQueue = %q`, workflows.WorkflowName, taskQueue)
+	return fmt.Sprintf(`%s AND ExecutionStatus = "Running" AND TaskQueue = %q`, workflows.SessionTypesQuery(), taskQueue)
 }
 
 // One tells one session (its workflow ID) to reload.

@@ -99,7 +99,7 @@ func TestAllSignalsEveryOpenSessionOfItsTaskQueueOncePaced(t *testing.T) {
 	assert.Equal(t, len(open), pace.waits, "each signal waits its turn at the rate")
 	assert.Len(t, f.queries, 3, "page by page")
 	for _, q := range f.queries {
-		assert.Equal(t, `WorkflowType = "session" AND ExecutionStatus = "Running" AND TaskQueue = "replyflow-eu"`, q)
+		assert.Equal(t, `WorkflowType IN ("chat-session", "session") AND ExecutionStatus = "Running" AND TaskQueue = "replyflow-eu"`, q)
 	}
 	assert.Equal(t, workflows.ReloadRequest{By: "alice", Reason: "new allow list"}, f.requests[0])
 }
