@@ -10,8 +10,8 @@ import (
 	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/activities/store"
 	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/adapters/slack/mrkdwn"
 	"github.com/replyflow/replyflow/pipeline"
-	"github.com/replyflow/replyflow/pipeline/mrkdwn"
 )
 
 // Bounds of /export and /compact.
