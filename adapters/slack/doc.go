@@ -10,7 +10,8 @@
 // and its reply in its thread; Client is the outbound side
 // (adapters.Outbound, see below), which renders each chunk with
 // its package mrkdwn (the workflow already cut the reply with
-// mrkdwn.Chunk, so each chunk fits Slack's limit once rendered). Receiver hands events
+// mrkdwn.Chunk, so each chunk fits Slack's limit once rendered; Platform
+// is the adapters.Chunker that cuts with it outside the workflow). Receiver hands events
 // to the gateway's Sink, over Socket Mode
 // (RunSocket) or the Events API and interactivity URLs (EventsHandler,
 // InteractivityHandler); Platform holds the REPLYFLOW_SLACK_* settings
