@@ -42,6 +42,11 @@ type Activities struct {
 	// channel (Telegram's indicator lasts 5 s, Discord's 10 s).
 	TypingInterval  time.Duration
 	TypingByChannel map[string]time.Duration
+	// Chunkers cut the replies activities send in parts themselves (an
+	// export's text), by channel: one per registered platform
+	// (gateway.Chunkers). A channel without one gets
+	// adapters.DefaultChunker.
+	Chunkers map[string]adapters.Chunker
 	// Streaming is how answers show while the model writes them.
 	Streaming Streaming
 	// ThinkingAfter is the reaction coalescing window: a model step shows

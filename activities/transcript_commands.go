@@ -11,7 +11,6 @@ import (
 	"github.com/replyflow/replyflow/activities/store"
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/pipeline"
-	"github.com/replyflow/replyflow/pipeline/mrkdwn"
 )
 
 // Bounds of /export and /compact.
@@ -214,12 +213,7 @@ func (a *Activities) ExportTranscript(ctx context.Context, req pipeline.ExportRe
 	if err != nil || n == 0 {
 		return pipeline.ExportResult{}, err
 	}
-	var chunks []string
-	if req.Session.Channel == mrkdwn.Channel {
-		chunks = mrkdwn.Chunk(doc, limit)
-	} else {
-		chunks = pipeline.Chunk(doc, limit)
-	}
+	chunks := a.chunker(req.Session.Channel).Chunk(doc, limit)
 	for i, text := range chunks {
 		d := pipeline.Delivery{Session: req.Session, IdempotencyKey: fmt.Sprintf("%s/%d", req.IdempotencyKey, i),
 			ThreadID: req.ThreadID, Text: text, Index: i, Total: len(chunks)}
@@ -274,14 +268,23 @@ func (a *Activities) exportFile(ctx context.Context, files adapters.FileSender, 
 	return pipeline.ExportResult{Messages: n, AsFile: true}, nil
 }
 
-// chunkLimit is the session's reply chunk limit.
+// chunkLimit is the session's reply chunk limit: its settings', else its
+// platform's.
 func (a *Activities) chunkLimit(key pipeline.SessionKey) int {
 	s := a.Settings
 	if a.ChannelSettings != nil {
 		s = a.ChannelSettings(key, s)
 	}
 	if s.ChunkLimit <= 0 {
-		return 4000
+		return a.chunker(key.Channel).ChunkLimit()
 	}
 	return s.ChunkLimit
+}
+
+// chunker is how channel's platform cuts its messages.
+func (a *Activities) chunker(channel string) adapters.Chunker {
+	if c, ok := a.Chunkers[channel]; ok {
+		return c
+	}
+	return adapters.DefaultChunker
 }

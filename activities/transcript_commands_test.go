@@ -206,3 +206,46 @@ func TestExportTranscriptIsChunkedWhereThePlatformTakesNoFiles(t *testing.T) {
 		assert.LessOrEqual(t, len([]rune(d.Text)), 1000)
 	}
 }
+
+// markingChunker cuts as pipeline.Chunk does, marks every chunk, and
+// records the limits it was asked to cut at.
+type markingChunker struct{ limits []int }
+
+func (c *markingChunker) ChunkLimit() int { return 1500 }
+
+func (c *markingChunker) Chunk(markdown string, limit int) []string {
+	c.limits = append(c.limits, limit)
+	var out []string
+	for _, chunk := range pipeline.Chunk(markdown, limit-len("[cut] ")) {
+		out = append(out, "[cut] "+chunk)
+	}
+	return out
+}
+
+func TestExportTranscriptIsCutByItsPlatformsChunker(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		configured int
+		want       int
+	}{
+		{"at the platform's limit", 0, 1500},
+		{"at the configured limit", 1000, 1000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := &fakeOutbound{}
+			chunker := &markingChunker{}
+			acts := &Activities{Store: storeWithTranscript(t, 300), Outbound: map[string]adapters.Outbound{"webchat": out},
+				Chunkers: map[string]adapters.Chunker{"webchat": chunker}, Settings: pipeline.Settings{ChunkLimit: c.configured}, Logger: slog.Default()}
+			v, err := newActivityEnv(acts).ExecuteActivity(acts.ExportTranscript, pipeline.ExportRequest{Session: session, IdempotencyKey: "k"})
+			require.NoError(t, err)
+			var res pipeline.ExportResult
+			require.NoError(t, v.Get(&res))
+			assert.Equal(t, []int{c.want}, chunker.limits)
+			require.Len(t, out.sent, res.Chunks)
+			for _, d := range out.sent {
+				assert.True(t, strings.HasPrefix(d.Text, "[cut] "), "%.40q was cut by the channel's chunker", d.Text)
+				assert.LessOrEqual(t, len([]rune(d.Text)), c.want)
+			}
+		})
+	}
+}

@@ -44,6 +44,41 @@ type TypingRefresher interface {
 	TypingInterval() time.Duration
 }
 
+// Chunker is a Platform that declares how its messages are cut: every
+// registered platform is one, and ChunkerOf gives the rest
+// DefaultChunker. Callers reach it through ChunkerOf, so none branches on
+// a platform's name.
+type Chunker interface {
+	// ChunkLimit is the length of one message, in the units the platform
+	// counts: a session's chunk limit when REPLYFLOW_CHUNK_LIMIT sets none.
+	ChunkLimit() int
+	// Chunk cuts a Markdown reply into messages, in order, each of which
+	// fits limit once the platform's adapter renders it.
+	Chunk(markdown string, limit int) []string
+}
+
+// ChunkerOf is how p cuts its messages: p itself when it is a Chunker,
+// else DefaultChunker.
+func ChunkerOf(p Platform) Chunker {
+	if c, ok := p.(Chunker); ok {
+		return c
+	}
+	return DefaultChunker
+}
+
+// DefaultChunker cuts with pipeline.Chunk at pipeline.DefaultChunkLimit:
+// the rules of a platform that declares none, or of a channel no
+// registered platform serves.
+var DefaultChunker Chunker = markdownChunker{}
+
+type markdownChunker struct{}
+
+func (markdownChunker) ChunkLimit() int { return pipeline.DefaultChunkLimit }
+
+func (markdownChunker) Chunk(markdown string, limit int) []string {
+	return pipeline.Chunk(markdown, limit)
+}
+
 // GatewaySide is what the gateway lends a platform.
 type GatewaySide struct {
 	// Mux is the gateway's HTTP server (REPLYFLOW_WEBCHAT_ADDR); routes are

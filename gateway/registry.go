@@ -74,6 +74,16 @@ func TypingIntervals(platforms []adapters.Platform, configured map[string]time.D
 	return out
 }
 
+// Chunkers are how the platforms cut their messages (adapters.ChunkerOf),
+// by channel: one per platform.
+func Chunkers(platforms []adapters.Platform) map[string]adapters.Chunker {
+	out := make(map[string]adapters.Chunker, len(platforms))
+	for _, p := range platforms {
+		out[p.Channel()] = adapters.ChunkerOf(p)
+	}
+	return out
+}
+
 // Serving is the gateway side of every enabled platform.
 type Serving struct {
 	// Failed receives the first failure no retry can fix, from any

@@ -104,6 +104,31 @@ func TestTypingIntervalsArePlatformsOwnUnlessConfigured(t *testing.T) {
 	assert.Equal(t, map[string]time.Duration{"b": 8 * time.Second, "c": time.Second, "d": 2 * time.Second}, got)
 }
 
+// chunkingPlatform declares its own message limit.
+type chunkingPlatform struct{ fakePlatform }
+
+func (chunkingPlatform) ChunkLimit() int                       { return 50 }
+func (chunkingPlatform) Chunk(markdown string, _ int) []string { return []string{markdown} }
+
+func TestChunkersArePlatformsOwnElseTheDefault(t *testing.T) {
+	got := Chunkers([]adapters.Platform{&fakePlatform{name: "a"}, &chunkingPlatform{fakePlatform{name: "b"}}})
+	require.Len(t, got, 2)
+	assert.Equal(t, adapters.DefaultChunker, got["a"])
+	assert.Equal(t, 50, got["b"].ChunkLimit())
+}
+
+func TestTheRegisteredPlatformsDeclareTheirMessageLimits(t *testing.T) {
+	limits := map[string]int{}
+	for channel, c := range Chunkers(Platforms()) {
+		limits[channel] = c.ChunkLimit()
+	}
+	assert.Equal(t, map[string]int{"webchat": 8000, "telegram": 4096, "discord": 2000, "slack": 4000}, limits)
+	for _, p := range Platforms() {
+		_, ok := p.(adapters.Chunker)
+		assert.True(t, ok, "%s declares how its messages are cut", p.Channel())
+	}
+}
+
 func TestServingSendsANoticeThroughThePlatformOfItsChannel(t *testing.T) {
 	var told []string
 	chat := &fakePlatform{name: "chat", on: true, notify: func(_ context.Context, in pipeline.Inbound, text string) error {

@@ -7,36 +7,21 @@ import (
 	"unicode/utf8"
 )
 
-// Channel message limits, in characters as the platforms count them
-// (UTF-16 code units), used when no limit is configured.
-var channelChunkLimits = map[string]int{
-	"webchat":  8000,
-	"telegram": 4096,
-	"discord":  2000,
-	"slack":    4000,
-}
-
-// DefaultChunkLimit is the limit of a channel with none of its own.
+// DefaultChunkLimit is the message limit of a platform that declares
+// none of its own, in UTF-16 code units.
 const DefaultChunkLimit = 4000
-
-// ChunkLimitOf is a channel's message limit.
-func ChunkLimitOf(channel string) int {
-	if n, ok := channelChunkLimits[channel]; ok {
-		return n
-	}
-	return DefaultChunkLimit
-}
 
 // minFenceLimit is the smallest limit at which code blocks are kept: below
 // it there is no room for the fence lines, and blocks are cut as text.
 const minFenceLimit = 16
 
 // Chunk splits a reply into messages of at most limit characters, in
-// order, counted in UTF-16 code units as Telegram, Discord and Slack count
-// them (an emoji outside the BMP is two); only a single character wider
-// than the limit can exceed it. Rendering only shortens a chunk (Telegram's
-// HTML drops the Markdown's marks), so it fits once rendered too; FuzzChunk
-// measures both. It breaks at the last paragraph break that fits, else the
+// order, counted in UTF-16 code units as the chat platforms count them
+// (an emoji outside the BMP is two); only a single character wider than
+// the limit can exceed it. A rendering that only drops the Markdown's
+// marks (an HTML one) only shortens a chunk, so it fits once rendered
+// too; FuzzChunk measures both. A platform whose rendering may lengthen
+// text cuts with a chunker of its own built on this one. It breaks at the last paragraph break that fits, else the
 // last line break, else the last white space (outside parentheses, a
 // Markdown link's URL, before inside them), else it cuts hard.
 //

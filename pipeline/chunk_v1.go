@@ -16,9 +16,9 @@ import (
 const fenceCloseV1 = "\n```"
 
 // ChunkV1 splits a reply into messages of at most limit characters, in
-// order, counted in UTF-16 code units as Telegram, Discord and Slack count
-// them (an emoji outside the BMP is two), so a chunk within the limit here
-// is within it there; only a single character wider than the limit can
+// order, counted in UTF-16 code units as the chat platforms count them
+// (an emoji outside the BMP is two), so a chunk within the limit here is
+// within it there; only a single character wider than the limit can
 // exceed it. It
 // breaks at the last paragraph break that fits, else the last line break,
 // else the last white space, else it cuts hard, and never breaks inside

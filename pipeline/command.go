@@ -178,7 +178,7 @@ func splitCommand(text string) (string, string) {
 		rest = head[i:] + " " + rest
 		head = head[:i]
 	}
-	head, _, _ = strings.Cut(head, "@") // Telegram's /status@my_bot
+	head, _, _ = strings.Cut(head, "@") // a command addressed to a bot: /status@my_bot
 	return strings.ToLower(head), strings.TrimSpace(rest)
 }
 

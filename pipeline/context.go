@@ -18,7 +18,7 @@ type EnvelopeFields struct {
 }
 
 // Envelope wraps a user message as the model sees it:
-// "[webchat alice +3m Sat 2026-11-21 21:13 UTC] text".
+// "[web alice +3m Sat 2026-11-21 21:13 UTC] text".
 func Envelope(f EnvelopeFields, text string) string {
 	loc := f.Loc
 	if loc == nil {

@@ -274,12 +274,12 @@ type Delivery struct {
 	Buttons        []Button   `json:"buttons,omitempty"`
 	// PrivateTo, when set, is the one user (a platform sender ID) meant
 	// to see this reply: a refusal of their button press. Where the
-	// platform can show a message to one person (Slack's ephemeral
-	// messages) only they see it; elsewhere it is an ordinary reply.
+	// platform can show a message to one person (an ephemeral message)
+	// only they see it; elsewhere it is an ordinary reply.
 	PrivateTo string `json:"private_to,omitempty"`
 	// PrivateVia is the press's Inbound.ReplyToken, for a platform that
-	// can answer one person only through it (Discord's ephemeral
-	// follow-up to an interaction).
+	// can answer one person only through it (an ephemeral follow-up to
+	// the press).
 	PrivateVia string `json:"private_via,omitempty"`
 	// ThenReact are reactions to set once the chunk is out (the last
 	// chunk of a reply sets its messages to done): the delivery that runs
@@ -303,8 +303,8 @@ type Button struct {
 type Edit struct {
 	Session           SessionKey `json:"session"`
 	PlatformMessageID string     `json:"platform_message_id"`
-	// ThreadID is the lane the message was sent in (a Discord thread is
-	// a channel of its own, where the edit must go).
+	// ThreadID is the lane the message was sent in (where a thread is a
+	// channel of its own, the edit must go there).
 	ThreadID string   `json:"thread_id,omitempty"`
 	Text     string   `json:"text"`
 	Buttons  []Button `json:"buttons,omitempty"`

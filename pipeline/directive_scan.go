@@ -78,7 +78,7 @@ func readDirective(line string, i int) (directiveToken, bool) {
 	if _, ok := directiveCommands[name]; !ok {
 		return directiveToken{}, false
 	}
-	if j < len(line) && line[j] == '@' { // Telegram's /think@my_bot
+	if j < len(line) && line[j] == '@' { // a directive addressed to a bot: /think@my_bot
 		for j < len(line) && line[j] != ':' && !spaceAt(line, j) {
 			j++
 		}

@@ -59,7 +59,7 @@ const (
 )
 
 // HeartbeatScheduleID is the schedule of a session:
-// heartbeat:telegram:mybot:-100123 for session:telegram:mybot:-100123.
+// heartbeat:chat:mybot:-100123 for session:chat:mybot:-100123.
 func HeartbeatScheduleID(key SessionKey) string {
 	return HeartbeatSchedulePrefix + strings.TrimPrefix(key.WorkflowID(), WorkflowIDPrefix)
 }

@@ -46,9 +46,9 @@ type Inbound struct {
 	// message that carried the button, and Text is empty.
 	Action string `json:"action,omitempty"`
 	// ReplyToken is the platform's short-lived handle for answering a
-	// press to the presser alone: Discord's interaction token (valid 15
-	// minutes, good for that interaction only). It rides in history like
-	// the rest of the message; never log it.
+	// press to the presser alone, such as an interaction token (valid
+	// minutes, good for that press only). It rides in history like the
+	// rest of the message; never log it.
 	ReplyToken string `json:"reply_token,omitempty"`
 	// What the adapter classified, for engagement: the sender is a bot,
 	// the message mentions this bot, or mentions others (and not us).
@@ -60,10 +60,10 @@ type Inbound struct {
 	ReplyToBot bool      `json:"reply_to_bot,omitempty"`
 	ReceivedAt time.Time `json:"received_at"`
 	// Membership is the chat's member count, where the adapter knows it
-	// (Slack asks conversations.info); the engagement rules weigh it.
+	// (some ask the platform for it); the engagement rules weigh it.
 	Membership *MembershipCount `json:"membership,omitempty"`
 	// SenderIsOwner: the adapter authenticated the sender as an owner
-	// (a web chat token issued with --owner). Only an adapter sets it,
+	// (a token issued with --owner). Only an adapter sets it,
 	// from what it verified itself, never from a request body.
 	SenderIsOwner bool `json:"sender_is_owner,omitempty"`
 }
@@ -77,7 +77,8 @@ type Media struct {
 	Name     string `json:"name,omitempty"`
 }
 
-// MaxReplyTokenBytes bounds Inbound.ReplyToken (Discord's are about 200).
+// MaxReplyTokenBytes bounds Inbound.ReplyToken (platforms' are about 200
+// bytes).
 const MaxReplyTokenBytes = 1024
 
 // Size is about the bytes the message takes in workflow state: its
@@ -168,7 +169,7 @@ func (in Inbound) Validate() error {
 // ValidateID checks a platform identifier: non-empty, bounded, and free of the
 // characters that would make workflow IDs and logs ambiguous (separators,
 // whitespace, control characters). "." and ".." are refused too: IDs are
-// path segments of platform routes (the web chat's /bot/chats/{chat}/...),
+// path segments of platform routes (such as /bot/chats/{chat}/...),
 // where a URL cleaner would drop them, so their session could never be
 // answered.
 func ValidateID(field, id string) error {

@@ -11,8 +11,7 @@ import (
 const WorkflowIDPrefix = "session:"
 
 // SessionKey identifies one conversation: one workflow. Account is the bot's
-// identity on the platform and is empty where a channel has only one bot
-// (the web chat).
+// identity on the platform and is empty where a channel has only one bot.
 type SessionKey struct {
 	Channel string `json:"channel"`
 	Account string `json:"account,omitempty"`
@@ -31,8 +30,8 @@ type SessionKey struct {
 const senderMark = ":~"
 
 // WorkflowID is readable and derived from platform IDs only, so a person can
-// type it: session:webchat:demo, session:telegram:mybot:-100123, and for
-// one sender of that group session:telegram:mybot:-100123:~4242.
+// type it: session:web:demo, session:chat:mybot:-100123, and for one
+// sender of that group session:chat:mybot:-100123:~4242.
 func (k SessionKey) WorkflowID() string {
 	parts := []string{k.Channel}
 	if k.Account != "" {

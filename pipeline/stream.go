@@ -123,8 +123,7 @@ func PreviewText(text string, limit int) string {
 // PreviewPacing decides when a preview is sent or edited: not before the
 // stream has run FirstAfter (an answer done sooner goes out as one
 // message, with no preview to flicker), then at most once per Every
-// (Telegram, Slack and Discord limit edits per chat to about one a
-// second).
+// (chat platforms limit edits per chat to about one a second).
 type PreviewPacing struct {
 	FirstAfter time.Duration
 	Every      time.Duration

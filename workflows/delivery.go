@@ -8,8 +8,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/replyflow/replyflow/adapters/slack/mrkdwn"
 	"github.com/replyflow/replyflow/pipeline"
-	"github.com/replyflow/replyflow/pipeline/mrkdwn"
 )
 
 // fastDeliveryTimeout bounds the local activity that sends a reply's

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/replyflow/replyflow/adapters/slack/mrkdwn"
 	"github.com/replyflow/replyflow/pipeline"
-	"github.com/replyflow/replyflow/pipeline/mrkdwn"
 )
 
 func TestFastTurnRepliesAndClearsWithoutFlicker(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/pipeline"
 )
 
 // DefaultAPIURL is Discord's REST API, as discordgo addresses it.
@@ -41,7 +42,17 @@ type Platform struct {
 	HTTPClient *http.Client `ignored:"true"`
 }
 
-var _ adapters.Platform = (*Platform)(nil)
+var (
+	_ adapters.Platform = (*Platform)(nil)
+	_ adapters.Chunker  = (*Platform)(nil)
+)
+
+// ChunkLimit is Discord's message limit.
+func (p *Platform) ChunkLimit() int { return MessageLimit }
+
+// Chunk cuts with pipeline.Chunk: Render never lengthens text, so a
+// chunk cut to limit in Markdown fits once rendered.
+func (p *Platform) Chunk(markdown string, limit int) []string { return pipeline.Chunk(markdown, limit) }
 
 func (p *Platform) Channel() string     { return Channel }
 func (p *Platform) Enabled() bool       { return p.Token != "" }

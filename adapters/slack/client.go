@@ -14,8 +14,8 @@ import (
 
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/internal/bounded"
+	"github.com/replyflow/replyflow/adapters/slack/mrkdwn"
 	"github.com/replyflow/replyflow/pipeline"
-	"github.com/replyflow/replyflow/pipeline/mrkdwn"
 )
 
 // ChunkEventType is the metadata event_type on every chunk the bot

@@ -9,8 +9,9 @@
 // pipeline.Feedback or a reason to skip; Place puts a message in its lane
 // and its reply in its thread; Client is the outbound side
 // (adapters.Outbound, see below), which renders each chunk with
-// pipeline/mrkdwn (the workflow already cut the reply with mrkdwn.Chunk,
-// so each chunk fits Slack's limit once rendered). Receiver hands events
+// its package mrkdwn (the workflow already cut the reply with
+// mrkdwn.Chunk, so each chunk fits Slack's limit once rendered; Platform
+// is the adapters.Chunker that cuts with it outside the workflow). Receiver hands events
 // to the gateway's Sink, over Socket Mode
 // (RunSocket) or the Events API and interactivity URLs (EventsHandler,
 // InteractivityHandler); Platform holds the REPLYFLOW_SLACK_* settings

@@ -8,8 +8,8 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/adapters/slack/mrkdwn"
 	"github.com/replyflow/replyflow/pipeline"
-	"github.com/replyflow/replyflow/pipeline/mrkdwn"
 )
 
 // maxFileBytes bounds a file replyflow uploads (Slack takes far more; a

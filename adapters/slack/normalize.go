@@ -9,8 +9,8 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
+	"github.com/replyflow/replyflow/adapters/slack/mrkdwn"
 	"github.com/replyflow/replyflow/pipeline"
-	"github.com/replyflow/replyflow/pipeline/mrkdwn"
 )
 
 // Channel is the channel name of Slack sessions; the workflow renders

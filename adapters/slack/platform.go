@@ -13,6 +13,7 @@ import (
 
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/internal/connect"
+	"github.com/replyflow/replyflow/adapters/slack/mrkdwn"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -40,7 +41,17 @@ type Platform struct {
 	Reactions map[string]string `envconfig:"SLACK_REACTIONS"`
 }
 
-var _ adapters.Platform = (*Platform)(nil)
+var (
+	_ adapters.Platform = (*Platform)(nil)
+	_ adapters.Chunker  = (*Platform)(nil)
+)
+
+// ChunkLimit is Slack's message limit, counted on the rendered mrkdwn.
+func (p *Platform) ChunkLimit() int { return mrkdwn.MessageLimit }
+
+// Chunk cuts a reply so that each chunk fits limit once the Client
+// renders it as mrkdwn, which may lengthen it (escapes).
+func (p *Platform) Chunk(markdown string, limit int) []string { return mrkdwn.Chunk(markdown, limit) }
 
 // Outbound is the worker side: the Client, which posts, edits, reacts and
 // shows the assistant status with the bot token.

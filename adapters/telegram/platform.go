@@ -29,7 +29,17 @@ type Platform struct {
 	GroupPerMinute int               `envconfig:"TELEGRAM_GROUP_PER_MINUTE" default:"20"`
 }
 
-var _ adapters.Platform = (*Platform)(nil)
+var (
+	_ adapters.Platform = (*Platform)(nil)
+	_ adapters.Chunker  = (*Platform)(nil)
+)
+
+// ChunkLimit is Telegram's message limit.
+func (p *Platform) ChunkLimit() int { return MessageLimit }
+
+// Chunk cuts with pipeline.Chunk: RenderHTML never lengthens the visible
+// text, so a chunk cut to limit in Markdown fits once rendered.
+func (p *Platform) Chunk(markdown string, limit int) []string { return pipeline.Chunk(markdown, limit) }
 
 // Telegram's rule for a webhook's secret token.
 var webhookSecretPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)

@@ -45,6 +45,10 @@ func RenderHTML(markdown string) string {
 // the Markdown as written, without a parse mode, so nothing is lost.
 func PlainText(markdown string) string { return strings.ToValidUTF8(markdown, "\uFFFD") }
 
+// MessageLimit is the length of one message's visible text: Telegram
+// allows 4,096 UTF-16 code units (VisibleLength).
+const MessageLimit = 4096
+
 // VisibleLength is the length Telegram counts against its limits: the
 // text of an HTML message without its tags and with entities decoded, in
 // UTF-16 code units.

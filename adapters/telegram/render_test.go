@@ -67,7 +67,7 @@ func TestVisibleLength(t *testing.T) {
 // A chunk cut at Telegram's limit in Markdown stays within it rendered.
 func TestChunksFitOnceRendered(t *testing.T) {
 	reply := strings.Repeat("**word** `code` [l](https://x.y) 😀 & < > ", 400)
-	for _, chunk := range pipeline.Chunk(reply, pipeline.ChunkLimitOf(Channel)) {
+	for _, chunk := range pipeline.Chunk(reply, MessageLimit) {
 		assert.LessOrEqual(t, VisibleLength(RenderHTML(chunk)), 4096)
 	}
 }

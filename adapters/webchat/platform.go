@@ -31,7 +31,21 @@ type Platform struct {
 	AuthKey string `envconfig:"WEBCHAT_AUTH_KEY"`
 }
 
-var _ adapters.Platform = (*Platform)(nil)
+var (
+	_ adapters.Platform = (*Platform)(nil)
+	_ adapters.Chunker  = (*Platform)(nil)
+)
+
+// MessageLimit is the length of one web chat message, in UTF-16 code
+// units. The page shows a message of any length, so this is the web
+// chat's own bound: a longer reply arrives as several messages.
+const MessageLimit = 8000
+
+// ChunkLimit is the web chat's message limit.
+func (p *Platform) ChunkLimit() int { return MessageLimit }
+
+// Chunk cuts with pipeline.Chunk: the page shows a chunk as sent.
+func (p *Platform) Chunk(markdown string, limit int) []string { return pipeline.Chunk(markdown, limit) }
 
 func (p *Platform) Channel() string     { return Channel }
 func (p *Platform) Enabled() bool       { return p.On }

@@ -354,7 +354,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // debounce.
 func (c Config) channelSettings(key pipeline.SessionKey, s pipeline.Settings) pipeline.Settings {
 	if s.ChunkLimit == 0 {
-		s.ChunkLimit = pipeline.ChunkLimitOf(key.Channel)
+		s.ChunkLimit = c.chunker(key.Channel).ChunkLimit()
 	}
 	if mode, ok := c.QueueModeByChannel[key.Channel]; ok {
 		s.Queue.Mode, _ = pipeline.ParseQueueMode(mode)
@@ -366,6 +366,17 @@ func (c Config) channelSettings(key pipeline.SessionKey, s pipeline.Settings) pi
 		s.Queue.Debounce = pipeline.Duration(d)
 	}
 	return s
+}
+
+// chunker is how channel's platform cuts its messages;
+// adapters.DefaultChunker for a channel no registered platform serves.
+func (c Config) chunker(channel string) adapters.Chunker {
+	for _, p := range c.Platforms {
+		if p.Channel() == channel {
+			return adapters.ChunkerOf(p)
+		}
+	}
+	return adapters.DefaultChunker
 }
 
 // models is the fallback chain, primary first; the demo model when none is

@@ -115,3 +115,24 @@ func TestOnlyOwnersAndOperatorsDecideByDefault(t *testing.T) {
 	assert.False(t, cfg.RequesterMayDecide, "REPLYFLOW_REQUESTER_MAY_DECIDE defaults to false")
 	assert.False(t, cfg.settings().RequesterMayDecide, "and sessions are given that default")
 }
+
+// A session's chunk limit is REPLYFLOW_CHUNK_LIMIT, or with none (0) the
+// message limit its platform declares; a channel no platform serves gets
+// pipeline.DefaultChunkLimit.
+func TestChunkLimitIsThePlatformsUnlessConfigured(t *testing.T) {
+	cfg, err := readConfig("replyflow_test_unset")
+	require.NoError(t, err)
+	limitOf := func(cfg Config, channel string) int {
+		return cfg.channelSettings(pipeline.SessionKey{Channel: channel}, cfg.settings()).ChunkLimit
+	}
+	for channel, want := range map[string]int{"webchat": 8000, "telegram": 4096, "discord": 2000, "slack": 4000, "elsewhere": pipeline.DefaultChunkLimit} {
+		assert.Equal(t, want, limitOf(cfg, channel), channel)
+	}
+
+	t.Setenv("REPLYFLOW_CHUNKTEST_CHUNK_LIMIT", "1000")
+	cfg, err = readConfig("replyflow_chunktest")
+	require.NoError(t, err)
+	for _, channel := range []string{"webchat", "discord", "elsewhere"} {
+		assert.Equal(t, 1000, limitOf(cfg, channel), "REPLYFLOW_CHUNK_LIMIT holds on %s", channel)
+	}
+}

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/replyflow/replyflow/activities/models"
+	"github.com/replyflow/replyflow/adapters/slack/mrkdwn"
 	"github.com/replyflow/replyflow/adapters/slack/slacktest"
-	"github.com/replyflow/replyflow/pipeline/mrkdwn"
 )
 
 // Faults of Slack's Web API on the way out: a reply in several chunks

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/replyflow/replyflow/adapters/slack/mrkdwn"
 	"github.com/replyflow/replyflow/pipeline"
-	"github.com/replyflow/replyflow/pipeline/mrkdwn"
 	"github.com/replyflow/replyflow/workflows"
 )
 

@@ -103,6 +103,7 @@ func buildActivities(cfg Config, ids adapters.IDMap, logger *slog.Logger) (*acti
 		Outbound:        outbound,
 		TypingInterval:  cfg.TypingInterval,
 		TypingByChannel: gateway.TypingIntervals(cfg.Platforms, cfg.TypingByChannel),
+		Chunkers:        gateway.Chunkers(cfg.Platforms),
 		ThinkingAfter:   cfg.ReactionCoalesce,
 		Streaming:       cfg.streaming(),
 		ChannelSettings: cfg.channelSettings,

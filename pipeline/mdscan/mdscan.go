@@ -1,6 +1,6 @@
 // Package mdscan finds the Markdown constructs agents write (fences,
 // headings, emphasis delimiters, code spans, links) for the renderers of
-// replies into a platform's markup (adapters/telegram, pipeline/mrkdwn).
+// replies into a platform's markup (the adapters).
 // It only finds; what a construct becomes, and how text is escaped, is
 // each renderer's.
 package mdscan

@@ -1,8 +1,9 @@
 // Package mrkdwn renders the Markdown an agent writes as Slack mrkdwn and
 // cuts replies into chunks that fit Slack's message limit once rendered.
-// It is pure (no Slack SDK, no I/O): the session workflow chunks a Slack
-// reply with Chunk, deterministically, and the Slack adapter renders each
-// chunk with Render when it posts it. Chunk measures chunks with measure,
+// It is pure (no Slack SDK, no I/O; it imports the standard library and
+// pipeline only, which TestImportsOnlyWhatAWorkflowMay keeps so): the
+// session workflow chunks a Slack reply with Chunk, deterministically,
+// and the Slack adapter renders each chunk with Render when it posts it. Chunk measures chunks with measure,
 // the rendering recorded sessions were cut with, so Render may change in
 // ways that never lengthen text; a change to Chunk or measure changes what
 // a recorded session does: it goes behind a workflow version, as
