@@ -74,7 +74,7 @@ func quietOld() *workflows.State {
 	old.Notices = 6
 	old.ControlState = workflows.ControlState{Think: pipeline.ThinkHigh, Verbose: true, UsageMode: pipeline.UsageTokens, Muted: true, ThinkNoteDue: true,
 		UsageTotal: pipeline.Usage{InputTokens: 100, OutputTokens: 50}, IdleFrom: at(-time.Minute), PersonActed: true,
-		LastHeartbeat: &workflows.HeartbeatRecord{TickID: "tick-1", ScheduledAt: at(-time.Hour), At: at(-time.Hour), Outcome: HeartbeatAcked, TurnID: "first-run.7"},
+		LastHeartbeat:  &workflows.HeartbeatRecord{TickID: "tick-1", ScheduledAt: at(-time.Hour), At: at(-time.Hour), Outcome: HeartbeatAcked, TurnID: "first-run.7"},
 		HeartbeatTicks: []string{"tick-0", "tick-1"}}
 	old.Status = workflows.StatusIdle
 	old.Counters = workflows.Counters{Inbound: 1, Duplicates: 2, Turns: 3, Dropped: 4, Steered: 5, Interrupted: 6, Commands: 7,
@@ -199,10 +199,10 @@ func TestFromOldCarriesATurnThatWaitsForDecisions(t *testing.T) {
 	assert.Equal(t, &ActiveTurn{
 		TurnID: oldTurnID, Messages: []pipeline.Inbound{inThread("w1", "t1"), inThread("w2", "t1")},
 		Refs: []msgRef{{ID: "w1", Thread: "t1"}, {ID: "w2", Thread: "t1"}}, Text: "w1\nw2", Phase: PhaseWaiting, Step: 2,
-		Options:  TurnOptions{Think: pipeline.ThinkHigh, Verbose: true, Model: "openai/a"},
-		Attempts: StepAttempts{TurnModel: "openai/a", Reset: true, Shown: &pipeline.Shown{Mode: "preview", PreviewID: "bot-prev"}, Failed: []string{"anthropic/b: Timeout"}},
-		Rounds:   []pipeline.ToolRound{{Calls: []pipeline.ToolCall{{ID: "c0", Name: "look"}}, Results: []pipeline.ToolResult{{CallID: "c0", Name: "look", Stored: true}}}},
-		Calls:    &pipeline.ToolRound{Text: "let me check", Calls: []pipeline.ToolCall{{ID: "c1", Name: "look", Arguments: "{}"}, toolCall(3), toolCall(4)}},
+		Options:   TurnOptions{Think: pipeline.ThinkHigh, Verbose: true, Model: "openai/a"},
+		Attempts:  StepAttempts{TurnModel: "openai/a", Reset: true, Shown: &pipeline.Shown{Mode: "preview", PreviewID: "bot-prev"}, Failed: []string{"anthropic/b: Timeout"}},
+		Rounds:    []pipeline.ToolRound{{Calls: []pipeline.ToolCall{{ID: "c0", Name: "look"}}, Results: []pipeline.ToolResult{{CallID: "c0", Name: "look", Stored: true}}}},
+		Calls:     &pipeline.ToolRound{Text: "let me check", Calls: []pipeline.ToolCall{{ID: "c1", Name: "look", Arguments: "{}"}, toolCall(3), toolCall(4)}},
 		Decisions: []CallDecision{{CallID: "c3"}, {CallID: "c4", Decided: true, Refused: &refusal}},
 		// The backlog message goes to the next step too; it is queued as well.
 		Steered: []pipeline.Inbound{inThread("s1", "t1"), inThread("s2", "t1")},
@@ -396,7 +396,42 @@ func TestWhatFromOldMakesSurvivesContinueAsNew(t *testing.T) {
 	}
 }
 
-func TestFromOldLeavesTheOldStateAsItWas(t *testing.T) {
+func TestFromOldSharesNoSliceWithTheOldState(t *testing.T) {
+	old := waitingOld(t)
+	st := FromOld(old)
+	a, oa := st.Turn.Active, old.Active
+	for name, pair := range map[string][2]any{
+		"seen":             {&old.Seen[0], &st.Intake.Seen[0]},
+		"window messages":  {&old.Buffers[0].Messages[0], &st.Intake.Buffers[0].Messages[0]},
+		"queued messages":  {&old.Queue[0].Messages[0], &st.Queue.Queue[0].Messages[0]},
+		"summaries":        {&old.Overflow.Summaries[0], &st.Queue.Overflow.Summaries[0]},
+		"participants":     {&old.Participants[0], &st.Engagement.Participants[0]},
+		"sticky":           {&old.Sticky[0], &st.Engagement.Sticky[0]},
+		"observed":         {&old.Observed[0], &st.Engagement.Observed[0]},
+		"loop guard":       {&old.LoopGuard.Recent[0], &st.Engagement.LoopGuard.Recent[0]},
+		"bot threads":      {&old.BotThreads[0], &st.Engagement.BotThreads[0]},
+		"gate buffer":      {&old.GateBuffer[0], &st.Engagement.GateBuffer[0]},
+		"reactions":        {&old.Reactions[0], &st.Reactions.Reactions[0]},
+		"reaction changes": {&old.ReactionChanges[0], &st.Reactions.Changes[0]},
+		"proposals":        {&old.Proposals[0], &st.Proposals.Proposals[0]},
+		"heartbeat ticks":  {&old.HeartbeatTicks[0], &st.Control.HeartbeatTicks[0]},
+		"deliveries":       {&old.Deliveries[0], &st.Turn.Deliveries[0]},
+		"cooldowns":        {&old.Cooldowns[0], &st.Turn.Models.Cooldowns[0]},
+		"turn messages":    {&oa.Messages[0], &a.Messages[0]},
+		"steered":          {&oa.Steered[0], &a.Steered[0]},
+		"rounds":           {&oa.Progress.Rounds[0], &a.Rounds[0]},
+		"round calls":      {&oa.Progress.Rounds[0].Calls[0], &a.Rounds[0].Calls[0]},
+		"step calls":       {&oa.Progress.Waiting.Round.Calls[0], &a.Calls.Calls[0]},
+		"fallback":         {&old.LastTurn.Fallback[0], &a.Attempts.Failed[0]},
+	} {
+		assert.NotSame(t, pair[0], pair[1], name)
+	}
+	oldParked := parkedOld(t)
+	parked := FromOld(oldParked)
+	assert.NotSame(t, &oldParked.Active.Progress.Chunks[0], &parked.Turn.Active.Chunks[0], "chunks")
+}
+
+func TestWorkingOnWhatFromOldMadeLeavesTheOldStateAsItWas(t *testing.T) {
 	old := waitingOld(t)
 	before, err := json.Marshal(old)
 	require.NoError(t, err)
