@@ -216,6 +216,15 @@ func TestFromOldCarriesATurnThatWaitsForDecisions(t *testing.T) {
 	assert.Equal(t, oldTurnID, st.Engagement.DisengagedTurn, "it disengaged during the carried turn: its reply grants no credit")
 }
 
+func TestACarriedTurnWithoutItsRecordGetsOne(t *testing.T) {
+	old := parkedOld(t)
+	old.LastTurn = &workflows.TurnRecord{TurnID: "first-run.9", Outcome: "answered"}
+	st := FromOld(old)
+	assert.Equal(t, &TurnRecord{TurnID: oldTurnID, MessageIDs: []string{"w1"}, StartedAt: t0.Add(-time.Minute), Outcome: "running"}, st.Turn.Last,
+		"as the old run's resumed turn: the record is the running turn's")
+	assert.NotEmpty(t, emitted[LastChunkReady](st.Turn.Retry(turnEnv(), RetryAsked{})))
+}
+
 func TestACarriedWaitingTurnGoesOnWhenItsLastDecisionComes(t *testing.T) {
 	st, env := FromOld(waitingOld(t)), turnEnv()
 	env.Settings.Owners = []string{boss}
