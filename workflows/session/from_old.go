@@ -49,8 +49,10 @@ func FromOld(old *workflows.State) *State {
 		// never takes the key of an old one.
 		Replies: RepliesState{Notices: old.Notices, Commands: old.Counters.Commands},
 		// The totals as the old state query showed them. Each part of
-		// this package also counts its own (set from the same totals
-		// below), so whichever the state query reads starts from them.
+		// this package also counts its own (its function below sets them
+		// from the same totals), so whichever the state query reads
+		// starts from them. A conversion, not a copy field by field: it
+		// stops compiling when the two Counters part ways.
 		Counters: Counters(old.Counters),
 	}
 	if a := old.Active; a != nil {
