@@ -98,8 +98,8 @@ func intakeFromOld(old *workflows.State) IntakeState {
 		patch := *old.QueueOverride
 		s.QueueOverride = &patch
 	}
-	s.Seen = convert(old.Seen, func(e workflows.SeenMessage) SeenMessage { return SeenMessage{ID: seenKey(e.ID), At: e.At} })
-	s.Buffers = convert(old.Buffers, func(b workflows.Buffer) Buffer {
+	s.Seen = convertCarried(old.Seen, func(e workflows.SeenMessage) SeenMessage { return SeenMessage{ID: seenKey(e.ID), At: e.At} })
+	s.Buffers = convertCarried(old.Buffers, func(b workflows.Buffer) Buffer {
 		return Buffer{Key: b.Key, Messages: carry(b.Messages), FirstAt: firstAt(b.FirstAt, b.FlushAt), FlushAt: b.FlushAt, Gen: b.Gen}
 	})
 	return s
@@ -126,7 +126,7 @@ func firstAt(first, flush time.Time) time.Time {
 // go to Counts. DisengagedTurn is set by FromOld (disengagedTurnFromOld).
 func engagementFromOld(old *workflows.State) EngagementState {
 	s := EngagementState{
-		Participants:       convert(old.Participants, func(p workflows.Participant) Participant { return Participant(p) }),
+		Participants:       convertCarried(old.Participants, func(p workflows.Participant) Participant { return Participant(p) }),
 		Sticky:             carry(old.Sticky),
 		Observed:           carry(old.Observed),
 		LoopGuard:          old.LoopGuard,
@@ -170,7 +170,7 @@ func disengagedTurnFromOld(old *workflows.State) string {
 // them.
 func queueFromOld(old *workflows.State) QueueState {
 	s := QueueState{
-		Queue:          convert(old.Queue, batchFromOld),
+		Queue:          convertCarried(old.Queue, batchFromOld),
 		AbortedLastRun: old.AbortedLastRun,
 		NewTranscript:  old.NewTranscript,
 		Dropped:        old.Counters.Dropped,
@@ -206,10 +206,10 @@ func batchFromOld(b workflows.Batch) Batch {
 func turnFromOld(old *workflows.State) TurnState {
 	s := TurnState{
 		Seq:        old.TurnSeq,
-		Deliveries: convert(old.Deliveries, func(d workflows.DeliveryRecord) DeliveryRecord { return DeliveryRecord(d) }),
+		Deliveries: convertCarried(old.Deliveries, func(d workflows.DeliveryRecord) DeliveryRecord { return DeliveryRecord(d) }),
 		Models: ModelsState{
 			ModelOverride: old.ModelOverride,
-			Cooldowns:     convert(old.Cooldowns, func(c workflows.Cooldown) Cooldown { return Cooldown(c) }),
+			Cooldowns:     convertCarried(old.Cooldowns, func(c workflows.Cooldown) Cooldown { return Cooldown(c) }),
 		},
 		Resets: old.Counters.Resets,
 	}
@@ -265,7 +265,7 @@ func activeFromOld(old *workflows.State, a *workflows.ActiveTurn) *ActiveTurn {
 		Step:      a.Step,
 		NoAnchor:  a.NoAnchor,
 		Heartbeat: a.Heartbeat,
-		Rounds:    convert(p.Rounds, cloneRound),
+		Rounds:    convertCarried(p.Rounds, cloneRound),
 		Steered:   carry(a.Steered),
 		Chunks:    carry(p.Chunks),
 		Next:      p.Next,
@@ -287,9 +287,7 @@ func activeFromOld(old *workflows.State, a *workflows.ActiveTurn) *ActiveTurn {
 		out.Attempts.Failed = carry(r.Fallback[max(len(r.Fallback)-maxRecordedFailures, 0):])
 	}
 	if w := p.Waiting; a.Phase == workflows.PhaseWaiting && w != nil {
-		if len(a.SteeredBacklog) > 0 {
-			out.Steered = append(out.Steered, a.SteeredBacklog...)
-		}
+		out.SteeredBacklog = carry(a.SteeredBacklog)
 		round := cloneRound(w.Round)
 		out.Calls = &round
 		out.Decisions = decisionsFromOld(old, a.TurnID, w)
@@ -342,7 +340,7 @@ func decisionsFromOld(old *workflows.State, turnID string, w *workflows.WaitingS
 // chunk of a parked turn carries its reactions again when it goes out.
 func reactionsFromOld(old *workflows.State) ReactionsState {
 	return ReactionsState{
-		Reactions: convert(old.Reactions, func(r workflows.Reaction) Reaction {
+		Reactions: convertCarried(old.Reactions, func(r workflows.Reaction) Reaction {
 			return Reaction{MessageID: r.MessageID, ThreadID: r.ThreadID, State: r.State, Shown: r.Shown, ClearAt: r.ClearAt, RetryAt: r.RetryAt, Attempts: r.Attempts}
 		}),
 		Changes: carry(old.ReactionChanges),
@@ -359,7 +357,7 @@ func reactionsFromOld(old *workflows.State) ReactionsState {
 // notices, under other keys. The expiry timer is armed by Resume.
 func proposalsFromOld(old *workflows.State) ProposalsState {
 	return ProposalsState{
-		Proposals: convert(old.Proposals, func(p workflows.Proposal) Proposal {
+		Proposals: convertCarried(old.Proposals, func(p workflows.Proposal) Proposal {
 			out := Proposal(p)
 			if out.Status != ProposalPending {
 				out.Call.Arguments = ""
@@ -454,8 +452,8 @@ func FromOldResume(env Env, st *State) []Effect {
 	return out
 }
 
-// convert maps a carried slice, nil for an empty one.
-func convert[From, To any](in []From, f func(From) To) []To {
+// convertCarried maps a carried slice, nil for an empty one.
+func convertCarried[From, To any](in []From, f func(From) To) []To {
 	if len(in) == 0 {
 		return nil
 	}

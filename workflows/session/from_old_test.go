@@ -205,7 +205,7 @@ func TestFromOldCarriesATurnThatWaitsForDecisions(t *testing.T) {
 		Calls:     &pipeline.ToolRound{Text: "let me check", Calls: []pipeline.ToolCall{{ID: "c1", Name: "look", Arguments: "{}"}, toolCall(3), toolCall(4)}},
 		Decisions: []CallDecision{{CallID: "c3"}, {CallID: "c4", Decided: true, Refused: &refusal}},
 		// The backlog message goes to the next step too; it is queued as well.
-		Steered: []pipeline.Inbound{inThread("s1", "t1"), inThread("s2", "t1")},
+		Steered: []pipeline.Inbound{inThread("s1", "t1")}, SteeredBacklog: []pipeline.Inbound{inThread("s2", "t1")},
 	}, a)
 	assert.Equal(t, "too much", st.Proposals.Proposals[2].Reason)
 	assert.Equal(t, toolCall(3), st.Proposals.Proposals[1].Call, "a pending proposal keeps its call")
@@ -450,7 +450,7 @@ func TestWorkingOnWhatFromOldMadeLeavesTheOldStateAsItWas(t *testing.T) {
 	st.Intake.Hold(env, pipeline.Inbound{MessageID: "more", SenderID: "u", ThreadID: "t1"}, debounce(time.Second))
 	st.Engagement.See(env, inThread("new", "t1"))
 	st.Engagement.GrantSticky(env, "other", []pipeline.Inbound{inThread("new", "t1")}, "t7")
-	st.Turn.Steer([]pipeline.Inbound{inThread("s3", "t1")})
+	st.Turn.Steer([]pipeline.Inbound{inThread("s3", "t1")}, false)
 	st.Reactions.React(env, []msgRef{{ID: "o1"}}, pipeline.ReactionError)
 	st.Control.NewTick(env, pipeline.HeartbeatTick{ID: "tick-2"})
 	FromOldResume(env, st)

@@ -70,7 +70,13 @@ func Workflow(ctx workflow.Context, p Params) error {
 			decisions:  workflow.GetSignalChannel(ctx, workflows.SignalProposal),
 		},
 	}
-	if s.st == nil {
+	if p.Retired != nil {
+		// A run of the retiring session workflow continued as new into
+		// this one: its state, reshaped.
+		s.st = FromOld(p.Retired)
+	}
+	fresh := s.st == nil
+	if fresh {
 		s.st = &State{}
 	}
 	s.st.Counters.Runs++
@@ -83,7 +89,13 @@ func Workflow(ctx workflow.Context, p Params) error {
 	if err := s.loadSettings(); err != nil {
 		return err
 	}
+	if fresh {
+		s.restore()
+	}
 	s.do(s.resume())
+	if p.Retired != nil {
+		s.do(FromOldResume(s.env(), s.st))
+	}
 	return s.loop()
 }
 
@@ -119,6 +131,21 @@ func (s *session) loadSettings() error {
 	}
 	s.settingsLoaded = true
 	return nil
+}
+
+// restore gives a session that starts afresh what its entry saved: its
+// /model, /queue and /activation choices and its chat settings. A
+// session started by a heartbeat tick alone does not count as a
+// person's doing, which would keep it alive past its turn.
+func (s *session) restore() {
+	saved := s.settings.Saved
+	s.st.Turn.Models.ModelOverride = saved.ModelOverride
+	s.st.Intake.QueueOverride = saved.Queue
+	s.st.Engagement.ActivationOverride = saved.Activation
+	s.st.Control.Restore(saved)
+	if s.signals.inbound.Len() > 0 || s.signals.heartbeats.Len() == 0 {
+		s.st.Control.Touched()
+	}
 }
 
 // resume starts again what the previous run carried.
@@ -469,7 +496,7 @@ func (s *session) route(ev Event) []Effect {
 	case BatchReady:
 		return st.Queue.Dispatch(env, ev.Batch, st.Turn.View())
 	case Steered:
-		st.Turn.Steer(ev.Messages)
+		st.Turn.Steer(ev.Messages, ev.Backlog)
 		return nil
 	case Interrupt:
 		return st.Turn.Stop(env, "interrupted")

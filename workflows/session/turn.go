@@ -75,6 +75,8 @@ type ActiveTurn struct {
 	Calls     *pipeline.ToolRound `json:"calls,omitempty"`
 	Decisions []CallDecision      `json:"decisions,omitempty"`
 	Steered   []pipeline.Inbound  `json:"steered,omitempty"`
+	// SteeredBacklog were steered in and queued too (steer-backlog).
+	SteeredBacklog []pipeline.Inbound `json:"steered_backlog,omitempty"`
 	// Waiting is the attempt the step makes once a model cooled down.
 	Waiting *TryModel `json:"waiting,omitempty"`
 	Chunks  []string  `json:"chunks,omitempty"`

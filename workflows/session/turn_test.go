@@ -151,7 +151,7 @@ func TestMessagesSteeredIntoATurnAreReadByItsNextStepOrGoBackToTheQueue(t *testi
 	var s TurnState
 	env := turnEnv()
 	ask := only[AskModel](t, s.Begin(env, startOf(msg("1", "u"))))
-	s.Steer([]pipeline.Inbound{msg("2", "u")})
+	s.Steer([]pipeline.Inbound{msg("2", "u")}, false)
 	out := s.Answered(env, ModelAnswered{TurnID: ask.TurnID, Model: "openai/a", Result: pipeline.TurnResult{ToolCalls: []pipeline.ToolCall{{ID: "c1", Name: "read"}}}})
 	out = s.ToolDone(env, ToolRan{TurnID: ask.TurnID, Step: 1, Result: pipeline.ToolResult{CallID: "c1"}})
 	next := only[AskModel](t, out)
@@ -159,7 +159,7 @@ func TestMessagesSteeredIntoATurnAreReadByItsNextStepOrGoBackToTheQueue(t *testi
 
 	var other TurnState
 	ask = only[AskModel](t, other.Begin(env, startOf(msg("3", "u"))))
-	other.Steer([]pipeline.Inbound{msg("4", "u")})
+	other.Steer([]pipeline.Inbound{msg("4", "u")}, false)
 	out = other.Answered(env, ModelAnswered{TurnID: ask.TurnID, Model: "openai/a", Result: pipeline.TurnResult{Reply: "done"}})
 	out = other.Delivered(env, ChunkDelivered{TurnID: ask.TurnID, Index: 0})
 	left := emitted[SteeredLeft](out)
@@ -176,4 +176,14 @@ func TestStoppingATurnThatWaitsForApprovalsWithdrawsItsProposals(t *testing.T) {
 	assert.Len(t, emitted[WithdrawProposals](out), 1)
 	assert.Equal(t, "aborted", emitted[TurnEnded](out)[0].Record.Outcome, "nothing of its own is under way: it ends at once")
 	assert.Empty(t, s.Decided(env, ask.TurnID, "c1", nil), "a decision after the stop runs nothing")
+}
+
+func TestABacklogMessageATurnNeverReadIsLeftToTheQueueAlone(t *testing.T) {
+	var s TurnState
+	env := turnEnv()
+	ask := only[AskModel](t, s.Begin(env, startOf(msg("1", "u"))))
+	s.Steer([]pipeline.Inbound{msg("2", "u")}, true)
+	s.Answered(env, ModelAnswered{TurnID: ask.TurnID, Model: "openai/a", Result: pipeline.TurnResult{Reply: "done"}})
+	out := s.Delivered(env, ChunkDelivered{TurnID: ask.TurnID, Index: 0})
+	assert.Empty(t, emitted[SteeredLeft](out), "steer-backlog queued it already")
 }

@@ -136,16 +136,16 @@ func (s *TurnState) nextStep(env Env) []Effect {
 		next.Text = ""
 		a.Attempts.Shown = &next
 	}
-	if len(a.Steered) > 0 {
-		texts := make([]string, len(a.Steered))
-		for i, m := range a.Steered {
+	if injected := append(a.Steered, a.SteeredBacklog...); len(injected) > 0 {
+		texts := make([]string, len(injected))
+		for i, m := range injected {
 			texts[i] = m.TextWithMedia()
 		}
 		a.Text = pipeline.RenderSteered(a.Text, texts)
-		a.Messages = append(a.Messages, a.Steered...)
-		steered := refsOf(a.Steered...)
+		a.Messages = append(a.Messages, injected...)
+		steered := refsOf(injected...)
 		a.Refs = append(a.Refs, steered...)
-		a.Steered = nil
+		a.Steered, a.SteeredBacklog = nil, nil
 		out = append(out, Emit{ReactionsWanted{Refs: steered, State: pipeline.ReactionThinking}})
 	}
 	return append(out, s.ask(env, s.Models.First(env, &a.Attempts))...)
@@ -183,14 +183,21 @@ func (s *TurnState) View() RunningTurn {
 	return RunningTurn{
 		TurnID: a.TurnID, AtModel: a.Phase == PhaseModel, Thread: a.anchor().ThreadID,
 		Interrupted: a.Stopped == "interrupted", Aborted: a.Stopped == "aborted",
-		Steered: len(a.Steered), SteeredBytes: sizeOf(a.Steered),
+		Steered: len(a.Steered) + len(a.SteeredBacklog), SteeredBytes: sizeOf(a.Steered) + sizeOf(a.SteeredBacklog),
 	}
 }
 
 // Steer takes messages steered into the running turn; its next step
-// reads them.
-func (s *TurnState) Steer(msgs []pipeline.Inbound) {
-	if s.Active != nil {
-		s.Active.Steered = append(s.Active.Steered, msgs...)
+// reads them. A backlog message is also queued (steer-backlog), so a turn
+// that ends before a step reads it leaves it to the queue alone.
+func (s *TurnState) Steer(msgs []pipeline.Inbound, backlog bool) {
+	a := s.Active
+	if a == nil {
+		return
 	}
+	if backlog {
+		a.SteeredBacklog = append(a.SteeredBacklog, msgs...)
+		return
+	}
+	a.Steered = append(a.Steered, msgs...)
 }
