@@ -168,7 +168,7 @@ func (s *RepliesState) commandReturned(env Env, c PendingCall, ev Returned) []Ef
 		text = heartbeatAnswer(env, c, ev)
 	}
 	if text == "" {
-		return []Effect{Emit{CommandReactions{Refs: []msgRef{c.ref()}, State: pipeline.ReactionDone}}}
+		return []Effect{Emit{ReactionsWanted{Refs: []msgRef{c.ref()}, State: pipeline.ReactionDone}}}
 	}
 	return s.Answer(env, c.ref(), text)
 }

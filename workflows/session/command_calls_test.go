@@ -153,7 +153,7 @@ func TestContextAndExportAnswerFromTheirActivities(t *testing.T) {
 		events  []Event
 	}{
 		{name: "sent", result: pipeline.ExportResult{Messages: 4, AsFile: true},
-			events: []Event{CommandReactions{Refs: []msgRef{{ID: "x1"}}, State: pipeline.ReactionDone}}},
+			events: []Event{ReactionsWanted{Refs: []msgRef{{ID: "x1"}}, State: pipeline.ReactionDone}}},
 		{name: "empty", answers: []string{"Nothing to export: the conversation is empty."}},
 		{name: "failed", failure: &Failure{Type: "PlatformRejected"}, answers: []string{"⚠️ The export could not be sent (PlatformRejected); try again later."}},
 	}

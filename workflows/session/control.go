@@ -126,10 +126,11 @@ func (s *ControlState) Restore(saved pipeline.SessionSettings) {
 }
 
 // AddUsage counts one model step's usage in the session's totals.
-func (s *ControlState) AddUsage(u *pipeline.Usage) {
+func (s *ControlState) AddUsage(u *pipeline.Usage) []Effect {
 	if u != nil {
 		s.UsageTotal = s.UsageTotal.Add(*u)
 	}
+	return nil
 }
 
 // Touched records that a person did something.

@@ -75,15 +75,6 @@ type EngagementCounts struct {
 	Gated    int `json:"gated"`
 }
 
-// EngageReactions asks the reactions part to set refs to State: the 👀
-// of a batch the gate let through, which no debounce window gave it.
-type EngageReactions struct {
-	Refs  []msgRef
-	State pipeline.ReactionState
-}
-
-func (EngageReactions) isEvent() {}
-
 // Permitted is the permission gate: AllowFrom (everyone when empty), and
 // the owners, who are always let in.
 func (s *EngagementState) Permitted(env Env, in pipeline.Inbound) bool {
@@ -251,7 +242,7 @@ func (s *EngagementState) EngagedText(env Env, text string, group bool) string {
 // speaks in that thread, and the authors it answered may follow up
 // without a mention for pipeline.StickyTTL, unless the agent disengaged
 // during that turn.
-func (s *EngagementState) GrantSticky(env Env, turnID string, msgs []pipeline.Inbound, thread string) {
+func (s *EngagementState) GrantSticky(env Env, turnID string, msgs []pipeline.Inbound, thread string) []Effect {
 	if !slices.Contains(s.BotThreads, thread) {
 		s.BotThreads = append(s.BotThreads, thread)
 		if over := len(s.BotThreads) - maxBotThreads; over > 0 {
@@ -259,7 +250,7 @@ func (s *EngagementState) GrantSticky(env Env, turnID string, msgs []pipeline.In
 		}
 	}
 	if s.DisengagedTurn == turnID {
-		return
+		return nil
 	}
 	var authors []string
 	for _, m := range msgs {
@@ -273,6 +264,7 @@ func (s *EngagementState) GrantSticky(env Env, turnID string, msgs []pipeline.In
 		s.Sticky = s.Sticky[min(over, len(s.Sticky)):]
 	}
 	s.Sticky = s.Sticky.Grant(authors, env.Now, pipeline.StickyTTL)
+	return nil
 }
 
 // Disengage drops every sticky credit: the agent answers again only when

@@ -103,6 +103,16 @@ func (RetryAsked) isEvent()      {}
 func (Disengaged) isEvent()      {}
 func (FeedbackGiven) isEvent()   {}
 
+// ReactionsWanted: a part wants messages to show State (dropped ones
+// cleared, a forwarded batch 👀, a command ✅); the reactions part's
+// React answers it.
+type ReactionsWanted struct {
+	Refs  []msgRef
+	State pipeline.ReactionState
+}
+
+func (ReactionsWanted) isEvent() {}
+
 // Failure is an effect's error as a value a part can inspect: the
 // ApplicationError type ("RateLimited", "PlatformRejected", "Timeout",
 // "Canceled", ...), whether Temporal may retry it, and its message.

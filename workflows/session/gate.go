@@ -174,7 +174,7 @@ func (s *EngagementState) Gated(env Env, ev Returned, queue pipeline.QueueSettin
 		env.logger().Info("Inbound decision", "message_id", in.MessageID, "decision", pipeline.DecisionEngage, "reason", "gate: "+result.Reason)
 	}
 	return []Effect{
-		Emit{EngageReactions{Refs: refsOf(batch...), State: pipeline.ReactionReceived}},
+		Emit{ReactionsWanted{Refs: refsOf(batch...), State: pipeline.ReactionReceived}},
 		Emit{BatchReady{Batch: Batch{Messages: batch, Queue: queue, NoAnchor: true}}},
 	}
 }

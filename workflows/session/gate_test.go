@@ -149,7 +149,7 @@ func TestAForwardedBatchGoesToATurnThatAnchorsNoReply(t *testing.T) {
 	queue := debounce(3 * time.Second)
 	out := s.Gated(gatedAt(2*time.Second), Returned{Key: c.Key, Output: &pipeline.GateResult{Forward: true, Reason: "a question"}}, queue)
 	require.Len(t, out, 2)
-	assert.Equal(t, Emit{EngageReactions{Refs: []msgRef{{ID: "1"}, {ID: "2"}}, State: pipeline.ReactionReceived}}, out[0])
+	assert.Equal(t, Emit{ReactionsWanted{Refs: []msgRef{{ID: "1"}, {ID: "2"}}, State: pipeline.ReactionReceived}}, out[0])
 	batch := out[1].(Emit).Event.(BatchReady).Batch
 	assert.True(t, batch.NoAnchor)
 	assert.Equal(t, queue, batch.Queue)

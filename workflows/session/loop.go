@@ -2,7 +2,6 @@ package session
 
 import (
 	"fmt"
-	"strings"
 
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -121,15 +120,14 @@ func (s *session) register() error {
 		}})
 }
 
+// loadSettings reads the session's settings: the worker's configuration
+// and the session's entry.
 func (s *session) loadSettings() error {
-	ctx := workflow.WithLocalActivityOptions(s.ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: localActivityTimeout,
-		Summary:             "load settings",
-	})
-	if err := workflow.ExecuteLocalActivity(ctx, pipeline.ActivityLoadSettings, s.key).Get(ctx, &s.settings); err != nil {
+	settings, err := s.run.loadSettings()
+	if err != nil {
 		return fmt.Errorf("load settings for %s: %w", s.key.WorkflowID(), err)
 	}
-	s.settingsLoaded = true
+	s.settings, s.settingsLoaded = settings, true
 	return nil
 }
 
@@ -390,141 +388,78 @@ func (s *session) env() Env {
 	return Env{Now: workflow.Now(s.ctx), Key: s.key, Settings: s.settings, Log: s.log}
 }
 
-// route is which part answers what.
+// route is which part answers what: every event the session knows, by
+// the part that answers it.
 func (s *session) route(ev Event) []Effect {
 	env, st := s.env(), s.st
 	switch ev := ev.(type) {
+	// Messages in: intake, the router, engagement, the queue.
 	case MessageArrived:
 		return st.Intake.Admit(env, ev.In)
 	case MessageAccepted:
 		return s.accept(env, ev.In)
-	case CommandGiven:
-		return s.command(env, ev)
-	case AnswerWanted:
-		return st.Replies.Answer(env, msgRef{ID: ev.MessageID, Thread: ev.ThreadID}, ev.Text)
-	case StopAsked:
-		return s.stop(env)
-	case NewTranscriptAsked:
-		st.Queue.AskNewTranscript()
-		return st.Replies.Save(env, st.Control.Saved(s.saved(env)))
-	case ModelChosen:
-		st.Turn.Models.ModelOverride = ev.Model
-		return st.Replies.Save(env, st.Control.Saved(s.saved(env)))
-	case QueuePatched:
-		if ev.Reset {
-			st.Intake.ResetQueue()
-		} else {
-			st.Intake.PatchQueue(ev.Patch)
-		}
-		return append(st.Replies.Save(env, st.Control.Saved(s.saved(env))), Publish{})
-	case ActivationChosen:
-		st.Engagement.SetActivation(ev.Mode)
-		return st.Replies.Save(env, st.Control.Saved(s.saved(env)))
-	case DecisionAsked:
-		return s.decision(env, ev)
-	case CompactionFinished:
-		if ev.Compacted {
-			st.Counters.Resets++
-		}
-		return nil
-	case OwnerClaimed:
-		s.settings.Owners = append(s.settings.Owners, ev.Who)
-		return nil
-	case Disengaged, DisengageAsked:
-		running := ""
-		if a := st.Turn.Active; a != nil {
-			running = a.TurnID
-		}
-		st.Engagement.Disengage(env, running)
-		return nil
-	case Answered:
-		st.Engagement.GrantSticky(env, ev.TurnID, ev.Messages, ev.Thread)
-		return nil
-	case SteeredLeft:
-		return st.Queue.Requeue(env, ev.Messages, st.Intake.QueueSettings(env))
-	case TurnEnded:
-		return s.turnEnded(env, ev)
-	case HeartbeatTicked:
-		return s.heartbeat(env, ev.Tick)
-
-	case TimerFired:
-		switch {
-		case WindowTimer(ev.Timer):
-			return st.Intake.Fired(env, ev.Timer, st.Intake.QueueSettings(env))
-		case ev.Timer == clearTimer:
-			return st.Reactions.Fired(env)
-		case ev.Timer == gateTimer:
-			return st.Engagement.GateFired(env, st.Turn.Running())
-		case ev.Timer == idleTimer:
-			s.idleArmed = false
-			return nil
-		case ev.Timer == proposalsTimer:
-			return st.Proposals.Fired(env)
-		case st.Turn.Active != nil && ev.Timer == st.Turn.waitTimer():
-			return st.Turn.WaitOver(env)
-		}
-	case ApprovalsWanted:
-		var out []Effect
-		for _, call := range ev.Calls {
-			effects, _ := st.Proposals.Propose(env, ev.TurnID, call, ev.Origin)
-			out = append(out, effects...)
-		}
-		return out
-	case ProposalDecided:
-		refused, isRefused := ev.Refused()
-		if !isRefused {
-			return st.Turn.Decided(env, ev.TurnID, ev.CallID, nil)
-		}
-		return st.Turn.Decided(env, ev.TurnID, ev.CallID, &refused)
-	case DecisionTaken:
-		return st.Proposals.Decide(env, ev.Decision)
-	case ButtonPressed:
-		return st.Proposals.Press(env, ev.In)
-	case WithdrawProposals:
-		return st.Proposals.Withdraw(env, ev.TurnID, ev.Reason)
-	case Returned:
-		switch {
-		case ProposalKey(ev.Key):
-			return st.Proposals.Edited(env, ev)
-		case GateKey(ev.Key):
-			return st.Engagement.Gated(env, ev, st.Intake.QueueSettings(env))
-		case RepliesCall(ev.Key):
-			return st.Replies.Returned(env, ev)
-		case strings.HasPrefix(ev.Key, checklistKey):
-			return s.checklistRead(env, ev)
-		}
 	case BatchReady:
 		return st.Queue.Dispatch(env, ev.Batch, st.Turn.View())
-	case Steered:
-		st.Turn.Steer(ev.Messages, ev.Backlog)
-		return nil
-	case Interrupt:
-		return st.Turn.Stop(env, "interrupted")
-	case EngageReactions:
-		return st.Reactions.React(env, ev.Refs, ev.State)
-	case CommandReactions:
-		return st.Reactions.React(env, ev.Refs, ev.State)
+	case SteeredLeft:
+		return st.Queue.Requeue(env, ev.Messages, st.Intake.QueueSettings(env))
+	case TimerFired:
+		return s.timerFired(env, ev)
+	case Returned:
+		return s.returned(env, ev)
+	case Disengaged, DisengageAsked:
+		return s.disengage(env)
+	case Answered:
+		return st.Engagement.GrantSticky(env, ev.TurnID, ev.Messages, ev.Thread)
+	// Commands and chat settings: commands, control, replies.
+	case CommandGiven:
+		return s.command(env, ev)
+	case StopAsked:
+		return s.stop(env)
+	case NewTranscriptAsked, ModelChosen, QueuePatched, ActivationChosen:
+		return s.chatSetting(env, ev)
+	case CompactionFinished:
+		return st.Turn.Compacted(ev.Compacted)
+	case OwnerClaimed:
+		return s.ownerClaimed(ev.Who)
+	case AnswerWanted:
+		return st.Replies.Answer(env, msgRef{ID: ev.MessageID, Thread: ev.ThreadID}, ev.Text)
 	case NoticeWanted:
 		return st.Replies.Notice(env, ev)
 	case FeedbackGiven:
 		return st.Replies.RecordFeedback(env, ev.Feedback)
-	case UsageReported:
-		st.Control.AddUsage(ev.Usage)
-		return nil
+	case HeartbeatTicked:
+		return s.heartbeat(env, ev.Tick)
+	// The turn: models, tools, delivery.
 	case ModelAnswered:
 		return st.Turn.Answered(env, ev)
 	case ToolRan:
 		return st.Turn.ToolDone(env, ev)
 	case ChunkDelivered:
-		switch {
-		case ProposalKey(ev.TurnID):
-			return st.Proposals.Delivered(env, ev)
-		case ReplyDelivery(ev.TurnID):
-			return st.Replies.Delivered(env, ev)
-		}
-		return append(st.Reactions.Delivered(env, ev), st.Turn.Delivered(env, ev)...)
+		return s.delivered(env, ev)
 	case RetryAsked:
 		return st.Turn.Retry(env, ev)
+	case Steered:
+		return st.Turn.Steer(ev.Messages, ev.Backlog)
+	case Interrupt:
+		return st.Turn.Stop(env, "interrupted")
+	case UsageReported:
+		return st.Control.AddUsage(ev.Usage)
+	case TurnEnded:
+		return s.turnEnded(env, ev)
+	// Proposals.
+	case ApprovalsWanted:
+		return s.propose(env, ev)
+	case ProposalDecided:
+		return st.Turn.Decided(env, ev.TurnID, ev.CallID, refusedOrNil(ev))
+	case DecisionTaken:
+		return st.Proposals.Decide(env, ev.Decision)
+	case DecisionAsked:
+		return s.decision(env, ev)
+	case ButtonPressed:
+		return st.Proposals.Press(env, ev.In)
+	case WithdrawProposals:
+		return st.Proposals.Withdraw(env, ev.TurnID, ev.Reason)
+	// Reactions.
 	case ReactionsWanted:
 		return st.Reactions.React(env, ev.Refs, ev.State)
 	case LastChunkReady:
@@ -532,6 +467,6 @@ func (s *session) route(ev Event) []Effect {
 	case ReactionApplied:
 		return st.Reactions.Applied(env, ev)
 	}
-	s.log.Debug("Event not answered by any part", "event", fmt.Sprintf("%T", ev))
+	s.log.Warn("Event not answered by any part", "event", fmt.Sprintf("%T", ev))
 	return nil
 }

@@ -98,16 +98,8 @@ type Steered struct {
 // turn.
 type Interrupt struct{ TurnID string }
 
-// ReactionsWanted: messages should show State (the reactions part's
-// React).
-type ReactionsWanted struct {
-	Refs  []msgRef
-	State pipeline.ReactionState
-}
-
-func (Steered) isEvent()         {}
-func (Interrupt) isEvent()       {}
-func (ReactionsWanted) isEvent() {}
+func (Steered) isEvent()   {}
+func (Interrupt) isEvent() {}
 
 // Dispatch answers BatchReady: with no turn running the batch is queued;
 // otherwise its mode decides. Steer gives it to the turn's next step,

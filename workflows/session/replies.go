@@ -124,22 +124,13 @@ type NoticeWanted struct {
 	MessageID, ThreadID, Text, To, Via string
 }
 
-// CommandReactions: a command's message shows State: ✅ once its answer
-// is out, ❌ when the answer could not be delivered. The reactions part
-// answers it.
-type CommandReactions struct {
-	Refs  []msgRef
-	State pipeline.ReactionState
-}
-
 // OwnerClaimed: a claim code made Who ("provider:id") an owner; the
 // loop adds Who to the run's owners.
 type OwnerClaimed struct{ Who string }
 
-func (AnswerWanted) isEvent()     {}
-func (NoticeWanted) isEvent()     {}
-func (CommandReactions) isEvent() {}
-func (OwnerClaimed) isEvent()     {}
+func (AnswerWanted) isEvent() {}
+func (NoticeWanted) isEvent() {}
+func (OwnerClaimed) isEvent() {}
 
 // Busy is true while a reply, claim, save, command activity or feedback
 // record is under way: a run continues as new only when none is.
@@ -213,7 +204,7 @@ func (s *RepliesState) Delivered(env Env, ev ChunkDelivered) []Effect {
 		env.logger().Error("Command reply not delivered", "message_id", r.MessageID, "error", ev.Failure)
 		state = pipeline.ReactionError
 	}
-	return []Effect{Emit{CommandReactions{Refs: []msgRef{{ID: r.MessageID, Thread: r.ThreadID}}, State: state}}}
+	return []Effect{Emit{ReactionsWanted{Refs: []msgRef{{ID: r.MessageID, Thread: r.ThreadID}}, State: state}}}
 }
 
 // Claim spends a claim code for the sender of in (a local activity

@@ -36,7 +36,7 @@ func TestAnAnswerIsDeliveredDurablyAndMarksItsMessageOnceOut(t *testing.T) {
 			r := RepliesState{}
 			id := r.Answer(env, msgRef{ID: "m1", Thread: "th"}, "done")[0].(Deliver).TurnID
 			got := r.Delivered(env, ChunkDelivered{TurnID: id, Failure: tt.failure})
-			assert.Equal(t, []Effect{Emit{CommandReactions{Refs: []msgRef{{ID: "m1", Thread: "th"}}, State: tt.state}}}, got)
+			assert.Equal(t, []Effect{Emit{ReactionsWanted{Refs: []msgRef{{ID: "m1", Thread: "th"}}, State: tt.state}}}, got)
 			assert.False(t, r.Busy())
 			assert.Empty(t, r.Delivered(env, ChunkDelivered{TurnID: id}), "a delivery is answered once")
 		})

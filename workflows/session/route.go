@@ -219,3 +219,111 @@ func (s *session) busyForHeartbeat() bool {
 	return st.Turn.Running() || st.Queue.Queued() || st.Intake.Holding() || st.Engagement.GatePending() ||
 		s.signals.inbound.Len() > 0 || st.Replies.Compacting()
 }
+
+// timerFired routes a timer to the part that armed it.
+func (s *session) timerFired(env Env, ev TimerFired) []Effect {
+	st := s.st
+	switch {
+	case WindowTimer(ev.Timer):
+		return st.Intake.Fired(env, ev.Timer, st.Intake.QueueSettings(env))
+	case ev.Timer == clearTimer:
+		return st.Reactions.Fired(env)
+	case ev.Timer == gateTimer:
+		return st.Engagement.GateFired(env, st.Turn.Running())
+	case ev.Timer == proposalsTimer:
+		return st.Proposals.Fired(env)
+	case ev.Timer == idleTimer:
+		s.idleArmed = false // the loop sees whether the TTL passed
+		return nil
+	case st.Turn.Active != nil && ev.Timer == st.Turn.waitTimer():
+		return st.Turn.WaitOver(env)
+	}
+	return nil
+}
+
+// returned routes a Call's answer to the part that asked.
+func (s *session) returned(env Env, ev Returned) []Effect {
+	st := s.st
+	switch {
+	case ProposalKey(ev.Key):
+		return st.Proposals.Edited(env, ev)
+	case GateKey(ev.Key):
+		return st.Engagement.Gated(env, ev, st.Intake.QueueSettings(env))
+	case RepliesCall(ev.Key):
+		return st.Replies.Returned(env, ev)
+	case strings.HasPrefix(ev.Key, checklistKey):
+		return s.checklistRead(env, ev)
+	}
+	return nil
+}
+
+// delivered routes a delivery: a proposal's message, a direct reply, or
+// a chunk of a turn's reply (and the reactions it carried).
+func (s *session) delivered(env Env, ev ChunkDelivered) []Effect {
+	st := s.st
+	switch {
+	case ProposalKey(ev.TurnID):
+		return st.Proposals.Delivered(env, ev)
+	case ReplyDelivery(ev.TurnID):
+		return st.Replies.Delivered(env, ev)
+	}
+	return append(st.Reactions.Delivered(env, ev), st.Turn.Delivered(env, ev)...)
+}
+
+// disengage drops the sticky credits: the agent answers again only when
+// addressed.
+func (s *session) disengage(env Env) []Effect {
+	running := ""
+	if a := s.st.Turn.Active; a != nil {
+		running = a.TurnID
+	}
+	s.st.Engagement.Disengage(env, running)
+	return nil
+}
+
+// chatSetting applies a chat setting a command changed, and saves the
+// chat's settings in its session entry.
+func (s *session) chatSetting(env Env, ev Event) []Effect {
+	st := s.st
+	switch ev := ev.(type) {
+	case NewTranscriptAsked:
+		st.Queue.AskNewTranscript()
+	case ModelChosen:
+		st.Turn.Models.ModelOverride = ev.Model
+	case QueuePatched:
+		if ev.Reset {
+			st.Intake.ResetQueue()
+		} else {
+			st.Intake.PatchQueue(ev.Patch)
+		}
+	case ActivationChosen:
+		st.Engagement.SetActivation(ev.Mode)
+	}
+	return st.Replies.Save(env, st.Control.Saved(s.saved(env)))
+}
+
+// ownerClaimed makes a claimant an owner for the rest of the run (the
+// store keeps them for the runs after).
+func (s *session) ownerClaimed(who string) []Effect {
+	s.settings.Owners = append(s.settings.Owners, who)
+	return nil
+}
+
+// propose posts a proposal for each call a turn wants approved.
+func (s *session) propose(env Env, ev ApprovalsWanted) []Effect {
+	var out []Effect
+	for _, call := range ev.Calls {
+		effects, _ := s.st.Proposals.Propose(env, ev.TurnID, call, ev.Origin)
+		out = append(out, effects...)
+	}
+	return out
+}
+
+// refusedOrNil is the result a refused call gives the model, nil for an
+// approved one.
+func refusedOrNil(ev ProposalDecided) *pipeline.ToolResult {
+	if refused, ok := ev.Refused(); ok {
+		return &refused
+	}
+	return nil
+}

@@ -261,6 +261,18 @@ func (r *runner) await(f workflow.Future, out any, answer func(any, *Failure) Ev
 	})
 }
 
+// loadSettings reads the session's settings in a local activity and
+// waits for them: nothing of a run goes on without them.
+func (r *runner) loadSettings() (pipeline.Settings, error) {
+	ctx := workflow.WithLocalActivityOptions(r.ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: localActivityTimeout,
+		Summary:             "load settings",
+	})
+	var settings pipeline.Settings
+	err := workflow.ExecuteLocalActivity(ctx, pipeline.ActivityLoadSettings, r.key).Get(ctx, &settings)
+	return settings, err
+}
+
 // publish upserts search attributes, in one event.
 func (r *runner) publish(updates []temporal.SearchAttributeUpdate) {
 	if err := workflow.UpsertTypedSearchAttributes(r.ctx, updates...); err != nil {

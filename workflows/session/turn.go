@@ -122,6 +122,15 @@ func (a *ActiveTurn) Carriable() bool {
 	return err == nil && len(data) <= maxCarriedTurnBytes
 }
 
+// Compacted answers the end of /compact: a summary that replaced the
+// transcript counts as a reset.
+func (s *TurnState) Compacted(compacted bool) []Effect {
+	if compacted {
+		s.Resets++
+	}
+	return nil
+}
+
 // Running is true while a turn runs.
 func (s *TurnState) Running() bool { return s.Active != nil }
 

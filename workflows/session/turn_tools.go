@@ -190,14 +190,14 @@ func (s *TurnState) View() RunningTurn {
 // Steer takes messages steered into the running turn; its next step
 // reads them. A backlog message is also queued (steer-backlog), so a turn
 // that ends before a step reads it leaves it to the queue alone.
-func (s *TurnState) Steer(msgs []pipeline.Inbound, backlog bool) {
+func (s *TurnState) Steer(msgs []pipeline.Inbound, backlog bool) []Effect {
 	a := s.Active
-	if a == nil {
-		return
-	}
-	if backlog {
+	switch {
+	case a == nil:
+	case backlog:
 		a.SteeredBacklog = append(a.SteeredBacklog, msgs...)
-		return
+	default:
+		a.Steered = append(a.Steered, msgs...)
 	}
-	a.Steered = append(a.Steered, msgs...)
+	return nil
 }
