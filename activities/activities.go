@@ -271,6 +271,10 @@ func (a *Activities) Deliver(ctx context.Context, d pipeline.Delivery) (pipeline
 	if err != nil {
 		return pipeline.Delivered{}, err
 	}
+	var rest []string
+	if d.Whole {
+		d, rest = a.firstChunk(d)
+	}
 	id, sent, err := a.sentBefore(ctx, d)
 	if err != nil {
 		return pipeline.Delivered{}, err
@@ -298,7 +302,22 @@ func (a *Activities) Deliver(ctx context.Context, d pipeline.Delivery) (pipeline
 		}
 		a.mapMessage(ctx, d, id)
 	}
-	return pipeline.Delivered{PlatformMessageID: id, ReactionsFailed: a.thenReact(ctx, out, d)}, nil
+	return pipeline.Delivered{PlatformMessageID: id, ReactionsFailed: a.thenReact(ctx, out, d), Rest: rest}, nil
+}
+
+// firstChunk cuts a whole reply with its platform's rules: the delivery
+// of its first chunk, and the chunks after it. The reactions a reply's
+// last chunk sets wait for the last chunk when there are more.
+func (a *Activities) firstChunk(d pipeline.Delivery) (pipeline.Delivery, []string) {
+	chunks := a.chunker(d.Session.Channel).Chunk(d.Text, a.chunkLimit(d.Session))
+	if len(chunks) == 0 {
+		chunks = []string{d.Text}
+	}
+	d.Whole, d.Text, d.Index, d.Total = false, chunks[0], 0, len(chunks)
+	if len(chunks) > 1 {
+		d.ThenReact = nil
+	}
+	return d, chunks[1:]
 }
 
 // ledgerWriteBudget bounds the delivery ledger's write after a send: it

@@ -290,6 +290,13 @@ type Delivery struct {
 	// Replaces is a streamed preview's platform message ID: the chunk
 	// is delivered by editing that message to its text, not as a new one.
 	Replaces string `json:"replaces,omitempty"`
+	// Whole: Text is a whole reply. The activity cuts it the way the
+	// platform measures its messages and delivers the first chunk
+	// (Index 0); Delivered.Rest are the others, for the session to
+	// deliver in order. ThenReact is set only when the first chunk is
+	// the only one. Cutting in the activity keeps a platform's rules out
+	// of the session's history: a change of them needs no new release.
+	Whole bool `json:"whole,omitempty"`
 }
 
 // Button is an inline button under a bot message; pressing it comes back
@@ -316,6 +323,9 @@ type Delivered struct {
 	// ReactionsFailed names the messages whose ThenReact the platform
 	// refused; the session sets those the usual way.
 	ReactionsFailed []string `json:"reactions_failed,omitempty"`
+	// Rest are the chunks after the first of a Whole delivery, in order;
+	// none when the reply fit in one (and its ThenReact was set).
+	Rest []string `json:"rest,omitempty"`
 }
 
 // ReactionChange sets the reaction on one user message to State;

@@ -13,8 +13,12 @@ import (
 // for every event from workflow.Now and the settings the session loaded;
 // a test builds it by hand.
 type Env struct {
-	Now      time.Time
-	Key      pipeline.SessionKey
+	Now time.Time
+	Key pipeline.SessionKey
+	// Chain is the first run's ID of the session's chain of runs: turn
+	// IDs (and the idempotency keys made of them) begin with it, so a
+	// session that completed and starts again never reuses one.
+	Chain    string
 	Settings pipeline.Settings
 	Log      log.Logger
 }

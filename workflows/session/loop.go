@@ -385,7 +385,7 @@ func (s *session) publish() {
 
 // env is what the parts read for an event answered now.
 func (s *session) env() Env {
-	return Env{Now: workflow.Now(s.ctx), Key: s.key, Settings: s.settings, Log: s.log}
+	return Env{Now: workflow.Now(s.ctx), Key: s.key, Chain: workflow.GetInfo(s.ctx).FirstRunID, Settings: s.settings, Log: s.log}
 }
 
 // route is which part answers what: every event the session knows, by

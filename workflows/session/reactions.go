@@ -184,6 +184,11 @@ func (s *ReactionsState) Delivered(env Env, ev ChunkDelivered) []Effect {
 		return nil
 	}
 	s.Carried = nil
+	if len(ev.Delivered.Rest) > 0 {
+		// The reply was longer than one chunk: its last chunk carries
+		// them (LastChunkReady again).
+		return nil
+	}
 	for _, ch := range c.Changes {
 		ref := msgRef{ID: ch.MessageID, Thread: ch.ThreadID}
 		if slices.Contains(ev.Delivered.ReactionsFailed, ch.MessageID) {

@@ -79,8 +79,11 @@ type ActiveTurn struct {
 	SteeredBacklog []pipeline.Inbound `json:"steered_backlog,omitempty"`
 	// Waiting is the attempt the step makes once a model cooled down.
 	Waiting *TryModel `json:"waiting,omitempty"`
-	Chunks  []string  `json:"chunks,omitempty"`
-	Next    int       `json:"next,omitempty"`
+	// Chunks are the reply\'s chunks once the first was delivered (Cut);
+	// before, the whole reply, which the first delivery cuts.
+	Chunks []string `json:"chunks,omitempty"`
+	Cut    bool     `json:"cut,omitempty"`
+	Next   int      `json:"next,omitempty"`
 	// Slow: the first chunk did not go out at once; the rest go as
 	// activities.
 	Slow    bool   `json:"slow,omitempty"`
@@ -138,7 +141,7 @@ func (s *TurnState) Running() bool { return s.Active != nil }
 func (s *TurnState) Begin(env Env, start TurnStart) []Effect {
 	s.Seq++
 	a := &ActiveTurn{
-		TurnID:   env.Key.WorkflowID() + "/" + strconv.Itoa(s.Seq),
+		TurnID:   env.Chain + "." + strconv.Itoa(s.Seq),
 		Messages: start.Messages, Refs: start.Refs, Text: start.Text,
 		Phase: PhaseModel, NoAnchor: start.NoAnchor, Options: start.Options,
 		Heartbeat: start.Heartbeat, NewTranscript: start.NewTranscript,

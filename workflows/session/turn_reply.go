@@ -33,9 +33,11 @@ func (s *TurnState) reply(env Env, reply string) []Effect {
 	case deliver && text != "":
 		text = dress(env, text, s.Last, a.Options)
 	}
-	a.Chunks, a.Next = nil, 0
+	// The first chunk's delivery cuts the reply with its platform's rules
+	// (pipeline.Delivery.Whole); the rest follow once it is out.
+	a.Chunks, a.Next, a.Cut = nil, 0, false
 	if deliver && text != "" {
-		a.Chunks = pipeline.Chunk(text, env.Settings.ChunkLimit)
+		a.Chunks = []string{text}
 	}
 	s.Last.Chunks = len(a.Chunks)
 	a.Phase = PhaseDelivering
@@ -57,6 +59,7 @@ func (s *TurnState) deliverNext(env Env) []Effect {
 		Text:           a.Chunks[i],
 		Index:          i,
 		Total:          len(a.Chunks),
+		Whole:          i == 0 && !a.Cut,
 	}}
 	shownBlocks := a.Attempts.Shown != nil && len(a.Attempts.Shown.Blocks) > 0
 	if i == 0 && !a.NoAnchor && !shownBlocks {
@@ -105,6 +108,11 @@ func (s *TurnState) Delivered(env Env, ev ChunkDelivered) []Effect {
 	}
 	s.recordDelivery(DeliveryRecord{TurnID: a.TurnID, Chunk: ev.Index, PlatformMessageID: ev.Delivered.PlatformMessageID})
 	s.Last.Delivered++
+	if ev.Index == 0 && !a.Cut {
+		a.Cut = true
+		a.Chunks = append(a.Chunks[:1], ev.Delivered.Rest...)
+		s.Last.Chunks = len(a.Chunks)
+	}
 	a.Next++
 	channel := map[string]string{"channel": env.Key.Channel}
 	out := []Effect{Count{Name: workflows.MetricDeliveries, Tags: map[string]string{"channel": env.Key.Channel, "outcome": "delivered"}}}

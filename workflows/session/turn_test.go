@@ -99,21 +99,27 @@ func TestAChunkThatCannotBeDeliveredParksTheTurnUntilARetry(t *testing.T) {
 	env.Settings.ChunkLimit = 20
 	ask := only[AskModel](t, s.Begin(env, startOf(msg("1", "u"))))
 	out := s.Answered(env, ModelAnswered{TurnID: ask.TurnID, Model: "openai/a", Result: pipeline.TurnResult{Reply: "first part here.\n\nsecond part here."}})
-	first := only[Deliver](t, out)
-	require.Equal(t, 2, first.Delivery.Total)
+	first := emitted[LastChunkReady](out)[0].Deliver
+	assert.True(t, first.Delivery.Whole, "the first delivery cuts the reply with the platform's rules")
 
 	out = s.Delivered(env, ChunkDelivered{TurnID: ask.TurnID, Index: 0, Failure: &Failure{Type: "Unavailable"}})
-	again := only[Deliver](t, out)
+	again := emitted[LastChunkReady](out)[0].Deliver
 	assert.False(t, again.Fast, "after the local attempt, the chunk goes on as an activity")
 	assert.Equal(t, first.Delivery.IdempotencyKey, again.Delivery.IdempotencyKey)
 
-	out = s.Delivered(env, ChunkDelivered{TurnID: ask.TurnID, Index: 0, Failure: &Failure{Type: "Unavailable"}})
+	out = s.Delivered(env, ChunkDelivered{TurnID: ask.TurnID, Index: 0, Delivered: pipeline.Delivered{Rest: []string{"second part here."}}})
+	second := emitted[LastChunkReady](out)[0].Deliver
+	assert.Equal(t, 1, second.Delivery.Index)
+	assert.Equal(t, 2, second.Delivery.Total)
+	assert.Equal(t, "second part here.", second.Delivery.Text)
+
+	out = s.Delivered(env, ChunkDelivered{TurnID: ask.TurnID, Index: 1, Failure: &Failure{Type: "Unavailable"}})
 	assert.Equal(t, PhaseParked, s.Active.Phase)
 	assert.Equal(t, pipeline.ReactionError, emitted[ReactionsWanted](out)[0].State)
 	assert.Empty(t, emitted[TurnEnded](out), "a parked turn waits")
 
 	out = s.Retry(env, RetryAsked{By: "ops"})
-	assert.Equal(t, first.Delivery.IdempotencyKey, only[Deliver](t, out).Delivery.IdempotencyKey)
+	assert.Equal(t, second.Delivery.IdempotencyKey, emitted[LastChunkReady](out)[0].Deliver.Delivery.IdempotencyKey)
 }
 
 func TestAnAnswerThatRacedAStopIsNotDelivered(t *testing.T) {
