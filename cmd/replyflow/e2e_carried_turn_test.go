@@ -15,6 +15,7 @@ import (
 	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/pipeline"
 	"github.com/replyflow/replyflow/workflows"
+	"github.com/replyflow/replyflow/workflows/session"
 )
 
 // payOnAsk asks to call "pay" for a message that says "pay" (until the
@@ -80,8 +81,8 @@ func TestAWaitingProposalIsCarriedByContinueAsNew(t *testing.T) {
 
 	queued := s.chatUntilContinued(chat, "q")
 	carried := s.carriedStates(pipeline.SessionKey{Channel: "webchat", Chat: chat})
-	require.True(t, slices.ContainsFunc(carried, func(st workflows.State) bool {
-		return st.Active != nil && st.Active.Phase == workflows.PhaseWaiting
+	require.True(t, slices.ContainsFunc(carried, func(st session.State) bool {
+		return st.Turn.Active != nil && st.Turn.Active.Phase == session.PhaseWaiting
 	}), "a run began with the turn waiting for its decision")
 	assert.Equal(t, int32(0), calls.Load(), "nothing ran before the decision")
 
@@ -130,8 +131,8 @@ func TestAParkedDeliveryIsCarriedByContinueAsNew(t *testing.T) {
 
 	queued := s.chatUntilContinued(chat, "q")
 	carried := s.carriedStates(pipeline.SessionKey{Channel: "webchat", Chat: chat})
-	require.True(t, slices.ContainsFunc(carried, func(st workflows.State) bool {
-		return st.Active != nil && st.Active.Phase == workflows.PhaseParked
+	require.True(t, slices.ContainsFunc(carried, func(st session.State) bool {
+		return st.Turn.Active != nil && st.Turn.Active.Phase == session.PhaseParked
 	}), "a run began with the turn parked")
 
 	var out strings.Builder

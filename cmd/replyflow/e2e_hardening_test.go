@@ -17,6 +17,7 @@ import (
 	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/pipeline"
 	"github.com/replyflow/replyflow/workflows"
+	"github.com/replyflow/replyflow/workflows/session"
 )
 
 // These tests drive the paths the hardening change (workflows/versions.go)
@@ -62,16 +63,16 @@ func TestDecisionUpdateInTheFirstTaskOfARunIsAnswered(t *testing.T) {
 	s := startStack(t, cfg)
 	s.startWorker(&testModel{})
 	key := pipeline.SessionKey{Channel: "webchat", Chat: "late-click"}
-	carried := &workflows.State{Status: workflows.StatusIdle}
-	carried.ProposalSeq = 1
-	carried.Proposals = []workflows.Proposal{{ID: "p1", Call: pipeline.ToolCall{ID: "c1", Name: "pay"}, Requester: "webchat:alice",
+	carried := &session.State{}
+	carried.Proposals.Seq = 1
+	carried.Proposals.Proposals = []session.Proposal{{ID: "p1", Call: pipeline.ToolCall{ID: "c1", Name: "pay"}, Requester: "webchat:alice",
 		Status: workflows.ProposalApproved, DecidedBy: "webchat:boss", CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := s.client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID: key.WorkflowID(), TaskQueue: cfg.TaskQueue, WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-	}, workflows.WorkflowName, workflows.SessionParams{Session: key, State: carried})
+	}, session.WorkflowName, session.Params{Session: key, State: carried})
 	handle, err := s.client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{

@@ -21,6 +21,7 @@ import (
 	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
 	"github.com/replyflow/replyflow/pipeline"
 	"github.com/replyflow/replyflow/workflows"
+	"github.com/replyflow/replyflow/workflows/session"
 )
 
 // More paths of the session workflow, each recorded for the replay test:
@@ -171,26 +172,26 @@ func TestContinueAsNewCarriesTheDebounceBuffer(t *testing.T) {
 
 	carried := s.carriedStates(pipeline.SessionKey{Channel: "webchat", Chat: chat})
 	require.NotEmpty(t, carried, "the session continued as new")
-	assert.True(t, slices.ContainsFunc(carried, func(st workflows.State) bool {
-		return len(st.Buffers) == 1 && st.Buffers[0].Messages[0].MessageID == "c2" &&
-			slices.ContainsFunc(st.Reactions, func(r workflows.Reaction) bool { return r.MessageID == "c1" && !r.ClearAt.IsZero() })
+	assert.True(t, slices.ContainsFunc(carried, func(st session.State) bool {
+		return len(st.Intake.Buffers) == 1 && st.Intake.Buffers[0].Messages[0].MessageID == "c2" &&
+			slices.ContainsFunc(st.Reactions.Reactions, func(r session.Reaction) bool { return r.MessageID == "c1" && !r.ClearAt.IsZero() })
 	}), "a run began with c2's debounce window open and c1's clear scheduled")
 	recordHistory(t, s.client, chat, "continue_as_new_buffer")
 }
 
 // carriedStates are the states the session's runs began from after a
 // continue-as-new, oldest first.
-func (s *stack) carriedStates(key pipeline.SessionKey) []workflows.State {
+func (s *stack) carriedStates(key pipeline.SessionKey) []session.State {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	runs, err := s.client.ListWorkflow(ctx, listRequest(`WorkflowId = "`+key.WorkflowID()+`"`))
 	require.NoError(s.t, err)
-	var out []workflows.State
+	var out []session.State
 	for _, run := range slices.Backward(runs.Executions) {
 		iter := s.client.GetWorkflowHistory(ctx, key.WorkflowID(), run.Execution.RunId, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		first, err := iter.Next()
 		require.NoError(s.t, err)
-		var p workflows.SessionParams
+		var p session.Params
 		require.NoError(s.t, converter.GetDefaultDataConverter().FromPayloads(first.GetWorkflowExecutionStartedEventAttributes().GetInput(), &p))
 		if p.State != nil {
 			out = append(out, *p.State)

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/replyflow/replyflow/workers/telemetry"
+	"github.com/replyflow/replyflow/workflows"
 )
 
 // otlpCollector is a fake OTLP/HTTP trace endpoint: it keeps each span's
@@ -91,7 +92,7 @@ func TestAMessageIsOneTraceFromTheGatewayToTheDeliveredChunk(t *testing.T) {
 	events.collectUntil(t, 30*time.Second, isReplyTo("m1"))
 
 	// (The workflow's own span ends with the session, hours later.)
-	want := []string{"SignalWithStartWorkflow:session", "HandleSignal:inbound", "RunActivity:AgentTurn", "RunActivity:Deliver"}
+	want := []string{"SignalWithStartWorkflow:" + workflows.ChatSessionName, "HandleSignal:inbound", "RunActivity:AgentTurn", "RunActivity:Deliver"}
 	if !assert.Eventually(t, func() bool { return collector.traceWith(want...) != nil }, 30*time.Second, 200*time.Millisecond,
 		"one trace holds the gateway's signal, the session, the model attempt and the delivery") {
 		collector.mu.Lock()

@@ -38,6 +38,8 @@ Usage:
   replyflow reload [--by name] [--reason text] <session>... | --all [--rate 50]
                       make sessions read their settings again before their next
                       message (--all: every open session of REPLYFLOW_TASK_QUEUE)
+  replyflow releases   the session workflow's releases with their open runs, and
+                      what a retired one's deletion takes (docs/upgrading.md)
   replyflow approve|reject [--reason text] <session> <proposal>
                       decide a pending proposal
   replyflow heartbeat list | set <session> every 30m [08:00-22:00] [time zone]
@@ -134,6 +136,8 @@ func run(args []string) error {
 		return exportCommand(ctx, cfg, args[1:], os.Stdout, time.Now())
 	case "status":
 		return statusCommand(ctx, cfg, args[1:], os.Stdout, quietLogger(cfg))
+	case "releases":
+		return releasesCommand(ctx, cfg, args[1:], os.Stdout, quietLogger(cfg))
 	}
 	return fmt.Errorf("unknown command %q; run `replyflow help`", args[0])
 }

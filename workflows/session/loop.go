@@ -90,6 +90,10 @@ func Workflow(ctx workflow.Context, p Params) error {
 	}
 	if fresh {
 		s.restore()
+	} else if s.st.Control.IdleFrom.IsZero() {
+		// Carried without a time to count the idle TTL from (started for
+		// an update, or by a release that kept none): it counts from now.
+		s.st.Control.Touched()
 	}
 	s.do(s.resume())
 	if p.Retired != nil {
@@ -107,6 +111,11 @@ func (s *session) register() error {
 	}
 	return workflow.SetUpdateHandlerWithOptions(s.ctx, workflows.UpdateDecide,
 		func(ctx workflow.Context, d pipeline.Decision) (string, error) {
+			// An update that came with the run's first task waits for the
+			// settings (the owners) the run is reading.
+			if err := workflow.Await(ctx, func() bool { return s.settingsLoaded }); err != nil {
+				return "", err
+			}
 			// What the decision emits wakes the loop, which answers it.
 			effects, answer, err := s.st.Proposals.Update(s.env(), d)
 			s.do(effects)
@@ -449,6 +458,8 @@ func (s *session) route(ev Event) []Effect {
 	// Proposals.
 	case ApprovalsWanted:
 		return s.propose(env, ev)
+	case ProposalPosted:
+		return st.Turn.Posted(ev.TurnID)
 	case ProposalDecided:
 		return st.Turn.Decided(env, ev.TurnID, ev.CallID, refusedOrNil(ev))
 	case DecisionTaken:

@@ -362,7 +362,7 @@ func (s *ProposalsState) Delivered(env Env, ev ChunkDelivered) []Effect {
 	}
 	s.Proposals[i].MessageID = ev.Delivered.PlatformMessageID
 	if s.Proposals[i].Status == ProposalPending {
-		return nil
+		return []Effect{Emit{ProposalPosted{TurnID: s.Proposals[i].TurnID}}}
 	}
 	// Decided while its message went out: the buttons go now.
 	if edit, ok := s.Proposals[i].edit(env); ok {
@@ -370,6 +370,12 @@ func (s *ProposalsState) Delivered(env Env, ev ChunkDelivered) []Effect {
 	}
 	return nil
 }
+
+// ProposalPosted: a pending proposal's message is out, for the turn
+// that waits for it to show ⏳ (after the message, not before it).
+type ProposalPosted struct{ TurnID string }
+
+func (ProposalPosted) isEvent() {}
 
 // Edited answers the Returned of a proposal message's edit.
 func (s *ProposalsState) Edited(env Env, ev Returned) []Effect {

@@ -39,7 +39,8 @@ func proposeN(t *testing.T, s *ProposalsState, n int) {
 	t.Helper()
 	for range n {
 		_, id := s.Propose(proposalEnv(0), "turn-1", toolCall(s.Seq+1), origin())
-		require.Empty(t, s.Delivered(proposalEnv(0), ChunkDelivered{TurnID: proposalKeyPrefix + id, Delivered: pipeline.Delivered{PlatformMessageID: "msg-" + id}}))
+		posted := s.Delivered(proposalEnv(0), ChunkDelivered{TurnID: proposalKeyPrefix + id, Delivered: pipeline.Delivered{PlatformMessageID: "msg-" + id}})
+		require.Equal(t, []Effect{Emit{ProposalPosted{TurnID: "turn-1"}}}, posted, "the turn hears its proposal is out")
 	}
 }
 
@@ -355,7 +356,7 @@ func TestTheProposalMessageIsPostedAndShowsTheOutcome(t *testing.T) {
 	assert.Contains(t, out, Effect(Publish{}))
 	assert.Equal(t, 1, s.Pending())
 
-	require.Empty(t, s.Delivered(env, ChunkDelivered{TurnID: "proposal/p1", Delivered: pipeline.Delivered{PlatformMessageID: "42"}}))
+	require.Equal(t, []Effect{Emit{ProposalPosted{TurnID: "turn-1"}}}, s.Delivered(env, ChunkDelivered{TurnID: "proposal/p1", Delivered: pipeline.Delivered{PlatformMessageID: "42"}}))
 	out = s.Decide(proposalEnv(time.Minute), approve("p1", boss))
 	edits := editsIn(out)
 	require.Len(t, edits, 1)

@@ -74,7 +74,9 @@ type ActiveTurn struct {
 	// Decisions the state of those that wait for a person.
 	Calls     *pipeline.ToolRound `json:"calls,omitempty"`
 	Decisions []CallDecision      `json:"decisions,omitempty"`
-	Steered   []pipeline.Inbound  `json:"steered,omitempty"`
+	// ShowsWaiting: its messages show ⏳ (once a proposal was posted).
+	ShowsWaiting bool               `json:"shows_waiting,omitempty"`
+	Steered      []pipeline.Inbound `json:"steered,omitempty"`
 	// SteeredBacklog were steered in and queued too (steer-backlog).
 	SteeredBacklog []pipeline.Inbound `json:"steered_backlog,omitempty"`
 	// Waiting is the attempt the step makes once a model cooled down.

@@ -48,11 +48,19 @@ func (s *TurnState) runTools(env Env, round pipeline.ToolRound) []Effect {
 	if len(needApproval) == 0 {
 		return s.nextCall(env)
 	}
-	a.Phase = PhaseWaiting
-	return []Effect{
-		Emit{ApprovalsWanted{TurnID: a.TurnID, Calls: needApproval, Origin: a.anchor()}},
-		Emit{ReactionsWanted{Refs: a.Refs, State: pipeline.ReactionWaitingUser}},
+	a.Phase, a.ShowsWaiting = PhaseWaiting, false
+	return []Effect{Emit{ApprovalsWanted{TurnID: a.TurnID, Calls: needApproval, Origin: a.anchor()}}}
+}
+
+// Posted answers a proposal of the turn's that is out: its messages show
+// ⏳ from the first, as the person asked sees the proposal.
+func (s *TurnState) Posted(turnID string) []Effect {
+	a := s.Active
+	if a == nil || a.TurnID != turnID || a.Phase != PhaseWaiting || a.ShowsWaiting {
+		return nil
 	}
+	a.ShowsWaiting = true
+	return []Effect{Emit{ReactionsWanted{Refs: a.Refs, State: pipeline.ReactionWaitingUser}}}
 }
 
 // Decided answers a decision on one of the waiting calls; refused is the

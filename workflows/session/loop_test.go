@@ -1,0 +1,207 @@
+package session
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workflows"
+)
+
+// The loop's tests run the whole session on the SDK's test environment,
+// against a fake platform and model: what the parts' tables cannot show,
+// how the runner and the loop put them together.
+
+var loopSession = pipeline.SessionKey{Channel: "web", Chat: "c1"}
+
+type fakeWorld struct {
+	mu        sync.Mutex
+	settings  pipeline.Settings
+	steps     []pipeline.TurnRequest
+	delivered []pipeline.Delivery
+	reactions []pipeline.ReactionChange
+	toolCalls []pipeline.ToolCall
+	agent     func(pipeline.TurnRequest) pipeline.TurnResult
+}
+
+func loopSettings() pipeline.Settings {
+	return pipeline.Settings{
+		Models:             []string{"demo/echo"},
+		ReactionClearDelay: pipeline.Duration(time.Minute), ErrorClearDelay: pipeline.Duration(10 * time.Minute),
+		IdleTTL: pipeline.Duration(24 * time.Hour), ChunkLimit: 4000,
+		TurnTimeout: pipeline.Duration(time.Minute), TurnHeartbeatTimeout: pipeline.Duration(20 * time.Second), TurnAttempts: 2,
+		MaxSteps: 4, Owners: []string{"web:boss"}, ProposalTTL: pipeline.Duration(24 * time.Hour),
+		DeliveryTimeout: pipeline.Duration(10 * time.Second), DeliveryDeadline: pipeline.Duration(10 * time.Minute),
+		Queue: pipeline.QueueSettings{Mode: pipeline.QueueFollowup, Debounce: 0, Cap: 20, Drop: pipeline.DropSummarize},
+	}
+}
+
+func newLoopEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeWorld) {
+	suite := &testsuite.WorkflowTestSuite{}
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetStartTime(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
+	w := &fakeWorld{settings: loopSettings()}
+	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+	env.RegisterActivityWithOptions(func(context.Context, pipeline.SessionKey) (pipeline.Settings, error) {
+		return w.settings, nil
+	}, activity.RegisterOptions{Name: pipeline.ActivityLoadSettings})
+	env.RegisterActivityWithOptions(func(_ context.Context, req pipeline.TurnRequest) (pipeline.TurnResult, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.steps = append(w.steps, req)
+		if w.agent != nil {
+			return w.agent(req), nil
+		}
+		return pipeline.TurnResult{Reply: "You said: " + req.Text, Model: req.Model}, nil
+	}, activity.RegisterOptions{Name: pipeline.ActivityAgentTurn})
+	env.RegisterActivityWithOptions(func(_ context.Context, d pipeline.Delivery) (pipeline.Delivered, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		var rest []string
+		if d.Whole {
+			chunks := pipeline.Chunk(d.Text, w.settings.ChunkLimit)
+			d.Text, d.Whole, d.Total, rest = chunks[0], false, len(chunks), chunks[1:]
+		}
+		w.delivered = append(w.delivered, d)
+		return pipeline.Delivered{PlatformMessageID: "p" + d.IdempotencyKey, Rest: rest}, nil
+	}, activity.RegisterOptions{Name: pipeline.ActivityDeliver})
+	env.RegisterActivityWithOptions(func(_ context.Context, c pipeline.ReactionChange) error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.reactions = append(w.reactions, c)
+		return nil
+	}, activity.RegisterOptions{Name: pipeline.ActivitySetReaction})
+	env.RegisterActivityWithOptions(func(_ context.Context, inv pipeline.ToolInvocation) (pipeline.ToolResult, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.toolCalls = append(w.toolCalls, inv.Call)
+		return pipeline.ToolResult{CallID: inv.Call.ID, Name: inv.Call.Name, Output: "done"}, nil
+	}, activity.RegisterOptions{Name: pipeline.ActivityRunTool})
+	env.RegisterActivityWithOptions(func(context.Context, pipeline.SessionKey, pipeline.SessionSettings) error { return nil },
+		activity.RegisterOptions{Name: pipeline.ActivitySaveSession})
+	env.RegisterActivityWithOptions(func(context.Context, pipeline.Edit) error { return nil },
+		activity.RegisterOptions{Name: pipeline.ActivityEdit})
+	return env, w
+}
+
+func inbound(id, sender, text string) pipeline.Inbound {
+	return pipeline.Inbound{Channel: "web", ChatID: "c1", MessageID: id, SenderID: sender, Text: text, ChatType: pipeline.ChatDirect}
+}
+
+func (w *fakeWorld) texts() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, d := range w.delivered {
+		out = append(out, d.Text)
+	}
+	return out
+}
+
+// runFor runs the session until the idle TTL completes it.
+func runFor(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
+	env.ExecuteWorkflow(WorkflowName, Params{Session: loopSession})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+}
+
+func TestAMessageIsAnsweredOnceAndItsReactionClearedAfterTheDelay(t *testing.T) {
+	env, w := newLoopEnv(t)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.SignalInbound, inbound("m1", "alice", "hello"))
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.SignalInbound, inbound("m1", "alice", "hello")) // a redelivery
+	}, 5*time.Second)
+	runFor(t, env)
+	assert.Equal(t, []string{"You said: hello"}, w.texts())
+	require.Len(t, w.delivered, 1)
+	require.Len(t, w.delivered[0].ThenReact, 1, "the reply carries ✅")
+	assert.Equal(t, pipeline.ReactionDone, w.delivered[0].ThenReact[0].State)
+	require.NotEmpty(t, w.reactions)
+	assert.Equal(t, pipeline.ReactionNone, w.reactions[len(w.reactions)-1].State, "✅ is cleared")
+}
+
+// payAgent asks for a payment first, then answers with what it got.
+func payAgent(req pipeline.TurnRequest) pipeline.TurnResult {
+	if len(req.Rounds) == 0 {
+		return pipeline.TurnResult{Model: req.Model, ToolCalls: []pipeline.ToolCall{{ID: "c1", Name: "pay", Arguments: `{"to":"bob"}`, RequiresApproval: true}}}
+	}
+	return pipeline.TurnResult{Model: req.Model, Reply: "paid: " + req.Rounds[0].Results[0].Output}
+}
+
+func TestAToolThatNeedsApprovalRunsOnceItIsApproved(t *testing.T) {
+	env, w := newLoopEnv(t)
+	w.agent = payAgent
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.SignalInbound, inbound("m1", "alice", "pay bob"))
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.SignalProposal, pipeline.Decision{ID: "p1", Decision: pipeline.DecisionApprove, By: "web:boss"})
+	}, time.Minute)
+	runFor(t, env)
+	require.Len(t, w.toolCalls, 1)
+	texts := w.texts()
+	require.Len(t, texts, 2, "the proposal, then the answer: %q", texts)
+	assert.Equal(t, "paid: done", texts[1])
+}
+
+func TestAReloadThatArrivesWithAMessageHoldsNothingUp(t *testing.T) {
+	env, w := newLoopEnv(t)
+	w.agent = payAgent
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.SignalInbound, inbound("m1", "alice", "pay bob"))
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.SignalReload, workflows.ReloadRequest{By: "worker"})
+	}, time.Second+time.Millisecond)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.SignalProposal, pipeline.Decision{ID: "p1", Decision: pipeline.DecisionApprove, By: "web:boss"})
+	}, time.Minute)
+	runFor(t, env)
+	require.Len(t, w.toolCalls, 1)
+	assert.Len(t, w.texts(), 2)
+}
+
+func TestAPressBySomeoneNotAllowedIsRefusedToThemAndRunsNothing(t *testing.T) {
+	env, w := newLoopEnv(t)
+	w.agent = payAgent
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.SignalInbound, inbound("m1", "alice", "pay bob"))
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		press := inbound("press1", "mallory", "")
+		press.Action, press.ReplyTo = "approve:p1", "pproposal"
+		env.SignalWorkflow(workflows.SignalInbound, press)
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.SignalProposal, pipeline.Decision{ID: "p1", Decision: pipeline.DecisionReject, By: "web:boss"})
+	}, 2*time.Minute)
+	runFor(t, env)
+	assert.Empty(t, w.toolCalls)
+	var refusal []pipeline.Delivery
+	for _, d := range w.delivered {
+		if d.PrivateTo == "mallory" {
+			refusal = append(refusal, d)
+		}
+	}
+	require.Len(t, refusal, 1, "delivered: %q", w.texts())
+	assert.Contains(t, refusal[0].Text, "web:mallory is not allowed to decide proposal p1")
+}
+
+func TestACarriedSessionWithNoIdleTimeCountsItsTTLFromItsStart(t *testing.T) {
+	env, _ := newLoopEnv(t)
+	start := env.Now()
+	env.ExecuteWorkflow(WorkflowName, Params{Session: loopSession, State: &State{}})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	assert.GreaterOrEqual(t, env.Now().Sub(start), 24*time.Hour, "it completes after the idle TTL, not at once")
+}
