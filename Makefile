@@ -141,9 +141,9 @@ fmt:
 # names are new write files, so the old ones keep guarding the sessions
 # recorded with older workflow code.
 record-histories: $(TEMPORAL) $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL)
-	REPLYFLOW_TEST_TEMPORAL_CLI=$(TEMPORAL) go test -count=1 ./cmd/replyflow -args -record-histories=$(CURDIR)/workflows/testdata/histories
+	REPLYFLOW_TEST_TEMPORAL_CLI=$(TEMPORAL) go test -count=1 ./cmd/replyflow -args -record-histories=$(CURDIR)/workflows/session/testdata/histories
 	REPLYFLOW_TEST_TEMPORAL_CLI=$(TEMPORAL) REPLYFLOW_TEST_TEMPORAL_SERVER=$(TEMPORAL_SERVER) REPLYFLOW_TEST_TEMPORAL_SQL_TOOL=$(TEMPORAL_SQL_TOOL) \
-		go test -count=1 ./cmd/replyflow-chaos -run TestRollingUpgrade -args -record-histories=$(CURDIR)/workflows/testdata/histories
+		go test -count=1 ./cmd/replyflow-chaos -run TestRollingUpgrade -args -record-histories=$(CURDIR)/workflows/session/testdata/histories
 
 # Every fuzz test (the parsers of user, platform and model input; their
 # seeds also run in `make test`), FUZZTIME each. A failure leaves its

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,31 +17,35 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/replyflow/replyflow/adapters/telegram"
 	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
 	"github.com/replyflow/replyflow/cmd/internal/harness"
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workflows"
 )
 
-// upgradeChange is the change version A is built without: the newest of
-// workflows/versions.go, whose turns put the reply prefix in front of a
-// reply (REPLYFLOW_REPLY_PREFIX); A's turns do not. It names the release
-// folder the upgrade's history is recorded in, too.
-const upgradeChange = "control-2026-11"
+// upgradeChange is the change version A is built without: the retirement
+// of the session workflow type (workflows/versions.go). A's gateway
+// starts sessions on that type and its runs never leave it; B's runs of
+// it move on into the chat session workflow at their next quiet point,
+// and B's gateway starts new sessions there.
+const upgradeChange = "retire-2026-11"
 
 var recordTo = flag.String("record-histories", "", "write the rolling upgrade's history as gzip-compressed JSON into this folder's release folder (make record-histories)")
 
-// The README's Upgrading procedure on a real server: sessions run on two
-// workers of version A (built as the release before upgradeChange); two
-// workers of version B (today's code) start beside them, an operator makes
-// B current with the Temporal CLI while every session has a turn in
-// flight on A, and the A workers are drained (SIGTERM). Every open session
-// finishes its turn on B, then runs its next one there, with no workflow
-// task failure; a session started under A keeps A's behaviour (no prefix,
-// the change is behind workflow.GetVersion) for the turn in flight, then
-// continues as new at its first quiet point on B and takes the change, as
-// a session started under B does.
+// The README's Upgrading procedure on a real server, across a release of
+// the session workflow: sessions run on two workers (and a gateway) of
+// version A, the release before upgradeChange, on the retiring workflow
+// type; two workers of version B (today's code) start beside them, an
+// operator makes B current with the Temporal CLI while every session has
+// a turn in flight on A, the A workers are drained (SIGTERM) and the
+// gateway is replaced by B's. Every open session finishes its turn on B
+// with no workflow task failure, then continues as new into the chat
+// session workflow at its first quiet point, keeping what it held: the
+// chat's settings (/usage tokens: the usage footer) and the clear it owes
+// on its last answered message. A session that starts now starts there.
 func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 	cluster, binB := sharedCluster(t)
 	cli := os.Getenv("REPLYFLOW_TEST_TEMPORAL_CLI")
@@ -61,6 +66,8 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 		"DEPLOYMENT_NAME": deployment, "REPLY_PREFIX": "[{model}] ",
 		// A turn long enough to be caught in flight by the upgrade.
 		"DEMO_MODEL_DELAY": "3s", "DEBOUNCE": "0", "TYPING_INTERVAL": "1s",
+		// Clears owed across the upgrade, for the carried state to keep.
+		"REACTION_CLEAR_DELAY": "10m",
 		"LOG_LEVEL": "info",
 	}
 	env := func(build, promote string) []string {
@@ -79,18 +86,19 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	require.NoError(t, harness.AwaitCurrentVersion(ctx, c, deployment, "a"), "the first version makes itself current (REPLYFLOW_PROMOTE=first)")
-	gateway, err := harness.Gateway(binB, env("b", "never"), filepath.Join(dir, "gateway.log"))
+	gatewayA, err := harness.Gateway(binA, env("a", "never"), filepath.Join(dir, "gateway-a.log"))
 	require.NoError(t, err)
-	startProc(t, gateway)
+	startProc(t, gatewayA)
 
-	// Sessions opened under A answer as A does.
+	// Sessions opened under A, with a chat setting of their own.
 	var chats []telegramChat
 	for i := range 4 {
 		chats = append(chats, telegramChat{fake, telegramtest.Private(int64(8_100_000 + i))})
 	}
 	for _, chat := range chats {
+		chat.awaitAnswer(t, chat.say("/usage tokens"))
 		reply := chat.awaitAnswer(t, chat.say("one"))
-		assert.False(t, prefixed(reply.Text), "version A has no reply prefix: %q", reply.Text)
+		assert.True(t, usageFooter(reply.Text), "/usage tokens holds on A: %q", reply.Text)
 	}
 
 	// Each session has a turn in flight on A ...
@@ -135,27 +143,35 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 		log, _ := os.ReadFile(filepath.Join(dir, p.Name+".log"))
 		assert.Contains(t, string(log), "every activity it ran has finished", "worker %s was drained, not cut off", p.Name)
 	}
+	gatewayA.Stop()
+	gatewayB, err := harness.Gateway(binB, env("b", "never"), filepath.Join(dir, "gateway-b.log"))
+	require.NoError(t, err)
+	startProc(t, gatewayB)
 
-	// The turns in flight end on B, as A would have ended them.
+	// The turns in flight end on B, on the workflow type they began on.
 	for i, chat := range chats {
 		reply := chat.awaitAnswer(t, inFlight[i])
 		assert.Contains(t, reply.Text, "You said: two")
-		assert.False(t, prefixed(reply.Text), "a session started under A keeps A's behaviour for the turn in flight: %q", reply.Text)
+		assert.True(t, usageFooter(reply.Text), "the chat's setting holds: %q", reply.Text)
 	}
-	// Their next turns run on B as B's: once the turn in flight is done,
-	// the run that began under A starts no other turn and continues as
-	// new (as soon as no reaction or reply is in flight), into a run that
-	// takes every change. "three" is sent the moment "two" is answered,
-	// often before the session took the delivery's result: it is queued
-	// behind the turn, or its 👀 is in flight as the turn ends.
-	for _, chat := range chats {
+	// Then each run moves on into the chat session workflow, with what
+	// it held: the setting, and the clear it owes on "two".
+	for i, chat := range chats {
+		key := sessionKeyOf(fake, chat)
+		runs := runsOf(t, c, key, 2)
+		assert.Equal(t, workflows.WorkflowName, runs[0].GetType().GetName(), "%s began on the retiring type", key.WorkflowID())
+		assert.Equal(t, workflows.ChatSessionName, runs[len(runs)-1].GetType().GetName(), "%s moved on", key.WorkflowID())
+		snap := stateOf(t, c, key)
+		assert.True(t, slices.ContainsFunc(snap.Reactions, func(r workflows.Reaction) bool {
+			return r.MessageID == strconv.Itoa(inFlight[i]) && !r.ClearAt.IsZero()
+		}), "%s owes the clear of the ✅ on two: %+v", key.WorkflowID(), snap.Reactions)
 		reply := chat.awaitAnswer(t, chat.say("three"))
-		assert.True(t, prefixed(reply.Text), "a run that began under A moves on to B's behaviour after its turn in flight: %q", reply.Text)
+		assert.True(t, usageFooter(reply.Text), "the setting moved with the session: %q", reply.Text)
 	}
-	// A session that starts now takes the change.
+	// A session that starts now starts on the chat session workflow.
 	fresh := telegramChat{fake, telegramtest.Private(8_199_999)}
 	reply := fresh.awaitAnswer(t, fresh.say("hello"))
-	assert.True(t, prefixed(reply.Text), "a session started under B takes the change: %q", reply.Text)
+	assert.Contains(t, reply.Text, "You said: hello")
 
 	if *recordTo != "" {
 		// A session's history that began on A and goes on on B: the replay
@@ -182,6 +198,8 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 			assert.Equal(t, "a", historyOfRun(t, c, key, runs[0].Execution.RunId).buildIDs[0], "%s began on A", key.WorkflowID())
 			assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW, runs[0].Status, "%s moved on", key.WorkflowID())
 			assert.Equal(t, []string{"b"}, historyOfRun(t, c, key, runs[1].Execution.RunId).buildIDs, "%s then runs on B alone", key.WorkflowID())
+		} else {
+			assert.Equal(t, workflows.ChatSessionName, runs[0].GetType().GetName())
 		}
 		desc, err := c.DescribeWorkflowExecution(ctx, key.WorkflowID(), "")
 		require.NoError(t, err)
@@ -227,4 +245,23 @@ func setCurrent(t *testing.T, cli, address, deployment, build string) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// usageFooter: a reply carries the usage footer /usage tokens asks for.
+func usageFooter(text string) bool { return strings.Contains(text, "\n\n— ") }
+
+// sessionKeyOf is a Telegram chat's session with the test's bot.
+func sessionKeyOf(fake *telegramtest.Server, chat telegramChat) pipeline.SessionKey {
+	return pipeline.SessionKey{Channel: telegram.Channel, Account: strconv.FormatInt(fake.Bot.ID, 10), Chat: strconv.FormatInt(chat.chat.ID, 10)}
+}
+
+// stateOf is the session's answer to the state query.
+func stateOf(t *testing.T, c client.Client, key pipeline.SessionKey) workflows.Snapshot {
+	t.Helper()
+	var snap workflows.Snapshot
+	require.Eventually(t, func() bool {
+		v, err := c.QueryWorkflow(context.Background(), key.WorkflowID(), "", workflows.QueryState)
+		return err == nil && v.Get(&snap) == nil
+	}, 30*time.Second, 200*time.Millisecond, "the state of %s", key.WorkflowID())
+	return snap
 }

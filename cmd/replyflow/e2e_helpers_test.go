@@ -151,12 +151,11 @@ func recordHistory(t *testing.T, c client.Client, chat, name string) {
 }
 
 // historySeries names the workflow code a recording run records, the
-// release: the newest change in workflows/versions.go. Each release
-// records every path once more under the code of its time, in a folder of
-// its own beside the older releases' (workflows/testdata/histories/
-// <release>/); when a new change is added there, bump this too and run
-// make record-histories.
-const historySeries = "members-2026-11"
+// release of the chat session workflow (workflows.Releases). Each release
+// records its paths under the code of its time, in a folder of its own
+// (workflows/session/testdata/histories/<release>/); a new release bumps
+// this and runs make record-histories.
+const historySeries = "chat-2026-11"
 
 // recordHistoryOf saves every run of the session's history as
 // <release>/<name>_run<N>.json.gz. A history already recorded under that
