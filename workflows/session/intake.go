@@ -14,7 +14,7 @@ import (
 // Intake's bounds.
 const (
 	// dedupeWindow is how long a message ID is remembered: platforms
-	// redeliver within minutes (Slack's last retry comes after five).
+	// redeliver an event within minutes (the longest retries come after five).
 	dedupeWindow = 20 * time.Minute
 	// seenCapacity bounds the remembered IDs whatever the window.
 	seenCapacity = 5000
