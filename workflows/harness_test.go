@@ -24,7 +24,7 @@ import (
 type fakePlatform struct {
 	// retires: the run retires into the chat session workflow at its
 	// first quiet point (retiring).
-	retires bool
+	retires  bool
 	env      *testsuite.TestWorkflowEnvironment
 	start    time.Time
 	settings pipeline.Settings

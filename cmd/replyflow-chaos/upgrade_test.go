@@ -68,7 +68,7 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 		"DEMO_MODEL_DELAY": "3s", "DEBOUNCE": "0", "TYPING_INTERVAL": "1s",
 		// Clears owed across the upgrade, for the carried state to keep.
 		"REACTION_CLEAR_DELAY": "10m",
-		"LOG_LEVEL": "info",
+		"LOG_LEVEL":            "info",
 	}
 	env := func(build, promote string) []string {
 		vars := maps.Clone(common)
