@@ -353,8 +353,12 @@ func (s *session) answer() error {
 		}
 		if len(s.events) == 0 {
 			// The pass is answered: what waits for its end starts now.
-			env := s.env()
-			s.do(append(s.startTurn(env), s.st.Reactions.Apply(env)...))
+			// A turn first: the ✍️ it asks for replaces a 👀 that is
+			// still queued, which then never goes out.
+			s.do(s.startTurn(s.env()))
+			if len(s.events) == 0 {
+				s.do(s.st.Reactions.Apply(s.env()))
+			}
 			if len(s.events) == 0 {
 				break
 			}

@@ -205,3 +205,15 @@ func TestACarriedSessionWithNoIdleTimeCountsItsTTLFromItsStart(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	assert.GreaterOrEqual(t, env.Now().Sub(start), 24*time.Hour, "it completes after the idle TTL, not at once")
 }
+
+func TestATurnThatStartsAtOnceSendsNoReceivedReaction(t *testing.T) {
+	env, w := newLoopEnv(t)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.SignalInbound, inbound("m1", "alice", "hello"))
+	}, time.Second)
+	runFor(t, env)
+	for _, r := range w.reactions {
+		assert.NotEqual(t, pipeline.ReactionReceived, r.State, "with no debounce window, ✍️ replaces 👀 before it goes out")
+	}
+	assert.Len(t, w.reactions, 1, "the clear of ✅ alone: %+v", w.reactions)
+}
