@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,11 +19,13 @@ import (
 )
 
 // ReplayReleases replays every history under dir, one folder per
-// release, each history gzip-compressed JSON (<path>_run<N>.json.gz), on
-// a replayer that register set up; it returns how many it replayed. A
-// change to a workflow that would break runs open under a recorded
-// release fails here with a nondeterminism error: such a change needs a
-// new release, not a re-recording.
+// release, on a replayer that register set up; it returns how many it
+// replayed. A history is JSON as recorded: gzip-compressed
+// (<path>_run<N>.json.gz), as the recorders write it, or plain (.json),
+// as the first releases' histories were recorded and are kept. A change
+// to a workflow that would break runs open under a recorded release
+// fails here with a nondeterminism error: such a change needs a new
+// release, not a re-recording.
 func ReplayReleases(t *testing.T, dir string, register func(worker.WorkflowReplayer)) int {
 	t.Helper()
 	for _, pattern := range []string{"*.json", "*.json.gz"} {
@@ -35,11 +38,11 @@ func ReplayReleases(t *testing.T, dir string, register func(worker.WorkflowRepla
 	total := 0
 	for _, release := range releases {
 		require.True(t, release.IsDir(), "%s: only release folders belong in %s", release.Name(), dir)
-		uncompressed, err := filepath.Glob(filepath.Join(dir, release.Name(), "*.json"))
+		plain, err := filepath.Glob(filepath.Join(dir, release.Name(), "*.json"))
 		require.NoError(t, err)
-		require.Empty(t, uncompressed, "histories are stored gzip-compressed: gzip -n -9 each of these (its JSON unchanged) and commit the .json.gz instead")
 		files, err := filepath.Glob(filepath.Join(dir, release.Name(), "*.json.gz"))
 		require.NoError(t, err)
+		files = append(files, plain...)
 		require.NotEmpty(t, files, "release %s has no history", release.Name())
 		total += len(files)
 		for _, file := range files {
@@ -55,17 +58,20 @@ func ReplayReleases(t *testing.T, dir string, register func(worker.WorkflowRepla
 	return total
 }
 
-// ReadHistory decompresses a recorded history (.json.gz) in memory and
-// decodes its JSON as the SDK's replayer reads a history file.
+// ReadHistory reads a recorded history (.json.gz decompressed in memory,
+// or .json) and decodes its JSON as the SDK's replayer reads a history
+// file.
 func ReadHistory(t *testing.T, file string) *historypb.History {
 	t.Helper()
-	compressed, err := os.ReadFile(file)
+	data, err := os.ReadFile(file)
 	require.NoError(t, err)
-	zr, err := gzip.NewReader(bytes.NewReader(compressed))
-	require.NoError(t, err, "%s is not gzip-compressed", file)
-	data, err := io.ReadAll(zr)
-	require.NoError(t, err, "%s: gzip stream", file)
-	require.NoError(t, zr.Close(), "%s: gzip stream", file)
+	if strings.HasSuffix(file, ".gz") {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		require.NoError(t, err, "%s is not gzip-compressed", file)
+		data, err = io.ReadAll(zr)
+		require.NoError(t, err, "%s: gzip stream", file)
+		require.NoError(t, zr.Close(), "%s: gzip stream", file)
+	}
 	history, err := client.HistoryFromJSON(bytes.NewReader(data), client.HistoryJSONOptions{})
 	require.NoError(t, err, "%s: history JSON", file)
 	require.NotEmpty(t, history.Events, "%s holds no event", file)
