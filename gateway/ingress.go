@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -20,6 +21,10 @@ type Ingress struct {
 	// Scope is the session scope of a channel's group chats
 	// (REPLYFLOW_SESSION_SCOPE); nil shares one session per chat.
 	Scope func(channel string) pipeline.SessionScope
+	// WorkflowType is the workflow type a new session starts on; empty
+	// is this build's (workflows.StartedWorkflow). A benchmark sets it to
+	// measure a release that a build older than this one started.
+	WorkflowType string
 }
 
 var (
@@ -69,7 +74,7 @@ func (i *Ingress) signal(ctx context.Context, key pipeline.SessionKey, name stri
 		StaticDetails: fmt.Sprintf("Session workflow for %s chat `%s`. Query `state` for a snapshot; see the README's operator section.", key.Channel, key.Chat),
 	}
 	_, err := i.Client.SignalWithStartWorkflow(ctx, key.WorkflowID(), name, payload, opts,
-		workflows.StartedWorkflow(), workflows.SessionParams{Session: key})
+		cmp.Or(i.WorkflowType, workflows.StartedWorkflow()), workflows.SessionParams{Session: key})
 	if err != nil {
 		return fmt.Errorf("signal-with-start %s (%s): %w", key.WorkflowID(), name, err)
 	}

@@ -109,13 +109,14 @@ type versions struct {
 // changesInOrder are the changes, oldest first.
 var changesInOrder = []string{changeHardening, changeSlack, changeSecurity, changeControl, changeCost, changeStream, changePromises, changeMembers}
 
-// NewestChange is the newest change: a build with BuiltBefore set to it
-// behaves as the release before (replyflow-bench measures it beside
-// today's code).
-func NewestChange() string { return changesInOrder[len(changesInOrder)-1] }
+// NewestChange is the newest change, the retirement of this workflow
+// type: a build with BuiltBefore set to it is the release before the
+// chat session workflow (replyflow-bench measures it beside today's
+// code).
+func NewestChange() string { return changeRetire }
 
 // Changes are the change IDs, oldest first: what BuiltBefore accepts.
-func Changes() []string { return slices.Clone(changesInOrder) }
+func Changes() []string { return append(slices.Clone(changesInOrder), changeRetire) }
 
 // BuiltBefore, when set at link time to a change ID
 // (-ldflags "-X github.com/replyflow/replyflow/workflows.BuiltBefore=control-2026-11"),

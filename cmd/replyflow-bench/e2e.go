@@ -21,6 +21,7 @@ import (
 	"github.com/replyflow/replyflow/cmd/internal/harness"
 	"github.com/replyflow/replyflow/gateway"
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workflows"
 )
 
 // timingSink is the gateway's ingress, noting when each message was
@@ -163,7 +164,13 @@ func startE2EWith(ctx context.Context, c client.Client, o options, name string, 
 		}
 	}
 
-	sink := &timingSink{Ingress: &gateway.Ingress{Client: c, TaskQueue: queue}, accepted: map[string]time.Time{}}
+	ingress := &gateway.Ingress{Client: c, TaskQueue: queue}
+	if o.replyflow == o.baseline {
+		// The baseline's own gateway started its sessions on the
+		// workflow type of its time.
+		ingress.WorkflowType = workflows.WorkflowName
+	}
+	sink := &timingSink{Ingress: ingress, accepted: map[string]time.Time{}}
 	rcv, err := telegram.NewReceiver(ctx, telegram.ReceiverConfig{
 		Token: fake.Token, APIURL: fake.URL(), Sink: sink, Feedback: sink.Ingress,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
