@@ -120,11 +120,14 @@ type PublishedAttributes struct {
 // session's channel and chat.
 //
 // LastInboundAt goes with any upsert there is. With none, it is upserted
-// on its own, once a pass, unless its message waits in a debounce window
-// or for the gate: the pass that closes the window (or takes the gate's
-// answer) publishes the newest time of the batch once. Adapters catch up
-// from it after a restart (messages newer than it are fetched again), so
-// it is never held longer than that.
+// on its own, once a pass, unless the session is in a state that passes
+// by itself and shows as idle (a debounce window, the gate, a turn's
+// first model step and its fast delivery): then it waits for the state
+// that follows, and a turn that goes on to tools publishes it with
+// thinking, a quick one alone once it ends. Adapters catch up from it
+// after a restart (messages newer than it are fetched again, and the
+// session drops what it has seen), so it is never held longer than a
+// turn's first step.
 func (v *VisibilityState) Updates(env Env, st *State) []temporal.SearchAttributeUpdate {
 	var updates []temporal.SearchAttributeUpdate
 	first := v.Published == nil
@@ -149,7 +152,7 @@ func (v *VisibilityState) Updates(env Env, st *State) []temporal.SearchAttribute
 	if first || now.PendingProposals != was.PendingProposals {
 		updates = append(updates, workflows.AttrPendingProposals.ValueSet(int64(now.PendingProposals)))
 	}
-	if last := st.Intake.LastInboundAt; !last.IsZero() && !last.Equal(was.LastInboundAt) && (len(updates) > 0 || !waitsForBatch(env, st)) {
+	if last := st.Intake.LastInboundAt; !last.IsZero() && !last.Equal(was.LastInboundAt) && (len(updates) > 0 || !passesByItself(env, st)) {
 		updates = append(updates, workflows.AttrLastInboundAt.ValueSet(last))
 		now.LastInboundAt = last
 	}
@@ -157,11 +160,10 @@ func (v *VisibilityState) Updates(env Env, st *State) []temporal.SearchAttribute
 	return updates
 }
 
-// waitsForBatch reports whether the newest messages wait in a debounce
-// window or for the gate, with no turn running.
-func waitsForBatch(env Env, st *State) bool {
-	status := Status(env, st)
-	return status == workflows.StatusDebouncing || status == workflows.StatusGating
+// passesByItself reports whether the session's status is one that the
+// search attributes show as idle.
+func passesByItself(env Env, st *State) bool {
+	return Status(env, st) != searchableStatus(env, st)
 }
 
 // Details is the markdown the Temporal UI shows as the session's current

@@ -92,7 +92,7 @@ func TestASimpleTurnsWholeLifeIsOneUpsert(t *testing.T) {
 		"the message's time alone, once its window closed")
 }
 
-func TestAToolTurnPublishesThinkingThenIdle(t *testing.T) {
+func TestAToolTurnPublishesThinkingWithTheMessagesTimeThenIdle(t *testing.T) {
 	p := publisher{v: VisibilityState{Published: &PublishedAttributes{State: workflows.StatusIdle}}}
 	st := &State{}
 	env := turnEnv()
@@ -112,10 +112,9 @@ func TestAToolTurnPublishesThinkingThenIdle(t *testing.T) {
 	p.pass(env, st)
 
 	assert.Equal(t, []map[string]any{
-		{attrInboundAt: t0},
-		{attrState: "thinking"},
+		{attrInboundAt: t0, attrState: "thinking"},
 		{attrState: "idle"},
-	}, p.upserts)
+	}, p.upserts, "two upserts: the message's time rides on thinking")
 }
 
 // activeAt is a running turn in phase, changed by set.
