@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workflows"
 )
 
 // The gate's bounds and pacing.
@@ -154,10 +155,10 @@ func (s *EngagementState) Gated(env Env, ev Returned, queue pipeline.QueueSettin
 	s.GateCalls = slices.Delete(s.GateCalls, i, i+1)
 	result, _ := ev.Output.(*pipeline.GateResult)
 	if ev.Failure != nil || result == nil || !result.Forward {
-		why := "gate answered nothing, skipping"
+		why, decision := "gate answered nothing, skipping", "skip"
 		switch {
 		case ev.Failure != nil:
-			why = "gate failed, skipping: " + ev.Failure.Type
+			why, decision = "gate failed, skipping: "+ev.Failure.Type, "failed"
 			env.logger().Warn("Gate failed; the batch is skipped", "error", ev.Failure)
 		case result != nil:
 			why = result.Reason
@@ -166,7 +167,7 @@ func (s *EngagementState) Gated(env Env, ev Returned, queue pipeline.QueueSettin
 			env.logger().Info("Inbound decision", "message_id", in.MessageID, "decision", pipeline.DecisionObserve, "reason", "gate: "+why)
 			s.observe(env, in)
 		}
-		return nil
+		return []Effect{gateMetric(decision)}
 	}
 	s.Observed = slices.Clone(s.latestObserved(len(batch)))
 	s.Counts.Gated++
@@ -176,7 +177,13 @@ func (s *EngagementState) Gated(env Env, ev Returned, queue pipeline.QueueSettin
 	return []Effect{
 		Emit{ReactionsWanted{Refs: refsOf(batch...), State: pipeline.ReactionReceived}},
 		Emit{BatchReady{Batch: Batch{Messages: batch, Queue: queue, NoAnchor: true}}},
+		gateMetric("forward"),
 	}
+}
+
+// gateMetric counts one gate decision: forward, skip or failed.
+func gateMetric(decision string) Effect {
+	return Count{Name: workflows.MetricGateDecisions, Tags: map[string]string{"decision": decision}}
 }
 
 // dropGateBuffer keeps a pending gated batch as observed context: an

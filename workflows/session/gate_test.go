@@ -148,8 +148,9 @@ func TestAForwardedBatchGoesToATurnThatAnchorsNoReply(t *testing.T) {
 	s, c := askedGate(t)
 	queue := debounce(3 * time.Second)
 	out := s.Gated(gatedAt(2*time.Second), Returned{Key: c.Key, Output: &pipeline.GateResult{Forward: true, Reason: "a question"}}, queue)
-	require.Len(t, out, 2)
+	require.Len(t, out, 3)
 	assert.Equal(t, Emit{ReactionsWanted{Refs: []msgRef{{ID: "1"}, {ID: "2"}}, State: pipeline.ReactionReceived}}, out[0])
+	assert.Equal(t, gateMetric("forward"), out[2])
 	batch := out[1].(Emit).Event.(BatchReady).Batch
 	assert.True(t, batch.NoAnchor)
 	assert.Equal(t, queue, batch.Queue)
@@ -161,21 +162,22 @@ func TestAForwardedBatchGoesToATurnThatAnchorsNoReply(t *testing.T) {
 
 func TestABatchTheGateDoesNotForwardIsObserved(t *testing.T) {
 	tests := []struct {
-		name string
-		ev   func(key string) Returned
+		name     string
+		ev       func(key string) Returned
+		decision string
 	}{
 		{name: "skip", ev: func(key string) Returned {
 			return Returned{Key: key, Output: &pipeline.GateResult{Reason: "small talk"}}
-		}},
+		}, decision: "skip"},
 		{name: "failed", ev: func(key string) Returned {
 			return Returned{Key: key, Failure: &Failure{Type: "Timeout", Message: "gate took too long"}}
-		}},
-		{name: "no output", ev: func(key string) Returned { return Returned{Key: key} }},
+		}, decision: "failed"},
+		{name: "no output", ev: func(key string) Returned { return Returned{Key: key} }, decision: "skip"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, c := askedGate(t)
-			assert.Empty(t, s.Gated(gatedAt(2*time.Second), tt.ev(c.Key), debounce(time.Second)))
+			assert.Equal(t, []Effect{gateMetric(tt.decision)}, s.Gated(gatedAt(2*time.Second), tt.ev(c.Key), debounce(time.Second)), "counted, and nothing else")
 			assert.Len(t, s.Observed, 12)
 			assert.Equal(t, "anyone?", s.Observed[11].Text)
 			assert.Zero(t, s.Counts.Gated)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workflows"
 )
 
 // Proposals' bounds and defaults.
@@ -417,7 +418,7 @@ func (s *ProposalsState) settle(env Env, id, status, by, reason string) []Effect
 	p.Call.Arguments = ""
 	s.Proposals = append(append(s.Proposals[:i:i], s.Proposals[i+1:]...), p)
 	s.prune()
-	var out []Effect
+	out := []Effect{Count{Name: workflows.MetricProposals, Tags: map[string]string{"outcome": status}}}
 	if edit, ok := p.edit(env); ok {
 		out = append(out, edit)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workflows"
 )
 
 const boss = "web:boss"
@@ -361,8 +362,9 @@ func TestTheProposalMessageIsPostedAndShowsTheOutcome(t *testing.T) {
 	edits := editsIn(out)
 	require.Len(t, edits, 1)
 	assert.Equal(t, pipeline.Edit{Session: env.Key, PlatformMessageID: "42", ThreadID: "t1", Text: "✅ Approved by web:boss [p1]: pay (amount=1, to=bob)"}, edits[0])
-	assert.True(t, ProposalKey(out[0].(Call).Key))
-	assert.Empty(t, s.Edited(env, Returned{Key: out[0].(Call).Key, Failure: &Failure{Type: "PlatformRejected"}}))
+	assert.Equal(t, Count{Name: workflows.MetricProposals, Tags: map[string]string{"outcome": ProposalApproved}}, out[0])
+	assert.True(t, ProposalKey(out[1].(Call).Key))
+	assert.Empty(t, s.Edited(env, Returned{Key: out[1].(Call).Key, Failure: &Failure{Type: "PlatformRejected"}}))
 }
 
 func TestADecisionBeforeTheMessageIsOutEditsItOnceOut(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workflows"
 )
 
 // Reactions' bounds and pacing.
@@ -20,6 +21,10 @@ const (
 	// reactionRetryBase, doubled each time.
 	reactionRetries   = 6
 	reactionRetryBase = 30 * time.Second
+	// lateClear is how late a clear may run before it counts as late
+	// (workflows.MetricReactionsClearedLate): a timer fires within
+	// seconds, so a minute means the session could not run.
+	lateClear = time.Minute
 )
 
 // clearTimer is the one timer all scheduled clears share.
@@ -256,6 +261,7 @@ func (s *ReactionsState) applied(env Env, ev ReactionApplied) []Effect {
 // becomes a change, every retry due is queued again.
 func (s *ReactionsState) Fired(env Env) []Effect {
 	s.ClearArmedAt = time.Time{}
+	var late []Effect
 	for i := range s.Reactions {
 		r := &s.Reactions[i]
 		if !r.RetryAt.IsZero() && !r.RetryAt.After(env.Now.Add(clearShare)) {
@@ -265,11 +271,14 @@ func (s *ReactionsState) Fired(env Env) []Effect {
 			}
 		}
 		if !r.ClearAt.IsZero() && !r.ClearAt.After(env.Now.Add(clearShare)) {
+			if env.Now.Sub(r.ClearAt) > lateClear {
+				late = append(late, Count{Name: workflows.MetricReactionsClearedLate, Tags: map[string]string{"channel": env.Key.Channel}})
+			}
 			r.State, r.ClearAt = pipeline.ReactionNone, time.Time{}
 			s.queue(pipeline.ReactionChange{Session: env.Key, MessageID: r.MessageID, ThreadID: r.ThreadID, State: pipeline.ReactionNone})
 		}
 	}
-	return s.next(env)
+	return append(late, s.next(env)...)
 }
 
 // Apply starts the first queued change, unless one is being applied.

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workflows"
 )
 
 func clearAfter(env Env, done, failed time.Duration) Env {
@@ -151,4 +152,19 @@ func TestALastChunkHeldForAChangeBeingAppliedGoesOutWhenItLands(t *testing.T) {
 	d := only[Deliver](t, out)
 	require.Len(t, d.Delivery.ThenReact, 1)
 	assert.Nil(t, s.Held)
+}
+
+func TestAClearThatRunsOverAMinuteLateIsCounted(t *testing.T) {
+	var s ReactionsState
+	env := clearAfter(envAt(0), time.Minute, time.Hour)
+	s.React(env, refsOf(msg("1", "u")), pipeline.ReactionDone)
+	s.Applied(env, ReactionApplied{Change: applies(s.Apply(env))[0]})
+	onTime := s.Fired(clearAfter(envAt(time.Minute), time.Minute, time.Hour))
+	assert.NotContains(t, onTime, Effect(Count{Name: workflows.MetricReactionsClearedLate, Tags: map[string]string{"channel": "web"}}))
+
+	var late ReactionsState
+	late.React(env, refsOf(msg("2", "u")), pipeline.ReactionDone)
+	late.Applied(env, ReactionApplied{Change: applies(late.Apply(env))[0]})
+	out := late.Fired(clearAfter(envAt(5*time.Minute), time.Minute, time.Hour))
+	assert.Contains(t, out, Effect(Count{Name: workflows.MetricReactionsClearedLate, Tags: map[string]string{"channel": "web"}}))
 }
