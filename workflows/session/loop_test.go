@@ -106,6 +106,11 @@ func (w *fakeWorld) texts() []string {
 	return out
 }
 
+// signalAt sends the session a signal at that point of simulated time.
+func signalAt(env *testsuite.TestWorkflowEnvironment, at time.Duration, name string, arg any) {
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(name, arg) }, at)
+}
+
 // runFor runs the session until the idle TTL completes it.
 func runFor(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
 	env.ExecuteWorkflow(WorkflowName, Params{Session: loopSession})
@@ -115,12 +120,8 @@ func runFor(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
 
 func TestAMessageIsAnsweredOnceAndItsReactionClearedAfterTheDelay(t *testing.T) {
 	env, w := newLoopEnv(t)
-	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(workflows.SignalInbound, inbound("m1", "alice", "hello"))
-	}, time.Second)
-	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(workflows.SignalInbound, inbound("m1", "alice", "hello")) // a redelivery
-	}, 5*time.Second)
+	signalAt(env, time.Second, workflows.SignalInbound, inbound("m1", "alice", "hello"))
+	signalAt(env, 5*time.Second, workflows.SignalInbound, inbound("m1", "alice", "hello")) // a redelivery
 	runFor(t, env)
 	assert.Equal(t, []string{"You said: hello"}, w.texts())
 	require.Len(t, w.delivered, 1)
@@ -141,12 +142,8 @@ func payAgent(req pipeline.TurnRequest) pipeline.TurnResult {
 func TestAToolThatNeedsApprovalRunsOnceItIsApproved(t *testing.T) {
 	env, w := newLoopEnv(t)
 	w.agent = payAgent
-	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(workflows.SignalInbound, inbound("m1", "alice", "pay bob"))
-	}, time.Second)
-	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(workflows.SignalProposal, pipeline.Decision{ID: "p1", Decision: pipeline.DecisionApprove, By: "web:boss"})
-	}, time.Minute)
+	signalAt(env, time.Second, workflows.SignalInbound, inbound("m1", "alice", "pay bob"))
+	signalAt(env, time.Minute, workflows.SignalProposal, pipeline.Decision{ID: "p1", Decision: pipeline.DecisionApprove, By: "web:boss"})
 	runFor(t, env)
 	require.Len(t, w.toolCalls, 1)
 	texts := w.texts()
@@ -157,15 +154,9 @@ func TestAToolThatNeedsApprovalRunsOnceItIsApproved(t *testing.T) {
 func TestAReloadThatArrivesWithAMessageHoldsNothingUp(t *testing.T) {
 	env, w := newLoopEnv(t)
 	w.agent = payAgent
-	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(workflows.SignalInbound, inbound("m1", "alice", "pay bob"))
-	}, time.Second)
-	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(workflows.SignalReload, workflows.ReloadRequest{By: "worker"})
-	}, time.Second+time.Millisecond)
-	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(workflows.SignalProposal, pipeline.Decision{ID: "p1", Decision: pipeline.DecisionApprove, By: "web:boss"})
-	}, time.Minute)
+	signalAt(env, time.Second, workflows.SignalInbound, inbound("m1", "alice", "pay bob"))
+	signalAt(env, time.Second+time.Millisecond, workflows.SignalReload, workflows.ReloadRequest{By: "worker"})
+	signalAt(env, time.Minute, workflows.SignalProposal, pipeline.Decision{ID: "p1", Decision: pipeline.DecisionApprove, By: "web:boss"})
 	runFor(t, env)
 	require.Len(t, w.toolCalls, 1)
 	assert.Len(t, w.texts(), 2)
@@ -174,17 +165,13 @@ func TestAReloadThatArrivesWithAMessageHoldsNothingUp(t *testing.T) {
 func TestAPressBySomeoneNotAllowedIsRefusedToThemAndRunsNothing(t *testing.T) {
 	env, w := newLoopEnv(t)
 	w.agent = payAgent
-	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(workflows.SignalInbound, inbound("m1", "alice", "pay bob"))
-	}, time.Second)
+	signalAt(env, time.Second, workflows.SignalInbound, inbound("m1", "alice", "pay bob"))
 	env.RegisterDelayedCallback(func() {
 		press := inbound("press1", "mallory", "")
 		press.Action, press.ReplyTo = "approve:p1", "pproposal"
 		env.SignalWorkflow(workflows.SignalInbound, press)
 	}, time.Minute)
-	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(workflows.SignalProposal, pipeline.Decision{ID: "p1", Decision: pipeline.DecisionReject, By: "web:boss"})
-	}, 2*time.Minute)
+	signalAt(env, 2*time.Minute, workflows.SignalProposal, pipeline.Decision{ID: "p1", Decision: pipeline.DecisionReject, By: "web:boss"})
 	runFor(t, env)
 	assert.Empty(t, w.toolCalls)
 	var refusal []pipeline.Delivery
@@ -208,9 +195,7 @@ func TestACarriedSessionWithNoIdleTimeCountsItsTTLFromItsStart(t *testing.T) {
 
 func TestATurnThatStartsAtOnceSendsNoReceivedReaction(t *testing.T) {
 	env, w := newLoopEnv(t)
-	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(workflows.SignalInbound, inbound("m1", "alice", "hello"))
-	}, time.Second)
+	signalAt(env, time.Second, workflows.SignalInbound, inbound("m1", "alice", "hello"))
 	runFor(t, env)
 	for _, r := range w.reactions {
 		assert.NotEqual(t, pipeline.ReactionReceived, r.State, "with no debounce window, ✍️ replaces 👀 before it goes out")
