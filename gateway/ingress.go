@@ -10,6 +10,7 @@ import (
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/pipeline"
 	"github.com/replyflow/replyflow/workflows"
+	"github.com/replyflow/replyflow/workflows/retiring"
 )
 
 // Ingress hands inbound messages and feedback to their session workflows.
@@ -74,7 +75,7 @@ func (i *Ingress) signal(ctx context.Context, key pipeline.SessionKey, name stri
 		StaticDetails: fmt.Sprintf("Session workflow for %s chat `%s`. Query `state` for a snapshot; see the README's operator section.", key.Channel, key.Chat),
 	}
 	_, err := i.Client.SignalWithStartWorkflow(ctx, key.WorkflowID(), name, payload, opts,
-		cmp.Or(i.WorkflowType, workflows.StartedWorkflow()), workflows.SessionParams{Session: key})
+		cmp.Or(i.WorkflowType, retiring.StartedWorkflow()), workflows.SessionParams{Session: key})
 	if err != nil {
 		return fmt.Errorf("signal-with-start %s (%s): %w", key.WorkflowID(), name, err)
 	}

@@ -26,7 +26,7 @@ import (
 // auto-upgrade: when an operator makes a new version current, every open
 // session moves to it at its next workflow task, which is why every change
 // to the session workflow goes through workflow.GetVersion
-// (workflows/versions.go). The deprecated build-ID options are not used.
+// (workflows/retiring/versions.go). The deprecated build-ID options are not used.
 type Deployment struct {
 	// Name is the deployment (REPLYFLOW_DEPLOYMENT_NAME); "" runs the
 	// worker unversioned, taking the tasks of no deployment's version.

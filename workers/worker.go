@@ -12,6 +12,7 @@ import (
 	"github.com/replyflow/replyflow/activities"
 	"github.com/replyflow/replyflow/pipeline"
 	"github.com/replyflow/replyflow/workflows"
+	"github.com/replyflow/replyflow/workflows/retiring"
 	"github.com/replyflow/replyflow/workflows/session"
 )
 
@@ -101,8 +102,8 @@ func Register(r worker.Registry, acts *activities.Activities) {
 	// Auto-upgrade (see Deployment); an unversioned worker ignores it.
 	r.RegisterWorkflowWithOptions(session.Workflow, workflow.RegisterOptions{Name: session.WorkflowName, VersioningBehavior: workflow.VersioningBehaviorAutoUpgrade})
 	// The retiring session workflow serves its open runs until each
-	// continues as new into the one above (workflows/versions.go).
-	r.RegisterWorkflowWithOptions(workflows.SessionWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowName, VersioningBehavior: workflow.VersioningBehaviorAutoUpgrade})
+	// continues as new into the one above (workflows/retiring/versions.go).
+	r.RegisterWorkflowWithOptions(retiring.SessionWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowName, VersioningBehavior: workflow.VersioningBehaviorAutoUpgrade})
 	r.RegisterWorkflowWithOptions(workflows.HeartbeatTickWorkflow, workflow.RegisterOptions{Name: pipeline.WorkflowHeartbeatTick, VersioningBehavior: workflow.VersioningBehaviorAutoUpgrade})
 	if acts == nil {
 		return

@@ -1,11 +1,16 @@
-// Package workflows holds the session workflow: one long-lived Temporal
-// workflow per conversation, which owns everything durable about it (seen
-// message IDs, the queue, the running turn, reaction state and its scheduled
-// clears, the delivery ledger) and asks activities for every side effect.
+// Package workflows holds what the session workflows share with each other
+// and with the rest of replyflow: the names of the workflow types, signals,
+// queries, updates, search attributes and metric series (names.go,
+// metrics.go); the durable state a session carries across continue-as-new
+// and the views its query answers (state.go, parts_state.go,
+// snapshot.go); the releases a worker serves (releases.go); and the
+// heartbeat tick workflow that a Schedule starts (heartbeat_tick.go).
 //
-// Workflow code here must stay deterministic: no I/O, no time.Now (use
-// workflow.Now), no native goroutines (workflow.Go only), no dependence on map
-// iteration order, and no import of adapters, activities, platform or model
-// SDKs. It calls activities by the names in package pipeline. An
-// architecture test (imports_test.go) keeps the import rule honest.
+// The session itself lives in workflows/session (the live release, type
+// chat-session); the release it replaces is frozen in workflows/retiring
+// until no run of it is open. Code here must stay deterministic like
+// theirs: no I/O, no time.Now, no goroutines, no dependence on map order,
+// and no import of adapters, activities, platform or model SDKs (an
+// architecture test, imports_test.go, keeps that honest for every package
+// under workflows).
 package workflows

@@ -23,7 +23,7 @@ import (
 func tickEnv(id string, signal func(pipeline.HeartbeatSignal) error) (*testsuite.TestWorkflowEnvironment, *[]pipeline.HeartbeatSignal) {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
-	env.SetStartTime(testStart)
+	env.SetStartTime(tickStart)
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: id})
 	env.RegisterWorkflowWithOptions(HeartbeatTickWorkflow, workflow.RegisterOptions{Name: pipeline.WorkflowHeartbeatTick})
 	var mu sync.Mutex
@@ -36,6 +36,9 @@ func tickEnv(id string, signal func(pipeline.HeartbeatSignal) error) (*testsuite
 	}, activity.RegisterOptions{Name: pipeline.ActivitySignalHeartbeat})
 	return env, &calls
 }
+
+// tickStart is when the tick tests' simulated clock starts.
+var tickStart = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 var tickSession = pipeline.SessionKey{Channel: "telegram", Account: "bot", Chat: "-100"}
 
@@ -60,7 +63,7 @@ func TestHeartbeatTickStartedByHandUsesItsStartTime(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	require.Len(t, *calls, 1)
 	assert.Equal(t, "heartbeat-tick:by-hand", (*calls)[0].Tick.ID)
-	assert.True(t, (*calls)[0].Tick.ScheduledAt.Equal(testStart), "got %s", (*calls)[0].Tick.ScheduledAt)
+	assert.True(t, (*calls)[0].Tick.ScheduledAt.Equal(tickStart), "got %s", (*calls)[0].Tick.ScheduledAt)
 }
 
 func TestHeartbeatTickRetriesTheSignalWithTheSameTick(t *testing.T) {
@@ -85,6 +88,6 @@ func TestHeartbeatTickGivesUpOnAStaleTick(t *testing.T) {
 	env.ExecuteWorkflow(pipeline.WorkflowHeartbeatTick, pipeline.HeartbeatTickParams{Session: tickSession})
 	require.True(t, env.IsWorkflowCompleted())
 	require.Error(t, env.GetWorkflowError(), "the tick fails; the schedule goes on (PauseOnFailure is off)")
-	assert.Less(t, env.Now().Sub(testStart), 3*time.Minute, "within its two-minute budget, in simulated time")
+	assert.Less(t, env.Now().Sub(tickStart), 3*time.Minute, "within its two-minute budget, in simulated time")
 	assert.Greater(t, len(*calls), 3)
 }

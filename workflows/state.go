@@ -6,13 +6,6 @@ import (
 	"github.com/replyflow/replyflow/pipeline"
 )
 
-// Bounds on what the state carries, so a busy session's state (and so each
-// continue-as-new input) stays small.
-const (
-	seenCapacity   = 5000
-	deliveryWindow = 200
-)
-
 // SessionParams is the workflow's input: the session it serves and, after a
 // continue-as-new, everything it carried.
 type SessionParams struct {
@@ -145,16 +138,6 @@ type ActiveTurn struct {
 	Progress *TurnProgress `json:"progress,omitempty"`
 }
 
-// options are the turn's chat settings; all off when it has none.
-func (a *ActiveTurn) options() TurnOptions {
-	if a.Options == nil {
-		return TurnOptions{}
-	}
-	return *a.Options
-}
-
-func (a *ActiveTurn) threadID() string { return a.Messages[len(a.Messages)-1].ThreadID }
-
 // Reaction is the reaction a user message should show, and when it is due
 // to be cleared (zero while it must stay).
 type Reaction struct {
@@ -191,17 +174,6 @@ type TurnRecord struct {
 	// said; ThinkIgnored that its model took no reasoning effort.
 	Usage        *pipeline.Usage `json:"usage,omitempty"`
 	ThinkIgnored bool            `json:"think_ignored,omitempty"`
-}
-
-func (t *TurnRecord) addUsage(u *pipeline.Usage) {
-	if u == nil {
-		return
-	}
-	sum := *u
-	if t.Usage != nil {
-		sum = t.Usage.Add(*u)
-	}
-	t.Usage = &sum
 }
 
 // Duration is how long the turn took, or zero while it runs.
@@ -249,9 +221,10 @@ type ReloadRequest struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-func (s *TurnState) recordDelivery(d DeliveryRecord) {
-	s.Deliveries = append(s.Deliveries, d)
-	if over := len(s.Deliveries) - deliveryWindow; over > 0 {
-		s.Deliveries = append([]DeliveryRecord(nil), s.Deliveries[over:]...)
-	}
+// RetiredParams start a chat session workflow from a run of this one:
+// its key and the state it carried (the chat session's Params read the
+// same JSON).
+type RetiredParams struct {
+	Session pipeline.SessionKey `json:"session"`
+	Retired *State              `json:"retired,omitempty"`
 }

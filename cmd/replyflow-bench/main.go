@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/replyflow/replyflow/cmd/internal/harness"
-	"github.com/replyflow/replyflow/workflows"
+	"github.com/replyflow/replyflow/workflows/retiring"
 )
 
 type options struct {
@@ -79,8 +79,8 @@ func main() {
 	flag.StringVar(&o.codecKeys, "codec-keys", "", "encrypt payloads: REPLYFLOW_CODEC_KEYS for the worker and this program's client (empty: off)")
 	flag.BoolVar(&o.unversioned, "unversioned", false, "run the workers unversioned (REPLYFLOW_WORKER_VERSIONING=false), to compare")
 	flag.IntVar(&o.saturationRounds, "saturation-rounds", 2, "-baseline: how many alternating saturation runs of each build")
-	flag.StringVar(&o.before, "before", workflows.NewestChange(), "-baseline: the baseline is the release before this workflow change (cost-2026-11 compares with the cost per turn before issue 22)")
-	flag.BoolVar(&o.withBaseline, "baseline", true, "also measure the cost per turn and the saturation of a build that behaves as the release before the newest workflow change (workflows.BuiltBefore)")
+	flag.StringVar(&o.before, "before", retiring.NewestChange(), "-baseline: the baseline is the release before this workflow change (cost-2026-11 compares with the cost per turn before issue 22)")
+	flag.BoolVar(&o.withBaseline, "baseline", true, "also measure the cost per turn and the saturation of a build that behaves as the release before the newest workflow change (retiring.BuiltBefore)")
 	var clusterWorkers string
 	flag.BoolVar(&o.cluster.on, "cluster", false, "also measure a real Temporal cluster on PostgreSQL beside the dev server, with one, two and three workers")
 	flag.StringVar(&o.cluster.server, "temporal-server", "bin/temporal-server", "-cluster: the Temporal server binary")
@@ -138,11 +138,11 @@ func run(o options) error {
 		o.replyflow = bin
 	}
 	if o.withBaseline {
-		if !slices.Contains(workflows.Changes(), o.before) {
-			return fmt.Errorf("-before %q: want one of %s", o.before, strings.Join(workflows.Changes(), ", "))
+		if !slices.Contains(retiring.Changes(), o.before) {
+			return fmt.Errorf("-before %q: want one of %s", o.before, strings.Join(retiring.Changes(), ", "))
 		}
 		fmt.Fprintf(os.Stderr, "building replyflow as the release before %s…\n", o.before)
-		bin, err := harness.BuildAs(o.workDir, "replyflow-before", "-X github.com/replyflow/replyflow/workflows.BuiltBefore="+o.before)
+		bin, err := harness.BuildAs(o.workDir, "replyflow-before", "-X github.com/replyflow/replyflow/workflows/retiring.BuiltBefore="+o.before)
 		if err != nil {
 			return err
 		}

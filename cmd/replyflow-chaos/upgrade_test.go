@@ -27,7 +27,7 @@ import (
 )
 
 // upgradeChange is the change version A is built without: the retirement
-// of the session workflow type (workflows/versions.go). A's gateway
+// of the session workflow type (workflows/retiring/versions.go). A's gateway
 // starts sessions on that type and its runs never leave it; B's runs of
 // it move on into the chat session workflow at their next quiet point,
 // and B's gateway starts new sessions there.
@@ -53,7 +53,7 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 		cli, _ = filepath.Abs("../../bin/temporal")
 	}
 	dir := t.TempDir()
-	binA, err := harness.BuildAs(dir, "replyflow-a", "-X github.com/replyflow/replyflow/workflows.BuiltBefore="+upgradeChange)
+	binA, err := harness.BuildAs(dir, "replyflow-a", "-X github.com/replyflow/replyflow/workflows/retiring.BuiltBefore="+upgradeChange)
 	require.NoError(t, err)
 	ctx := context.Background()
 	store, err := cluster.NewDatabase(ctx, "upgrade")

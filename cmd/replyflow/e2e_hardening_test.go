@@ -20,7 +20,7 @@ import (
 	"github.com/replyflow/replyflow/workflows/session"
 )
 
-// These tests drive the paths the hardening change (workflows/versions.go)
+// These tests drive the paths the hardening change (workflows/retiring/versions.go)
 // added, on a real server, and record their histories.
 
 func TestSteadyChatterIsAnsweredAtTheDebounceMaximumWait(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/replyflow/replyflow/workflows"
 	"github.com/replyflow/replyflow/workflows/internal/replaytest"
+	"github.com/replyflow/replyflow/workflows/retiring"
 )
 
 // historiesDir holds one folder per release of the chat session workflow,
@@ -22,6 +23,6 @@ const historiesDir = "testdata/histories"
 func TestReplayRecordedHistories(t *testing.T) {
 	replaytest.ReplayReleases(t, historiesDir, func(r worker.WorkflowReplayer) {
 		r.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName, VersioningBehavior: workflow.VersioningBehaviorAutoUpgrade})
-		r.RegisterWorkflowWithOptions(workflows.SessionWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowName, VersioningBehavior: workflow.VersioningBehaviorAutoUpgrade})
+		r.RegisterWorkflowWithOptions(retiring.SessionWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowName, VersioningBehavior: workflow.VersioningBehaviorAutoUpgrade})
 	})
 }

@@ -16,7 +16,7 @@ import (
 func Build(dir string) (string, error) { return BuildAs(dir, "replyflow", "") }
 
 // BuildAs compiles the replyflow binary into dir/name with the linker
-// flags ldflags ("" for none): -X workflows.BuiltBefore=<change> makes a
+// flags ldflags ("" for none): -X workflows/retiring.BuiltBefore=<change> makes a
 // build that behaves as the release before that change.
 func BuildAs(dir, name, ldflags string) (string, error) {
 	bin := filepath.Join(dir, name)
