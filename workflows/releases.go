@@ -33,6 +33,6 @@ type Release struct {
 func Releases() []Release {
 	return []Release{
 		{WorkflowType: ChatSessionName, Live: true, Code: "workflows/session", Histories: "workflows/session/testdata/histories"},
-		{WorkflowType: WorkflowName, Code: "workflows/retiring (and retiring.StartedWorkflow in gateway/ingress.go, the BuiltBefore builds in cmd)", Histories: "workflows/testdata/histories"},
+		{WorkflowType: WorkflowName, Code: "workflows/retiring (and retiring.StartedWorkflow in gateway/chain.go, the BuiltBefore builds in cmd)", Histories: "workflows/testdata/histories"},
 	}
 }

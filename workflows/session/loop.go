@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"strings"
 
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -129,40 +130,6 @@ func (s *session) register() error {
 		}})
 }
 
-// loadSettings reads the session's settings: the worker's configuration
-// and the session's entry.
-func (s *session) loadSettings() error {
-	settings, err := s.run.loadSettings()
-	if err != nil {
-		return fmt.Errorf("load settings for %s: %w", s.key.WorkflowID(), err)
-	}
-	s.settings, s.settingsLoaded = settings, true
-	return nil
-}
-
-// restore gives a session that starts afresh what its entry saved: its
-// /model, /queue and /activation choices and its chat settings. A
-// session started by a heartbeat tick alone does not count as a
-// person's doing, which would keep it alive past its turn.
-func (s *session) restore() {
-	saved := s.settings.Saved
-	s.st.Turn.Models.ModelOverride = saved.ModelOverride
-	s.st.Intake.QueueOverride = saved.Queue
-	s.st.Engagement.ActivationOverride = saved.Activation
-	s.st.Control.Restore(saved)
-	if s.signals.inbound.Len() > 0 || s.signals.heartbeats.Len() == 0 {
-		s.st.Control.Touched()
-	}
-}
-
-// resume starts again what the previous run carried.
-func (s *session) resume() []Effect {
-	env := s.env()
-	out := append(s.st.Intake.Resume(), s.st.Reactions.Resume(env)...)
-	out = append(out, s.st.Engagement.Resume(env)...)
-	return append(out, s.st.Proposals.Resume(env)...)
-}
-
 // loop takes signals as events, answers every event, and waits for
 // more; a run ends at a quiet point: continuing as new when its history
 // is long, completing when it has been idle for the TTL.
@@ -204,83 +171,6 @@ func (s *session) loop() error {
 	}
 }
 
-func cmpErr(err, otherwise error) error {
-	if err != nil {
-		return err
-	}
-	return otherwise
-}
-
-// settle prepares the end of a run in the order of the SDK's safe
-// message handler sample: running update handlers finish, then every
-// signal delivered so far is answered; the run ends only if still may
-// says so after that.
-func (s *session) settle(still func() bool) (bool, error) {
-	if err := workflow.Await(s.ctx, func() bool { return workflow.AllHandlersFinished(s.ctx) }); err != nil {
-		return false, err
-	}
-	s.takeSignals()
-	if err := s.answer(); err != nil {
-		return false, err
-	}
-	return still(), nil
-}
-
-// quiet is true with nothing of the session's own under way: no effect
-// runs, so continue-as-new loses nothing (windows, the queue and
-// scheduled clears are carried in State and re-armed by the next run).
-func (s *session) quiet() bool {
-	return !s.run.Busy() && len(s.events) == 0 && !s.st.Reactions.Busy() && !s.st.Replies.Busy() &&
-		!s.st.Engagement.Busy() && !s.st.Control.ReadingChecklists()
-}
-
-// mayCarry is true where the run may continue as new: at a quiet point
-// between turns, or while the turn waits for something only a person
-// gives (decisions, a retry), which may take days in a busy chat.
-func (s *session) mayCarry() bool {
-	if !s.quiet() {
-		return false
-	}
-	a := s.st.Turn.Active
-	return a == nil || a.Carriable()
-}
-
-// holdsTurns: a run that should continue as new starts no other turn,
-// so a busy chat reaches its quiet point; the next run starts it.
-func (s *session) holdsTurns() bool { return s.shouldContinueAsNew() }
-
-// idle is true when nothing at all is pending; only an idle session may
-// complete.
-func (s *session) idle() bool {
-	st := s.st
-	return s.quiet() && !st.Turn.Running() && !st.Queue.Queued() && !st.Intake.Holding() && !st.Engagement.GatePending() &&
-		!st.Reactions.Pending() && st.Proposals.Pending() == 0 && !s.signals.pending()
-}
-
-func (s *session) shouldContinueAsNew() bool {
-	info := workflow.GetInfo(s.ctx)
-	return info.GetContinueAsNewSuggested() ||
-		(s.settings.MaxHistoryEvents > 0 && info.GetCurrentHistoryLength() >= s.settings.MaxHistoryEvents)
-}
-
-// idleTimer is the run's idle timer.
-const idleTimer TimerID = "idle"
-
-// waitWhileIdle waits for work, or for the idle TTL (counted from the
-// last thing a person did) to pass.
-func (s *session) waitWhileIdle() (expired bool, err error) {
-	env := s.env()
-	left := s.st.Control.IdleLeft(env)
-	if left <= 0 {
-		return true, nil
-	}
-	if !s.idleArmed {
-		s.idleArmed = true
-		s.run.start(Arm{Timer: idleTimer, At: env.Now.Add(left), Summary: "idle; the session completes after " + s.settings.IdleTTL.String() + " without a person"})
-	}
-	return false, workflow.Await(s.ctx, func() bool { return len(s.events) > 0 || s.signals.pending() || s.shouldContinueAsNew() })
-}
-
 // decision applies a decision taken in the chat and answers it.
 func (s *session) decision(env Env, ev DecisionAsked) []Effect {
 	effects, answer, err := s.st.Proposals.decide(env, ev.Decision, ev.OwnerVerified)
@@ -293,26 +183,6 @@ func (s *session) decision(env Env, ev DecisionAsked) []Effect {
 		return effects
 	}
 	return append(effects, Emit{AnswerWanted{MessageID: ev.MessageID, ThreadID: ev.ThreadID, Text: answer}})
-}
-
-func (s *session) continueAsNew() error {
-	s.log.Info("Continuing as new", "history_length", workflow.GetInfo(s.ctx).GetCurrentHistoryLength())
-	return workflow.NewContinueAsNewError(s.ctx, WorkflowName, Params{Session: s.key, State: s.st})
-}
-
-// takeReloads reads the settings again when the reload signal asked for
-// it (a changed configuration, `replyflow reload`): before the messages
-// that came with it, so a sender no longer allowed is refused at their
-// next message.
-func (s *session) takeReloads() error {
-	if s.signals.reloads.Len() == 0 {
-		return nil
-	}
-	var r workflows.ReloadRequest
-	for s.signals.reloads.ReceiveAsync(&r) {
-		s.log.Info("Reloading the session's settings", "by", r.By, "reason", r.Reason)
-	}
-	return s.loadSettings()
 }
 
 // takeSignals turns every signal delivered so far into an event, in the
@@ -402,7 +272,8 @@ func (s *session) env() Env {
 }
 
 // route is which part answers what: every event the session knows, by
-// the part that answers it.
+// the part that answers it. Messages and commands are answered here, the
+// turn's events in routeTurn below.
 func (s *session) route(ev Event) []Effect {
 	env, st := s.env(), s.st
 	switch ev := ev.(type) {
@@ -442,6 +313,15 @@ func (s *session) route(ev Event) []Effect {
 		return st.Replies.RecordFeedback(env, ev.Feedback)
 	case HeartbeatTicked:
 		return s.heartbeat(env, ev.Tick)
+	}
+	return s.routeTurn(env, ev)
+}
+
+// routeTurn answers the turn's events: its model steps, tools and
+// delivery, the proposals it makes, and the reactions that follow it.
+func (s *session) routeTurn(env Env, ev Event) []Effect {
+	st := s.st
+	switch ev := ev.(type) {
 	// The turn: models, tools, delivery.
 	case ModelAnswered:
 		return st.Turn.Answered(env, ev)
@@ -483,5 +363,244 @@ func (s *session) route(ev Event) []Effect {
 		return st.Reactions.Applied(env, ev)
 	}
 	s.log.Warn("Event not answered by any part", "event", fmt.Sprintf("%T", ev))
+	return nil
+}
+
+// The session's routes: which parts an accepted message, a command's
+// request and a turn's end reach, in order. They read several parts'
+// state to decide, as a router does, and change it only through the
+// parts' own methods.
+
+// accept routes an accepted message down the ladder every message
+// climbs: a claim code, the permission check, a button, a command, the
+// engagement decision, the owners-only directives, then 👀 and a
+// debounce window (or a batch of its own).
+func (s *session) accept(env Env, in pipeline.Inbound) []Effect {
+	st := s.st
+	if code := strings.TrimSpace(in.Text); pipeline.IsClaimCode(code) {
+		return st.Replies.Claim(env, in, code)
+	}
+	if !st.Engagement.Permitted(env, in) {
+		st.Engagement.Deny(env, in)
+		return nil
+	}
+	st.Engagement.See(env, in)
+	if in.Action != "" {
+		return PressButton(env, in)
+	}
+	parsed := Parse(env, in.Text)
+	st.Control.Touched()
+	key, queue := pipeline.BufferKeyOf(in), st.Intake.QueueSettings(env)
+	if parsed.Command != "" {
+		return append(st.Intake.Close(env, key, queue), Emit{CommandGiven{In: in, Parsed: parsed}})
+	}
+	facts := TurnFacts{RepliesToBot: in.ReplyTo != "" && st.Turn.IsBotMessage(in.ReplyTo), TurnRunning: st.Turn.Running()}
+	result, out := st.Engagement.Engage(env, in, facts)
+	if result.Decision != pipeline.DecisionEngage {
+		return out
+	}
+	if refusal := RefuseDirectives(env, in, parsed.Directives, true); refusal != "" {
+		out = append(out, st.Intake.Close(env, key, queue)...)
+		return append(out, st.Replies.Answer(env, refOf(in), refusal)...)
+	}
+	out = append(out, st.Reactions.React(env, refsOf(in), pipeline.ReactionReceived)...)
+	in.Text = parsed.Text
+	settings := parsed.Queue.Apply(queue)
+	if parsed.IsDirective() || len(in.Media) > 0 || settings.Debounce <= 0 {
+		out = append(out, st.Intake.Close(env, key, queue)...)
+		b := Batch{Messages: []pipeline.Inbound{in}, Queue: settings}
+		if parsed.Directives.Any() {
+			b.Directives = &parsed.Directives
+		}
+		return append(out, Emit{BatchReady{Batch: b}})
+	}
+	return append(out, st.Intake.Hold(env, in, settings)...)
+}
+
+// command runs a command with what it reads of the other parts.
+func (s *session) command(env Env, ev CommandGiven) []Effect {
+	st := s.st
+	busy := st.Turn.Running() || st.Queue.Queued() || st.Intake.Holding() || st.Engagement.GatePending()
+	view := CommandView{
+		Saved:      s.saved(env),
+		Model:      PrimaryModel(env, st),
+		Activation: st.Engagement.Activation(env),
+		Status:     StatusInfo(env, st),
+		Busy:       busy,
+		Observed:   len(st.Engagement.Observed),
+	}
+	return Command(env, &st.Control, &st.Replies, view, ev.In, ev.Parsed)
+}
+
+// saved are the chat's settings as its session entry keeps them.
+func (s *session) saved(env Env) pipeline.SessionSettings {
+	st := s.st
+	return pipeline.SessionSettings{
+		ModelOverride: st.Turn.Models.ModelOverride,
+		Queue:         st.Intake.QueueOverride,
+		Activation:    st.Engagement.ActivationOverride,
+	}
+}
+
+// stop is /stop: the running turn stops, and everything waiting is
+// dropped (the queue, open windows, messages steered into the turn).
+func (s *session) stop(env Env) []Effect {
+	st := s.st
+	var unsent []pipeline.Inbound
+	var out []Effect
+	for len(st.Intake.Buffers) > 0 {
+		b := st.Intake.Buffers[0]
+		unsent = append(unsent, b.Messages...)
+		st.Intake.Buffers = st.Intake.Buffers[1:]
+		out = append(out, Disarm{Timer: windowTimer(b.Gen)})
+	}
+	stopped := st.Turn.Running()
+	if a := st.Turn.Active; a != nil {
+		unsent = append(unsent, a.Steered...)
+		a.Steered = nil
+	}
+	out = append(out, st.Turn.Stop(env, "aborted")...)
+	return append(out, st.Queue.Abort(env, stopped, unsent)...)
+}
+
+// startTurn starts the next turn when one may start: no turn runs, a
+// batch waits, no /compact is replacing the transcript, and the run is
+// not about to continue as new.
+func (s *session) startTurn(env Env) []Effect {
+	st := s.st
+	if st.Turn.Running() || !st.Queue.Ready(st.Turn.View()) || st.Replies.Compacting() || s.holdsTurns() {
+		return nil
+	}
+	next, ok := st.Queue.Next(env)
+	if !ok {
+		return nil
+	}
+	last := next.Messages[len(next.Messages)-1]
+	text := next.Prompt(st.Engagement.EngagedText(env, next.Text, last.ChatType == pipeline.ChatGroup))
+	refs := append(refsOf(next.Messages...), next.OverflowRefs...)
+	return st.Turn.Begin(env, TurnStart{
+		Messages: next.Messages, Refs: refs, Text: text, NoAnchor: next.NoAnchor,
+		Options: st.Control.TurnOptions(next.Directives), NewTranscript: next.NewTranscript,
+	})
+}
+
+// turnEnded tells the other parts a turn is over.
+func (s *session) turnEnded(env Env, ev TurnEnded) []Effect {
+	st := s.st
+	out := turnMetrics(env, ev.Record)
+	if ev.Record.Heartbeat {
+		outcome := heartbeatOutcome(ev.Record.Outcome)
+		out = append(out, Count{Name: workflows.MetricHeartbeats, Tags: map[string]string{"outcome": outcome}})
+		return append(out, st.Control.HeartbeatDone(env, st.Control.runningTick(), outcome, ev.Record.TurnID)...)
+	}
+	st.Control.Touched()
+	return out
+}
+
+// timerFired routes a timer to the part that armed it.
+func (s *session) timerFired(env Env, ev TimerFired) []Effect {
+	st := s.st
+	switch {
+	case WindowTimer(ev.Timer):
+		return st.Intake.Fired(env, ev.Timer, st.Intake.QueueSettings(env))
+	case ev.Timer == clearTimer:
+		return st.Reactions.Fired(env)
+	case ev.Timer == gateTimer:
+		return st.Engagement.GateFired(env, st.Turn.Running())
+	case ev.Timer == proposalsTimer:
+		return st.Proposals.Fired(env)
+	case ev.Timer == idleTimer:
+		s.idleArmed = false // the loop sees whether the TTL passed
+		return nil
+	case st.Turn.Active != nil && ev.Timer == st.Turn.waitTimer():
+		return st.Turn.WaitOver(env)
+	}
+	return nil
+}
+
+// returned routes a Call's answer to the part that asked.
+func (s *session) returned(env Env, ev Returned) []Effect {
+	st := s.st
+	switch {
+	case ProposalKey(ev.Key):
+		return st.Proposals.Edited(env, ev)
+	case GateKey(ev.Key):
+		return st.Engagement.Gated(env, ev, st.Intake.QueueSettings(env))
+	case RepliesCall(ev.Key):
+		return st.Replies.Returned(env, ev)
+	case strings.HasPrefix(ev.Key, checklistKey):
+		return s.checklistRead(env, ev)
+	}
+	return nil
+}
+
+// delivered routes a delivery: a proposal's message, a direct reply, or
+// a chunk of a turn's reply (and the reactions it carried).
+func (s *session) delivered(env Env, ev ChunkDelivered) []Effect {
+	st := s.st
+	switch {
+	case ProposalKey(ev.TurnID):
+		return st.Proposals.Delivered(env, ev)
+	case ReplyDelivery(ev.TurnID):
+		return st.Replies.Delivered(env, ev)
+	}
+	return append(st.Reactions.Delivered(env, ev), st.Turn.Delivered(env, ev)...)
+}
+
+// disengage drops the sticky credits: the agent answers again only when
+// addressed.
+func (s *session) disengage(env Env) []Effect {
+	running := ""
+	if a := s.st.Turn.Active; a != nil {
+		running = a.TurnID
+	}
+	s.st.Engagement.Disengage(env, running)
+	return nil
+}
+
+// chatSetting applies a chat setting a command changed, and saves the
+// chat's settings in its session entry.
+func (s *session) chatSetting(env Env, ev Event) []Effect {
+	st := s.st
+	switch ev := ev.(type) {
+	case NewTranscriptAsked:
+		st.Queue.AskNewTranscript()
+	case ModelChosen:
+		st.Turn.Models.ModelOverride = ev.Model
+	case QueuePatched:
+		if ev.Reset {
+			st.Intake.ResetQueue()
+		} else {
+			st.Intake.PatchQueue(ev.Patch)
+		}
+	case ActivationChosen:
+		st.Engagement.SetActivation(ev.Mode)
+	}
+	return st.Replies.Save(env, st.Control.Saved(s.saved(env)))
+}
+
+// ownerClaimed makes a claimant an owner for the rest of the run (the
+// store keeps them for the runs after).
+func (s *session) ownerClaimed(who string) []Effect {
+	s.settings.Owners = append(s.settings.Owners, who)
+	return nil
+}
+
+// propose posts a proposal for each call a turn wants approved.
+func (s *session) propose(env Env, ev ApprovalsWanted) []Effect {
+	var out []Effect
+	for _, call := range ev.Calls {
+		effects, _ := s.st.Proposals.Propose(env, ev.TurnID, call, ev.Origin)
+		out = append(out, effects...)
+	}
+	return out
+}
+
+// refusedOrNil is the result a refused call gives the model, nil for an
+// approved one.
+func refusedOrNil(ev ProposalDecided) *pipeline.ToolResult {
+	if refused, ok := ev.Refused(); ok {
+		return &refused
+	}
 	return nil
 }
