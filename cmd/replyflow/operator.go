@@ -263,6 +263,16 @@ func renderSnapshot(s workflows.Snapshot, now time.Time) string {
 	if a := s.Active; a != nil {
 		row("Running", "turn %s, %s, step %d, messages %s, for %s", a.TurnID, a.Phase, a.Step+1,
 			strings.Join(a.MessageIDs, " "), now.Sub(a.StartedAt).Round(time.Second))
+		if a.Phase == workflows.PhaseParked {
+			row("Fix", "the cause in Last turn, then: replyflow retry %s", s.Session.WorkflowID())
+		}
+	}
+	for _, p := range s.Proposals {
+		if p.Status != workflows.ProposalPending {
+			continue
+		}
+		row("Proposal", "%s: %s (%s), asked by %s, expires in %s; decide: replyflow approve|reject %s %s",
+			p.ID, p.Call.Name, p.Summary, p.Requester, p.ExpiresAt.Sub(now).Round(time.Second), s.Session.WorkflowID(), p.ID)
 	}
 	for _, buf := range s.Buffers {
 		row("Debouncing", "%s from %s, flush in %s", strings.Join(buf.MessageIDs, " "), buf.Sender, buf.FlushAt.Sub(now).Round(time.Millisecond))

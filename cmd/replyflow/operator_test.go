@@ -60,6 +60,31 @@ func TestRenderSnapshot(t *testing.T) {
 	} {
 		assert.Contains(t, out, want)
 	}
+	assert.NotContains(t, out, "Fix", "a running turn needs no fix")
+}
+
+func TestRenderSnapshotSaysHowToFixWhatWaitsForAnOperator(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	snap := workflows.Snapshot{
+		Session: pipeline.SessionKey{Channel: "telegram", Account: "bot", Chat: "42"},
+		Status:  workflows.StatusDeliveryFailed,
+		Active:  &workflows.ActiveView{TurnID: "r.4", Phase: workflows.PhaseParked, MessageIDs: []string{"m9"}, StartedAt: now.Add(-time.Hour)},
+		LastTurn: &workflows.TurnRecord{TurnID: "r.4", Outcome: "delivery_failed",
+			Error: "delivery of chunk 1/1 failed (PlatformUnavailable): telegram: Forbidden: bot was blocked by the user"},
+		Proposals: []workflows.Proposal{
+			{ID: "p1", Call: pipeline.ToolCall{Name: "pay"}, Summary: "pay bob 5", Requester: "telegram:7", ExpiresAt: now.Add(10 * time.Minute), Status: workflows.ProposalPending},
+			{ID: "p0", Call: pipeline.ToolCall{Name: "pay"}, Summary: "pay eve 9", Status: workflows.ProposalRejected},
+		},
+	}
+	out := oneSpace(renderSnapshot(snap, now))
+	for _, want := range []string{
+		"Last turn delivery_failed, turn r.4: delivery of chunk 1/1 failed (PlatformUnavailable): telegram: Forbidden: bot was blocked by the user",
+		"Fix the cause in Last turn, then: replyflow retry session:telegram:bot:42",
+		"Proposal p1: pay (pay bob 5), asked by telegram:7, expires in 10m0s; decide: replyflow approve|reject session:telegram:bot:42 p1",
+	} {
+		assert.Contains(t, out, want)
+	}
+	assert.NotContains(t, out, "p0:", "a decided proposal waits for nobody")
 }
 
 // oneSpace folds the table's column padding, which depends on the widest key.

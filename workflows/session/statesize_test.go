@@ -352,7 +352,7 @@ func fillTurn(t *testing.T, f stateFiller, s *TurnState) {
 	// The record of a turn that began with the most refs a turn may: a
 	// queue's worth of messages of the longest IDs, and the overflow's.
 	rec := &TurnRecord{TurnID: turn, Model: f.model(0), StartedAt: f.now, FinishedAt: f.now, Outcome: "delivery_failed",
-		Error: fmt.Sprintf("delivery of chunk %d/%d failed (%s)", 1<<20, 1<<20, pipeline.ErrContextOverflow), Steps: 1 << 20, Chunks: 1 << 20, Delivered: 1 << 20, Heartbeat: true, ThinkIgnored: true,
+		Error: fmt.Sprintf("delivery of chunk %d/%d failed (%s): %s", 1<<20, 1<<20, pipeline.ErrContextOverflow, failureText(&Failure{Message: strings.Repeat("e", 2*maxFailureText)})), Steps: 1 << 20, Chunks: 1 << 20, Delivered: 1 << 20, Heartbeat: true, ThinkIgnored: true,
 		Usage: &pipeline.Usage{InputTokens: 1 << 40, OutputTokens: 1 << 40, CostUSD: 12345.678901, HasCost: true}}
 	smallest := pipeline.Inbound{MessageID: f.id("m", 0)}.Size()
 	for i := range maxQueuedBytes/smallest + maxOverflowLines {

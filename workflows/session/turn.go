@@ -44,6 +44,16 @@ const (
 // latest chunks, by which the session knows its own messages.
 const maxDeliveries = 200
 
+// maxFailureText bounds the failure's own words a parked turn keeps for
+// `replyflow inspect`, so an operator reads what failed without the
+// worker's log.
+const maxFailureText = 300
+
+// failureText is a failure's message cut to maxFailureText, valid UTF-8.
+func failureText(f *Failure) string {
+	return strings.ToValidUTF8(f.Message[:min(len(f.Message), maxFailureText)], "")
+}
+
 // TurnState is the turn part: the running turn, its record, the ledger
 // of delivered chunks, and the model chain's state.
 type TurnState struct {
@@ -511,7 +521,7 @@ func (s *TurnState) park(env Env, f *Failure) []Effect {
 	a := s.Active
 	a.Phase = PhaseParked
 	s.Last.Outcome = "delivery_failed"
-	s.Last.Error = fmt.Sprintf("delivery of chunk %d/%d failed (%s)", a.Next+1, len(a.Chunks), f.Type)
+	s.Last.Error = fmt.Sprintf("delivery of chunk %d/%d failed (%s): %s", a.Next+1, len(a.Chunks), f.Type, failureText(f))
 	env.logger().Error("Delivery parked: fix the cause, then `replyflow retry` this session", "turn_id", a.TurnID, "chunk", a.Next+1, "error", f)
 	return []Effect{
 		Emit{ReactionsWanted{Refs: a.Refs, State: pipeline.ReactionError}},

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -113,8 +114,11 @@ func TestAChunkThatCannotBeDeliveredParksTheTurnUntilARetry(t *testing.T) {
 	assert.Equal(t, 2, second.Delivery.Total)
 	assert.Equal(t, "second part here.", second.Delivery.Text)
 
-	out = s.Delivered(env, ChunkDelivered{TurnID: ask.TurnID, Index: 1, Failure: &Failure{Type: "Unavailable"}})
+	out = s.Delivered(env, ChunkDelivered{TurnID: ask.TurnID, Index: 1, Failure: &Failure{Type: "Unavailable", Message: "telegram: Forbidden: bot was blocked by the user" + strings.Repeat("!", 2*maxFailureText)}})
 	assert.Equal(t, PhaseParked, s.Active.Phase)
+	assert.True(t, strings.HasPrefix(s.Last.Error, "delivery of chunk 2/2 failed (Unavailable): telegram: Forbidden: bot was blocked by the user"),
+		"inspect shows the failure's own words: %q", s.Last.Error)
+	assert.LessOrEqual(t, len(s.Last.Error), 100+maxFailureText, "and no more of them than the bound")
 	assert.Equal(t, pipeline.ReactionError, emitted[ReactionsWanted](out)[0].State)
 	assert.Empty(t, emitted[TurnEnded](out), "a parked turn waits")
 
