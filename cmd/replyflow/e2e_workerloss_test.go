@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/replyflow/replyflow/activities/models/modeltest"
 	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
@@ -73,4 +76,72 @@ func TestATurnOutlivesThreeKilledWorkersInARow(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	recordHistoryOf(t, c, pipeline.SessionKey{Channel: "telegram", Account: strconv.FormatInt(fake.Bot.ID, 10), Chat: strconv.FormatInt(chat.ID, 10)}, "worker_lost_thrice")
+}
+
+// A worker killed outright (SIGKILL) while the model writes for one of
+// its sessions never gives the session back; the worker started after
+// it releases it (workers.Unstick), so the task that follows the lost
+// attempt's heartbeat timeout goes straight to the task queue every
+// worker polls, and does not wait out the dead worker's sticky queue
+// first (a WorkflowTaskTimedOut, schedule-to-start, in the history).
+func TestAKilledWorkersSessionSkipsItsStickyQueue(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bin, err := harness.Build(dir)
+	require.NoError(t, err)
+	oa := modeltest.NewOpenAI()
+	t.Cleanup(oa.Close)
+	const answer = "The answer, from the worker started after the kill."
+	oa.Push(modeltest.Step{Text: "never seen", Latency: time.Minute}, modeltest.Step{Text: answer})
+
+	n := queueSeq.Add(1)
+	fake := telegramtest.New(fmt.Sprintf("%d:unstick", 5700+n))
+	t.Cleanup(fake.Close)
+	chat := telegramtest.Private(6700 + n)
+	// A heartbeat timeout far longer than a worker's start, so the new
+	// worker has released the session before the lost attempt times out.
+	vars := map[string]string{
+		"MODEL": "openai/gpt-test", "STREAM": "off", "TURN_HEARTBEAT_TIMEOUT": "8s",
+		"DEBOUNCE": "0s", "LOG_LEVEL": "info", "REACTION_CLEAR_DELAY": "1s",
+	}
+	env := harness.Env(temporalServer.FrontendHostPort(), fmt.Sprintf("unstick-%d", n), filepath.Join(dir, "store.db"), fake, vars)
+	env = append(env, "OPENAI_BASE_URL="+oa.URL+"/v1", "OPENAI_API_KEY=test")
+	startWorker := realProcesses(t, bin, dir, env)
+
+	worker := startWorker(1)
+	fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: "a hard question"})
+	require.Eventually(t, func() bool { return len(oa.Requests()) >= 1 }, time.Minute, 10*time.Millisecond, "the model was asked")
+	worker.Kill()
+	startWorker(2)
+	waitOnFake(t, fake.WaitFor, "the answer", func() bool {
+		got := botMessages(fake, chat)
+		return len(got) > 0 && got[len(got)-1].Text == answer
+	})
+
+	c, err := harness.Dial(context.Background(), temporalServer.FrontendHostPort(), "")
+	require.NoError(t, err)
+	defer c.Close()
+	key := pipeline.SessionKey{Channel: "telegram", Account: strconv.FormatInt(fake.Bot.ID, 10), Chat: strconv.FormatInt(chat.ID, 10)}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var events []*historypb.HistoryEvent
+	iter := c.GetWorkflowHistory(ctx, key.WorkflowID(), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		require.NoError(t, err)
+		events = append(events, ev)
+	}
+	timedOut := slices.IndexFunc(events, func(ev *historypb.HistoryEvent) bool {
+		return ev.GetEventType() == enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT
+	})
+	require.GreaterOrEqual(t, timedOut, 0, "the lost attempt timed out (its heartbeat)")
+	next := slices.IndexFunc(events[timedOut:], func(ev *historypb.HistoryEvent) bool {
+		return ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED
+	})
+	require.GreaterOrEqual(t, next, 0, "a workflow task follows the timeout")
+	assert.Equal(t, enumspb.TASK_QUEUE_KIND_NORMAL, events[timedOut+next].GetWorkflowTaskScheduledEventAttributes().GetTaskQueue().GetKind(),
+		"the task after the timeout goes to the task queue every worker polls")
+	for _, ev := range events {
+		assert.NotEqual(t, enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT, ev.GetEventType(), "no task waited out a sticky queue (event %d)", ev.GetEventId())
+	}
 }

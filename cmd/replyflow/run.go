@@ -59,6 +59,15 @@ func dialTemporal(ctx context.Context, cfg Config, hostPort string, logger *slog
 	return c, nil
 }
 
+// temporalNamespace is the namespace dialTemporal's client works in.
+func temporalNamespace() string {
+	opts, err := temporalenv.LoadDefaultClientOptions()
+	if err != nil || opts.Namespace == "" {
+		return client.DefaultNamespace
+	}
+	return opts.Namespace
+}
+
 // newActivities opens the store and wires the models and every enabled
 // platform's outbound side from the config. The caller closes the store.
 func newActivities(ctx context.Context, cfg Config, logger *slog.Logger) (*activities.Activities, *store.Store, error) {
@@ -176,6 +185,14 @@ func runWorker(ctx context.Context, c client.Client, cfg Config, acts *activitie
 	// Open sessions that loaded other settings read these again.
 	reloaded := reloadWhenChanged(ctx, c, cfg, acts)
 	defer reloaded()
+	// Busy sessions of a worker that was killed move on to this one as
+	// soon as their next task comes.
+	unstuck := make(chan struct{})
+	go func() {
+		defer close(unstuck)
+		workers.UnstickAfterStart(ctx, workers.ClientSticky{Client: c, Namespace: temporalNamespace()}, cfg.TaskQueue, acts.Logger)
+	}()
+	defer func() { <-unstuck }()
 	if cfg.tel != nil {
 		cfg.tel.AddCheck("temporal", telemetry.TemporalCheck(c))
 		var stopping atomic.Bool
