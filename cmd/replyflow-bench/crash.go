@@ -179,7 +179,7 @@ type crashRound struct {
 	// sinceRestart is the processes' restart → each answer, sorted
 	// (empty without a kill).
 	sinceRestart []time.Duration
-	asked   int             // model requests in the round
+	asked        int // model requests in the round
 	// sessions are the round's workflow IDs.
 	sessions []string
 }
