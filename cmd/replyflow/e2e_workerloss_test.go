@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 
+	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/activities/models/modeltest"
 	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
 	"github.com/replyflow/replyflow/cmd/internal/harness"
@@ -143,5 +146,47 @@ func TestAKilledWorkersSessionSkipsItsStickyQueue(t *testing.T) {
 		"the task after the timeout goes to the task queue every worker polls")
 	for _, ev := range events {
 		assert.NotEqual(t, enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT, ev.GetEventType(), "no task waited out a sticky queue (event %d)", ev.GetEventId())
+	}
+}
+
+// slowModel answers after it thought for think, counting its calls.
+type slowModel struct {
+	think time.Duration
+	calls atomic.Int32
+}
+
+func (*slowModel) Name() string { return "test/slow" }
+
+func (m *slowModel) Complete(ctx context.Context, _ models.Prompt) (models.Completion, error) {
+	m.calls.Add(1)
+	select {
+	case <-ctx.Done():
+		return models.Completion{}, ctx.Err()
+	case <-time.After(m.think):
+		return models.Completion{Text: "thought it through"}, nil
+	}
+}
+
+// A model that thinks for three heartbeat timeouts, at the shortest
+// heartbeat timeout the configuration accepts, is one call on a real
+// server with the worker's own options: the attempt's heartbeats keep
+// it alive, and no attempt times out.
+func TestASlowModelIsNotTakenForALostWorker(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.TurnHeartbeatTimeout = minTurnHeartbeatTimeout
+	cfg.TypingInterval = 0 // the heartbeats alone keep the attempt alive
+	s := startStack(t, cfg)
+	model := &slowModel{think: 3 * minTurnHeartbeatTimeout}
+	s.startWorker(model)
+
+	events := subscribe(t, s.baseURL, "slow")
+	code, resp := s.post("slow", `{"message_id":"m1","sender_id":"alice","text":"think hard"}`)
+	require.Equal(t, http.StatusAccepted, code, resp)
+	reply := events.collectUntil(t, time.Minute, func(ev sseEvent) bool { return ev.Type == "message" })
+	assert.Contains(t, reply[len(reply)-1].Text, "thought it through")
+	assert.EqualValues(t, 1, model.calls.Load(), "the model was asked once")
+	for _, ev := range s.history(pipeline.SessionKey{Channel: "webchat", Chat: "slow"}) {
+		assert.NotEqual(t, enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT, ev.GetEventType(), "no attempt timed out (event %d)", ev.GetEventId())
 	}
 }
