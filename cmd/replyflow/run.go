@@ -163,6 +163,16 @@ func location(name string) *time.Location {
 // then stops polling and lets the running activities finish for up to
 // REPLYFLOW_SHUTDOWN_GRACE before it returns.
 func runWorker(ctx context.Context, c client.Client, cfg Config, acts *activities.Activities) error {
+	// The sessions of a worker that was killed move on as soon as their
+	// next task comes, to whichever worker polls: released first, as
+	// the lost model attempts time out within seconds of a crash.
+	unstickCtx, stopUnstick := context.WithCancel(ctx)
+	unstuck := make(chan struct{})
+	go func() {
+		defer close(unstuck)
+		workers.UnstickAfterStart(unstickCtx, workers.ClientSticky{Client: c, Namespace: temporalNamespace()}, cfg.TaskQueue, acts.Logger)
+	}()
+	defer func() { stopUnstick(); <-unstuck }()
 	if acts.Heartbeats == nil {
 		acts.Heartbeats = newHeartbeats(c, cfg, acts.Logger)
 	}
@@ -185,14 +195,6 @@ func runWorker(ctx context.Context, c client.Client, cfg Config, acts *activitie
 	// Open sessions that loaded other settings read these again.
 	reloaded := reloadWhenChanged(ctx, c, cfg, acts)
 	defer reloaded()
-	// Busy sessions of a worker that was killed move on to this one as
-	// soon as their next task comes.
-	unstuck := make(chan struct{})
-	go func() {
-		defer close(unstuck)
-		workers.UnstickAfterStart(ctx, workers.ClientSticky{Client: c, Namespace: temporalNamespace()}, cfg.TaskQueue, acts.Logger)
-	}()
-	defer func() { <-unstuck }()
 	if cfg.tel != nil {
 		cfg.tel.AddCheck("temporal", telemetry.TemporalCheck(c))
 		var stopping atomic.Bool
