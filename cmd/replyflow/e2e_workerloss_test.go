@@ -32,28 +32,10 @@ import (
 // kills fell three times on one turn.)
 func TestATurnOutlivesThreeKilledWorkersInARow(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	bin, err := harness.Build(dir)
-	require.NoError(t, err)
-	oa := modeltest.NewOpenAI()
-	t.Cleanup(oa.Close)
 	const answer = "The answer, after three workers died under it."
-	for range 3 {
-		oa.Push(modeltest.Step{Text: "never seen", Latency: time.Minute})
-	}
-	oa.Push(modeltest.Step{Text: answer})
-
-	n := queueSeq.Add(1)
-	fake := telegramtest.New(fmt.Sprintf("%d:workerloss", 5600+n))
-	t.Cleanup(fake.Close)
-	chat := telegramtest.Private(6600 + n)
-	vars := map[string]string{
-		"MODEL": "openai/gpt-test", "STREAM": "off", "TURN_HEARTBEAT_TIMEOUT": "2s",
-		"DEBOUNCE": "0s", "LOG_LEVEL": "info", "REACTION_CLEAR_DELAY": "1s",
-	}
-	env := harness.Env(temporalServer.FrontendHostPort(), fmt.Sprintf("workerloss-%d", n), filepath.Join(dir, "store.db"), fake, vars)
-	env = append(env, "OPENAI_BASE_URL="+oa.URL+"/v1", "OPENAI_API_KEY=test")
-	startWorker := realProcesses(t, bin, dir, env)
+	steps := slices.Repeat([]modeltest.Step{{Text: "never seen", Latency: time.Minute}}, 3)
+	r := newWorkerLossRig(t, "workerloss", "2s", append(steps, modeltest.Step{Text: answer})...)
+	oa, fake, chat, startWorker := r.model, r.fake, r.chat, r.startWorker
 	asked := func(requests int) func() bool {
 		return func() bool { return len(oa.Requests()) >= requests }
 	}
@@ -78,7 +60,42 @@ func TestATurnOutlivesThreeKilledWorkersInARow(t *testing.T) {
 	c, err := harness.Dial(context.Background(), temporalServer.FrontendHostPort(), "")
 	require.NoError(t, err)
 	defer c.Close()
-	recordHistoryOf(t, c, pipeline.SessionKey{Channel: "telegram", Account: strconv.FormatInt(fake.Bot.ID, 10), Chat: strconv.FormatInt(chat.ID, 10)}, "worker_lost_thrice")
+	recordHistoryOf(t, c, r.key(), "worker_lost_thrice")
+}
+
+// workerLossRig is a real gateway on a fake Telegram and real worker
+// processes (started with startWorker, killed by the test) on a task
+// queue of their own, asking a fake OpenAI that answers steps in turn.
+type workerLossRig struct {
+	model       *modeltest.Server
+	fake        *telegramtest.Server
+	chat        telegramtest.Chat
+	startWorker func(n int) *harness.Proc
+}
+
+func newWorkerLossRig(t *testing.T, name, heartbeatTimeout string, steps ...modeltest.Step) *workerLossRig {
+	t.Helper()
+	dir := t.TempDir()
+	bin, err := harness.Build(dir)
+	require.NoError(t, err)
+	oa := modeltest.NewOpenAI()
+	t.Cleanup(oa.Close)
+	oa.Push(steps...)
+	n := queueSeq.Add(1)
+	fake := telegramtest.New(fmt.Sprintf("%d:%s", 5600+n, name))
+	t.Cleanup(fake.Close)
+	vars := map[string]string{
+		"MODEL": "openai/gpt-test", "STREAM": "off", "TURN_HEARTBEAT_TIMEOUT": heartbeatTimeout,
+		"DEBOUNCE": "0s", "LOG_LEVEL": "info", "REACTION_CLEAR_DELAY": "1s",
+	}
+	env := harness.Env(temporalServer.FrontendHostPort(), fmt.Sprintf("%s-%d", name, n), filepath.Join(dir, "store.db"), fake, vars)
+	env = append(env, "OPENAI_BASE_URL="+oa.URL+"/v1", "OPENAI_API_KEY=test")
+	return &workerLossRig{model: oa, fake: fake, chat: telegramtest.Private(6600 + n), startWorker: realProcesses(t, bin, dir, env)}
+}
+
+// key is the chat's session.
+func (r *workerLossRig) key() pipeline.SessionKey {
+	return pipeline.SessionKey{Channel: "telegram", Account: strconv.FormatInt(r.fake.Bot.ID, 10), Chat: strconv.FormatInt(r.chat.ID, 10)}
 }
 
 // A worker killed outright (SIGKILL) while the model writes for one of
@@ -89,27 +106,11 @@ func TestATurnOutlivesThreeKilledWorkersInARow(t *testing.T) {
 // first (a WorkflowTaskTimedOut, schedule-to-start, in the history).
 func TestAKilledWorkersSessionSkipsItsStickyQueue(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	bin, err := harness.Build(dir)
-	require.NoError(t, err)
-	oa := modeltest.NewOpenAI()
-	t.Cleanup(oa.Close)
 	const answer = "The answer, from the worker started after the kill."
-	oa.Push(modeltest.Step{Text: "never seen", Latency: time.Minute}, modeltest.Step{Text: answer})
-
-	n := queueSeq.Add(1)
-	fake := telegramtest.New(fmt.Sprintf("%d:unstick", 5700+n))
-	t.Cleanup(fake.Close)
-	chat := telegramtest.Private(6700 + n)
 	// A heartbeat timeout far longer than a worker's start, so the new
 	// worker has released the session before the lost attempt times out.
-	vars := map[string]string{
-		"MODEL": "openai/gpt-test", "STREAM": "off", "TURN_HEARTBEAT_TIMEOUT": "8s",
-		"DEBOUNCE": "0s", "LOG_LEVEL": "info", "REACTION_CLEAR_DELAY": "1s",
-	}
-	env := harness.Env(temporalServer.FrontendHostPort(), fmt.Sprintf("unstick-%d", n), filepath.Join(dir, "store.db"), fake, vars)
-	env = append(env, "OPENAI_BASE_URL="+oa.URL+"/v1", "OPENAI_API_KEY=test")
-	startWorker := realProcesses(t, bin, dir, env)
+	r := newWorkerLossRig(t, "unstick", "8s", modeltest.Step{Text: "never seen", Latency: time.Minute}, modeltest.Step{Text: answer})
+	oa, fake, chat, startWorker := r.model, r.fake, r.chat, r.startWorker
 
 	worker := startWorker(1)
 	fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: "a hard question"})
@@ -124,7 +125,7 @@ func TestAKilledWorkersSessionSkipsItsStickyQueue(t *testing.T) {
 	c, err := harness.Dial(context.Background(), temporalServer.FrontendHostPort(), "")
 	require.NoError(t, err)
 	defer c.Close()
-	key := pipeline.SessionKey{Channel: "telegram", Account: strconv.FormatInt(fake.Bot.ID, 10), Chat: strconv.FormatInt(chat.ID, 10)}
+	key := r.key()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var events []*historypb.HistoryEvent
