@@ -50,6 +50,13 @@ func SetWorkflowCacheSize(n int) {
 // history, which costs time but loses nothing.
 const StickyScheduleToStartTimeout = time.Second
 
+// HeartbeatThrottle is the longest an activity's heartbeat waits before
+// it is sent to the server. A model attempt heartbeats every third of its
+// heartbeat timeout (REPLYFLOW_TURN_HEARTBEAT_TIMEOUT, at least 1 s):
+// with a throttle at most that, every one of them reaches the server,
+// and the attempt of a live worker is never taken for lost.
+const HeartbeatThrottle = 300 * time.Millisecond
+
 // Worker is a Temporal worker that knows which activities it is running.
 type Worker struct {
 	worker.Worker
@@ -83,10 +90,8 @@ func New(c client.Client, taskQueue string, acts *activities.Activities, stopTim
 		WorkerStopTimeout:          stopTimeout,
 		// A streamed answer's heartbeat carries what the user already saw
 		// (the preview's ID, the blocks sent); it must reach the server
-		// within a second, or the attempt after a crash could post them
-		// again. Steps that stream nothing heartbeat at a third of their
-		// timeout as before.
-		MaxHeartbeatThrottleInterval: time.Second,
+		// at once, or the attempt after a crash could post them again.
+		MaxHeartbeatThrottleInterval: HeartbeatThrottle,
 		StickyScheduleToStartTimeout: StickyScheduleToStartTimeout,
 		Interceptors:                 []interceptor.WorkerInterceptor{running},
 		DeploymentOptions:            deployment.options(),

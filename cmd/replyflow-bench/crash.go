@@ -51,12 +51,13 @@ func benchCrash(ctx context.Context, c client.Client, o options) ([][]string, er
 		return nil, r.withLog(err)
 	}
 	var rows [][]string
-	var calm []string // the sessions of the round with no crash
+	var calm, all []string // the sessions of the round with no crash, of every round
 	for _, kill := range append([]time.Duration{0}, crashKills...) {
 		res, err := r.round(ctx, kill)
 		if err != nil {
 			return nil, r.withLog(err)
 		}
+		all = append(all, res.sessions...)
 		name := fmt.Sprintf("%d chats, model %s, no crash", crashChats, crashModelLatency)
 		target := ""
 		if kill > 0 {
@@ -69,31 +70,52 @@ func benchCrash(ctx context.Context, c client.Client, o options) ([][]string, er
 			calm = res.sessions
 			rows = append(rows, []string{fmt.Sprintf("  … message → model step starts, less the debounce (%s)", crashDebounce),
 				fmt.Sprintf("p50 %s, max %s", ms(pct(res.late, 50)), ms(pct(res.late, 100))), ""})
+			continue
 		}
+		rows = append(rows, []string{"    restart → answer",
+			fmt.Sprintf("first %s, p50 %s, max %s", secs(res.sinceRestart[0]), secs(pct(res.sinceRestart, 50)), secs(pct(res.sinceRestart, 100))), ""})
 	}
+	// The debounce windows of every round have fired (each answer came
+	// after its window), crashes or not: the server fires timers with no
+	// worker. They are the timers no longer than the debounce (a
+	// reaction's clear waits longer).
+	windows, err := timerLateness(ctx, c, all, func(t harness.FiredTimer) bool { return t.Timeout <= crashDebounce })
+	if err != nil {
+		return nil, err
+	}
+	if len(windows) == 0 {
+		return nil, fmt.Errorf("no debounce window fired in the sessions %v", all)
+	}
+	rows = append(rows, []string{"debounce windows fired after their due time (history: fired − started − timeout)",
+		fmt.Sprintf("p50 %s, max %s (%d windows)", ms(pct(windows, 50)), ms(pct(windows, 100)), len(windows)), "≤ 100 ms"})
 	// By now every timer of the calm round's sessions but their idle
 	// TTL's has fired: debounce windows, reaction clears.
-	late, err := timerLateness(ctx, c, calm)
+	late, err := timerLateness(ctx, c, calm, func(harness.FiredTimer) bool { return true })
 	if err != nil {
 		return nil, err
 	}
 	if len(late) == 0 {
 		return nil, fmt.Errorf("no timer fired in the sessions %v", calm)
 	}
-	rows = append(rows, []string{"timers fired after their due time (history: fired − started − timeout)",
+	rows = append(rows, []string{"every timer of the round with no crash, after its due time",
 		fmt.Sprintf("p50 %s, max %s (%d timers)", ms(pct(late, 50)), ms(pct(late, 100)), len(late)), "≤ 100 ms"})
 	return rows, nil
 }
 
-// timerLateness is harness.TimersLate over the sessions' histories.
-func timerLateness(ctx context.Context, c client.Client, sessions []string) ([]time.Duration, error) {
+// timerLateness is how late the fired timers of the sessions' histories
+// that keep holds fired (harness.TimersFired), sorted.
+func timerLateness(ctx context.Context, c client.Client, sessions []string, keep func(harness.FiredTimer) bool) ([]time.Duration, error) {
 	var late []time.Duration
 	for _, id := range sessions {
 		events, err := settledHistory(ctx, c, id)
 		if err != nil {
 			return nil, fmt.Errorf("history of %s: %w", id, err)
 		}
-		late = append(late, harness.TimersLate(events)...)
+		for _, t := range harness.TimersFired(events) {
+			if keep(t) {
+				late = append(late, t.Late)
+			}
+		}
 	}
 	slices.Sort(late)
 	return late, nil
@@ -154,7 +176,10 @@ func (r *crashRig) withLog(err error) error {
 type crashRound struct {
 	answers []time.Duration // message → its answer, per chat, sorted
 	late    []time.Duration // debounce due → the model step's typing, sorted
-	asked   int             // model requests in the round
+	// sinceRestart is the processes' restart → each answer, sorted
+	// (empty without a kill).
+	sinceRestart []time.Duration
+	asked        int // model requests in the round
 	// sessions are the round's workflow IDs.
 	sessions []string
 }
@@ -172,6 +197,7 @@ func (r *crashRig) round(ctx context.Context, kill time.Duration) (crashRound, e
 		at   time.Time
 	}
 	var msgs []sent
+	var restarted time.Time
 	for range crashChats {
 		r.next++
 		chat := telegramtest.Private(r.next)
@@ -184,6 +210,7 @@ func (r *crashRig) round(ctx context.Context, kill time.Duration) (crashRound, e
 		time.Sleep(time.Until(msgs[0].at.Add(kill)))
 		r.worker.Kill()
 		r.gateway.Kill()
+		restarted = time.Now()
 		if err := r.start(); err != nil {
 			return crashRound{}, err
 		}
@@ -209,12 +236,16 @@ func (r *crashRig) round(ctx context.Context, kill time.Duration) (crashRound, e
 			}
 		}
 		res.answers = append(res.answers, answered.Sub(m.at))
+		if !restarted.IsZero() {
+			res.sinceRestart = append(res.sinceRestart, answered.Sub(restarted))
+		}
 		res.sessions = append(res.sessions, pipeline.SessionKey{Channel: telegram.Channel, Account: strconv.FormatInt(r.fake.Bot.ID, 10), Chat: id}.WorkflowID())
 		if !typing.IsZero() {
 			res.late = append(res.late, typing.Sub(m.at)-crashDebounce)
 		}
 	}
 	slices.Sort(res.answers)
+	slices.Sort(res.sinceRestart)
 	slices.Sort(res.late)
 	res.asked = len(r.model.Requests()) - asked
 	return res, nil

@@ -90,9 +90,11 @@ type Config struct {
 	// silent before the attempt is taken as lost and asked again on
 	// another worker: what a crash adds to the reply's wait. It does not
 	// bound the model: the attempt heartbeats every third of it for as long
-	// as the model works (activities' keepAlive), so a model that takes
-	// minutes is still one call.
-	TurnHeartbeatTimeout time.Duration `envconfig:"TURN_HEARTBEAT_TIMEOUT" default:"3s"`
+	// as the model works (activities' keepAlive), and every heartbeat
+	// reaches the server (workers.HeartbeatThrottle), so a model that takes
+	// minutes is still one call, and a live worker is taken for lost only
+	// when three heartbeats in a row do not get through.
+	TurnHeartbeatTimeout time.Duration `envconfig:"TURN_HEARTBEAT_TIMEOUT" default:"2s"`
 	TurnAttempts         int           `envconfig:"TURN_ATTEMPTS" default:"3"`
 	DeliveryTimeout      time.Duration `envconfig:"DELIVERY_TIMEOUT" default:"30s"`
 	DeliveryDeadline     time.Duration `envconfig:"DELIVERY_DEADLINE" default:"10m"`
@@ -223,6 +225,12 @@ func (c Config) withOwnPlatforms() Config {
 	return c
 }
 
+// minTurnHeartbeatTimeout is the shortest REPLYFLOW_TURN_HEARTBEAT_TIMEOUT:
+// below it, a worker busy for a moment (a long pause of its garbage
+// collector, a host short of CPU) would have its model attempts taken
+// for lost and asked twice.
+const minTurnHeartbeatTimeout = time.Second
+
 func (c Config) validate() error {
 	var errs []error
 	check := func(ok bool, format string, args ...any) {
@@ -236,7 +244,7 @@ func (c Config) validate() error {
 	check(c.SessionIdleTTL >= time.Second, "REPLYFLOW_SESSION_IDLE_TTL must be at least 1s, got %s", c.SessionIdleTTL)
 	check(c.ChunkLimit == 0 || c.ChunkLimit >= 16, "REPLYFLOW_CHUNK_LIMIT must be 0 (each channel's own limit) or at least 16, got %d", c.ChunkLimit)
 	check(c.TurnTimeout > 0, "REPLYFLOW_TURN_TIMEOUT must be positive")
-	check(c.TurnHeartbeatTimeout >= time.Second, "REPLYFLOW_TURN_HEARTBEAT_TIMEOUT must be at least 1s, got %s", c.TurnHeartbeatTimeout)
+	check(c.TurnHeartbeatTimeout >= minTurnHeartbeatTimeout, "REPLYFLOW_TURN_HEARTBEAT_TIMEOUT must be at least %s, got %s", minTurnHeartbeatTimeout, c.TurnHeartbeatTimeout)
 	check(c.TurnAttempts >= 1, "REPLYFLOW_TURN_ATTEMPTS must be at least 1")
 	check(c.DeliveryTimeout > 0, "REPLYFLOW_DELIVERY_TIMEOUT must be positive")
 	check(c.HTTPTimeout > 0, "REPLYFLOW_HTTP_TIMEOUT must be positive, got %s", c.HTTPTimeout)

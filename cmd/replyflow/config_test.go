@@ -11,6 +11,7 @@ import (
 
 	"github.com/replyflow/replyflow/gateway"
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workers"
 )
 
 // TestREADMEListsEveryVariable keeps the README's configuration table, the
@@ -51,6 +52,19 @@ func TestConfigValidationNamesTheVariable(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "REPLYFLOW_REACTION_CLEAR_DELAY must be between 0 and 10m")
 	assert.Contains(t, err.Error(), "REPLYFLOW_LOG_FORMAT")
+}
+
+// Every heartbeat of a model attempt reaches the server, at the shortest
+// heartbeat timeout too: the attempt heartbeats every third of it, and
+// the worker holds a heartbeat back at most workers.HeartbeatThrottle.
+// With a longer throttle the server would see fewer heartbeats than the
+// attempt sends, and a live worker whose one heartbeat was late would
+// look dead.
+func TestEveryHeartbeatOfAModelAttemptReachesTheServer(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.TurnHeartbeatTimeout = minTurnHeartbeatTimeout - time.Millisecond
+	assert.ErrorContains(t, cfg.validate(), "REPLYFLOW_TURN_HEARTBEAT_TIMEOUT must be at least")
+	assert.LessOrEqual(t, workers.HeartbeatThrottle, minTurnHeartbeatTimeout/3)
 }
 
 func TestRateLimitDefaultsAreTheGatewaysAndABadOneIsNamed(t *testing.T) {

@@ -59,6 +59,15 @@ func dialTemporal(ctx context.Context, cfg Config, hostPort string, logger *slog
 	return c, nil
 }
 
+// temporalNamespace is the namespace dialTemporal's client works in.
+func temporalNamespace() string {
+	opts, err := temporalenv.LoadDefaultClientOptions()
+	if err != nil || opts.Namespace == "" {
+		return client.DefaultNamespace
+	}
+	return opts.Namespace
+}
+
 // newActivities opens the store and wires the models and every enabled
 // platform's outbound side from the config. The caller closes the store.
 func newActivities(ctx context.Context, cfg Config, logger *slog.Logger) (*activities.Activities, *store.Store, error) {
@@ -154,6 +163,16 @@ func location(name string) *time.Location {
 // then stops polling and lets the running activities finish for up to
 // REPLYFLOW_SHUTDOWN_GRACE before it returns.
 func runWorker(ctx context.Context, c client.Client, cfg Config, acts *activities.Activities) error {
+	// The sessions of a worker that was killed move on as soon as their
+	// next task comes, to whichever worker polls: released first, as
+	// the lost model attempts time out within seconds of a crash.
+	unstickCtx, stopUnstick := context.WithCancel(ctx)
+	unstuck := make(chan struct{})
+	go func() {
+		defer close(unstuck)
+		workers.UnstickAfterStart(unstickCtx, workers.ClientSticky{Client: c, Namespace: temporalNamespace()}, cfg.TaskQueue, acts.Logger)
+	}()
+	defer func() { stopUnstick(); <-unstuck }()
 	if acts.Heartbeats == nil {
 		acts.Heartbeats = newHeartbeats(c, cfg, acts.Logger)
 	}
