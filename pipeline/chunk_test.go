@@ -58,7 +58,7 @@ func TestChunk(t *testing.T) {
 	}
 }
 
-// The inputs of issue 14 that broke ChunkV1's fences: Chunk keeps them,
+// Inputs that break ChunkV1's fences: Chunk keeps them,
 // and the checker sees ChunkV1 break each.
 var fenceBreakers = []struct {
 	name  string

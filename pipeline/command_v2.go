@@ -112,7 +112,7 @@ func foldResetWord(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// ParseMessageV2 is ParseMessage with issue 18's commands and inline
+// ParseMessageV2 is ParseMessage with the chat-control commands and inline
 // directives, for sessions that run with it (the workflow switches under a
 // version; ParseMessage stays for the runs that replay with it).
 //

@@ -30,7 +30,7 @@ type SessionSettings struct {
 	Activation    string      `json:"activation,omitempty"`
 	Queue         *QueuePatch `json:"queue,omitempty"`
 	// Think, Verbose, Usage and Muted are /think, /verbose, /usage and
-	// /send off (issue 18).
+	// /send off.
 	Think   ThinkLevel `json:"think,omitempty"`
 	Verbose bool       `json:"verbose,omitempty"`
 	Usage   UsageMode  `json:"usage,omitempty"`

@@ -112,7 +112,7 @@ type StatusInfo struct {
 	LastOutcome string
 	TurnsTotal  int
 	// Heartbeat is the last heartbeat tick and its outcome ("" leaves
-	// the line out: runs before issue 18); Muted is /send off.
+	// the line out: a session with no heartbeat); Muted is /send off.
 	Heartbeat string
 	Muted     bool
 }

@@ -108,7 +108,7 @@ func runSuite(t *testing.T, dsn func(*testing.T) string) {
 		assert.Equal(t, "high", e.ThinkLevel)
 		assert.True(t, e.Verbose)
 		assert.Equal(t, "full", e.UsageMode)
-		assert.True(t, e.Muted, "the chat settings of issue 18 outlive a workflow run too")
+		assert.True(t, e.Muted, "the chat settings (/think, /verbose, /send) outlive a workflow run too")
 	})
 
 	t.Run("transcripts are idempotent and ordered", func(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The attack of issue 17: a page on another site, open in an operator's
+// The attack: a page on another site, open in an operator's
 // browser, posts an owner's approval as text/plain (a "simple request" a
 // browser sends without asking). It must reach no session.
 func TestACrossSitePostIsRefusedBeforeAnyRoute(t *testing.T) {

@@ -79,7 +79,7 @@ func main() {
 	flag.StringVar(&o.codecKeys, "codec-keys", "", "encrypt payloads: REPLYFLOW_CODEC_KEYS for the worker and this program's client (empty: off)")
 	flag.BoolVar(&o.unversioned, "unversioned", false, "run the workers unversioned (REPLYFLOW_WORKER_VERSIONING=false), to compare")
 	flag.IntVar(&o.saturationRounds, "saturation-rounds", 2, "-baseline: how many alternating saturation runs of each build")
-	flag.StringVar(&o.before, "before", retiring.NewestChange(), "-baseline: the baseline is the release before this workflow change (cost-2026-11 compares with the cost per turn before issue 22)")
+	flag.StringVar(&o.before, "before", retiring.NewestChange(), "-baseline: the baseline is the release before this workflow change (cost-2026-11 compares with the cost per turn of the release before it)")
 	flag.BoolVar(&o.withBaseline, "baseline", true, "also measure the cost per turn and the saturation of a build that behaves as the release before the newest workflow change (retiring.BuiltBefore)")
 	var clusterWorkers string
 	flag.BoolVar(&o.cluster.on, "cluster", false, "also measure a real Temporal cluster on PostgreSQL beside the dev server, with one, two and three workers")
