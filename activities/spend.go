@@ -141,8 +141,9 @@ func (s *Spend) now() time.Time {
 	return time.Now()
 }
 
-// budgetDay is the budget-day now falls in, and when it ends.
-func (s *Spend) budgetDay(now time.Time) (string, time.Time) {
+// BudgetDay is the budget-day now falls in ("2006-01-02"), and when it
+// ends.
+func (s *Spend) BudgetDay(now time.Time) (string, time.Time) {
 	loc := s.Location
 	if loc == nil {
 		loc = time.UTC
@@ -303,7 +304,7 @@ func (s *Spend) admit(ctx context.Context, logger *slog.Logger, req pipeline.Tur
 		}
 		return answer(fmt.Sprintf("⚠️ The model kept failing here (%s), so I pause until %s. Your messages are kept; ask again after that.", guard.FailureType, s.clock(until)))
 	}
-	day, resets := s.budgetDay(now)
+	day, resets := s.BudgetDay(now)
 	spent, err := s.spentBudget(ctx, s.subjects(req.Session, turnSender(req), day))
 	if err != nil || spent == nil {
 		return admission{guard: guard}, err
@@ -370,7 +371,7 @@ func (s *Spend) counted(ctx context.Context, logger *slog.Logger, key pipeline.S
 		}
 	}
 	now := s.now()
-	day, _ := s.budgetDay(now)
+	day, _ := s.BudgetDay(now)
 	subjects := s.subjects(key, sender, day)
 	keys := make([]store.BudgetKey, len(subjects))
 	for i, b := range subjects {
@@ -536,7 +537,7 @@ func (s *Spend) admitCompaction(ctx context.Context, req pipeline.CompactRequest
 		return nil
 	}
 	now := s.now()
-	day, resets := s.budgetDay(now)
+	day, resets := s.BudgetDay(now)
 	spent, err := s.spentBudget(ctx, s.subjects(req.Session, "", day))
 	if err != nil {
 		return err

@@ -170,7 +170,7 @@ func TestASpentBudgetGivesOneNoticeThenSilenceAndResetsAtTheHour(t *testing.T) {
 		f.turn(t, "alice")
 	}
 	assert.Contains(t, f.turn(t, "alice").Reply, "budget is spent", "the new day's notice")
-	day, _ := f.acts.Spend.budgetDay(f.clock.Now())
+	day, _ := f.acts.Spend.BudgetDay(f.clock.Now())
 	require.NoError(t, f.db.RaiseBudget(context.Background(), store.BudgetKey{Day: day, Scope: store.ScopeChat, Subject: session.WorkflowID()}, 100, 0, f.clock.Now()))
 	assert.Equal(t, "hello", f.turn(t, "alice").Reply, "raised for the day: the chat talks again")
 	assert.Contains(t, f.turn(t, "alice").Reply, "budget is spent", "spent again, told again")
@@ -190,7 +190,7 @@ func TestSenderAndMoneyBudgets(t *testing.T) {
 	// 3 calls × (60×5 + 40×15)/1e6 = $0.0027 ≥ $0.002.
 	assert.Equal(t, pipeline.SilentToken, f.turn(t, "carol").Reply, "the deployment's money is spent")
 	assert.EqualValues(t, 3, f.model.calls.Load())
-	day, _ := f.acts.Spend.budgetDay(f.clock.Now())
+	day, _ := f.acts.Spend.BudgetDay(f.clock.Now())
 	got, err := f.db.BudgetUsage(context.Background(), []store.BudgetKey{{Day: day, Scope: store.ScopeDeployment, Subject: "replyflow"}})
 	require.NoError(t, err)
 	for _, u := range got {
@@ -384,7 +384,7 @@ func TestConcurrentTurnsOverspendTheDeploymentBudgetWithinTheMargin(t *testing.T
 				}()
 			}
 			wg.Wait()
-			day, _ := f.acts.Spend.budgetDay(f.clock.Now())
+			day, _ := f.acts.Spend.BudgetDay(f.clock.Now())
 			key := store.BudgetKey{Day: day, Scope: store.ScopeDeployment, Subject: "replyflow"}
 			got, err := f.db.BudgetUsage(context.Background(), []store.BudgetKey{key})
 			require.NoError(t, err)
@@ -397,7 +397,7 @@ func TestConcurrentTurnsOverspendTheDeploymentBudgetWithinTheMargin(t *testing.T
 		t.Run(name+", the worst case: every step admitted just below the limit", func(t *testing.T) {
 			const workers, limit, perStep = 8, 2000, 100
 			f := newSpendFixture(t, dsn(t), Spend{Budgets: Budgets{DeploymentTokens: limit}})
-			day, _ := f.acts.Spend.budgetDay(f.clock.Now())
+			day, _ := f.acts.Spend.BudgetDay(f.clock.Now())
 			key := store.BudgetKey{Day: day, Scope: store.ScopeDeployment, Subject: "replyflow"}
 			require.NoError(t, f.db.AddSpend(context.Background(), []store.BudgetKey{key}, limit-1, 0, f.clock.Now()))
 			// Every call waits until all are in flight: each was admitted
