@@ -56,3 +56,31 @@ func TestBudgetVerbsListAndRaise(t *testing.T) {
 	require.NoError(t, budgetCommand(ctx, cfg, []string{"raise", "--deployment", "--usd", "2.5"}, &out, now))
 	assert.Contains(t, out.String(), "Raised the deployment budget of "+cfg.TaskQueue)
 }
+
+func TestSpendSettingsAreValidatedAndWired(t *testing.T) {
+	cfg := testConfig(t)
+	spend := cfg.spend(nil)
+	assert.Equal(t, int64(1000000), spend.Budgets.ChatTokens, "the defaults: a chat and a sender capped, money off")
+	assert.Equal(t, int64(500000), spend.Budgets.SenderTokens)
+	assert.Zero(t, spend.Budgets.DeploymentTokens)
+	assert.Zero(t, spend.Budgets.ChatUSD)
+	assert.Equal(t, cfg.TaskQueue, spend.Deployment)
+	assert.Equal(t, "UTC", spend.Location.String(), "REPLYFLOW_TIMEZONE when REPLYFLOW_BUDGET_TIMEZONE is empty")
+
+	cfg.Timezone, cfg.BudgetResetHour = "Europe/Berlin", 6
+	cfg.ModelPrices = []string{"openai/gpt-4o-mini=0.15:0.60"}
+	require.NoError(t, cfg.validate())
+	spend = cfg.spend(nil)
+	assert.Equal(t, "Europe/Berlin", spend.Location.String())
+	assert.Equal(t, 6, spend.ResetHour)
+	assert.InDelta(t, 0.60, spend.Prices["openai/gpt-4o-mini"].OutputPerMillion, 1e-12)
+
+	cfg.BudgetChatTokens, cfg.BudgetResetHour, cfg.BudgetTimezone = -1, 24, "Mars/Olympus"
+	cfg.ModelPrices = []string{"gpt-4o-mini=cheap"}
+	cfg.BreakerHeartbeatBackoffMax = time.Minute
+	err := cfg.validate()
+	require.Error(t, err)
+	for _, name := range []string{"REPLYFLOW_BUDGET_CHAT_TOKENS", "REPLYFLOW_BUDGET_RESET_HOUR", "REPLYFLOW_BUDGET_TIMEZONE", "REPLYFLOW_MODEL_PRICES", "REPLYFLOW_BREAKER_HEARTBEAT_BACKOFF_MAX"} {
+		assert.Contains(t, err.Error(), name)
+	}
+}
