@@ -15,7 +15,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/activities/store"
@@ -454,4 +456,75 @@ func postgresSchema(t *testing.T) string {
 		sep = "&"
 	}
 	return base + sep + "search_path=" + schema
+}
+
+// countingMetrics records counters by name and tags.
+type countingMetrics struct {
+	mu     *sync.Mutex
+	tags   map[string]string
+	counts map[string]int64
+}
+
+func newCountingMetrics() countingMetrics {
+	return countingMetrics{mu: &sync.Mutex{}, counts: map[string]int64{}}
+}
+
+func (m countingMetrics) WithTags(tags map[string]string) client.MetricsHandler {
+	merged := map[string]string{}
+	for k, v := range m.tags {
+		merged[k] = v
+	}
+	for k, v := range tags {
+		merged[k] = v
+	}
+	return countingMetrics{mu: m.mu, tags: merged, counts: m.counts}
+}
+
+func (m countingMetrics) Counter(name string) client.MetricsCounter {
+	key := name
+	for _, k := range []string{"kind", "scope"} {
+		if v, ok := m.tags[k]; ok {
+			key += "{" + k + "=" + v + "}"
+		}
+	}
+	return counterFunc(func(n int64) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.counts[key] += n
+	})
+}
+
+func (m countingMetrics) Gauge(string) client.MetricsGauge { return client.MetricsNopHandler.Gauge("") }
+func (m countingMetrics) Timer(string) client.MetricsTimer { return client.MetricsNopHandler.Timer("") }
+
+func (m countingMetrics) get(key string) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.counts[key]
+}
+
+type counterFunc func(int64)
+
+func (f counterFunc) Inc(n int64) { f(n) }
+
+// The worker's metrics count the tokens, the refusals and the trips.
+func TestSpendIsCountedInMetrics(t *testing.T) {
+	f := newSpendFixture(t, sqliteDSN(t), Spend{Budgets: Budgets{ChatTokens: 150}, Breakers: Breakers{MaxSteps: 1}})
+	metrics := newCountingMetrics()
+	run := func(req pipeline.TurnRequest) {
+		var suite testsuite.WorkflowTestSuite
+		suite.SetMetricsHandler(metrics)
+		env := suite.NewTestActivityEnvironment()
+		env.RegisterActivity(f.acts)
+		_, err := env.ExecuteActivity(f.acts.AgentTurn, req)
+		require.NoError(t, err)
+	}
+	msgs := []pipeline.TurnMessage{{MessageID: "m", SenderID: "alice"}}
+	run(pipeline.TurnRequest{Session: session, TurnID: "a", Model: "test/metered", Messages: msgs})
+	run(pipeline.TurnRequest{Session: session, TurnID: "b", Model: "test/metered", Messages: msgs})
+	run(pipeline.TurnRequest{Session: session, TurnID: "c", Model: "test/metered", Messages: msgs})
+	run(pipeline.TurnRequest{Session: session, TurnID: "d", Step: 1, Model: "test/metered", Messages: msgs})
+	assert.EqualValues(t, 200, metrics.get(MetricBudgetTokens+"{kind=turn}"))
+	assert.EqualValues(t, 1, metrics.get(MetricBudgetRefused+"{scope=chat}"))
+	assert.EqualValues(t, 1, metrics.get(MetricBreakerTrips+"{kind=steps}"))
 }
