@@ -123,6 +123,13 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 		return pipeline.TurnResult{}, err
 	}
 	if admitted.refused != nil {
+		// A /new the session asked of this step still happens: the
+		// session does not ask again.
+		if req.NewTranscript && a.Store != nil {
+			if _, err := a.Store.StartTranscript(ctx, req.Session.WorkflowID(), req.TurnID); err != nil {
+				return pipeline.TurnResult{}, fmt.Errorf("start a new transcript for %s: %w", req.Session.WorkflowID(), err)
+			}
+		}
 		return *admitted.refused, nil
 	}
 	turnCtx, stop := context.WithCancel(ctx)

@@ -158,6 +158,13 @@ func TestASpentBudgetGivesOneNoticeThenSilenceAndResetsAtTheHour(t *testing.T) {
 	}
 	assert.EqualValues(t, 3, f.model.calls.Load(), "no model call once spent")
 
+	fresh := pipeline.TurnRequest{Session: session, TurnID: "after-new", Model: "test/metered", NewTranscript: true,
+		Messages: []pipeline.TurnMessage{{MessageID: "n1", SenderID: "alice"}}}
+	assert.Equal(t, pipeline.SilentToken, f.step(t, fresh).Reply)
+	entry, err := f.db.SessionEntry(context.Background(), session.WorkflowID())
+	require.NoError(t, err)
+	assert.Equal(t, session.WorkflowID()+"#after-new", entry.TranscriptID, "a /new asked of a refused step still starts the new transcript")
+
 	hb := f.step(t, heartbeatTurn("1", f.clock.Now()))
 	assert.Equal(t, pipeline.HeartbeatToken, hb.Reply, "a heartbeat turn is refused silently too")
 
