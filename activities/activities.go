@@ -58,7 +58,10 @@ type Activities struct {
 	// Heartbeats are the heartbeat schedule's activities; nil leaves them
 	// unregistered (they need a Temporal client, which the worker sets).
 	Heartbeats *Heartbeats
-	Logger     *slog.Logger
+	// Spend holds the budgets and breakers of model calls (spend.go);
+	// nil runs without.
+	Spend  *Spend
+	Logger *slog.Logger
 }
 
 // ModelSource gives the model of a provider/model name; *models.Registry
@@ -113,6 +116,21 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 	out, err := a.outbound(req.Session.Channel)
 	if err != nil {
 		return pipeline.TurnResult{}, err
+	}
+	// Before typing shows: a refused step answers at once.
+	admitted, err := a.Spend.admit(ctx, a.Logger, req)
+	if err != nil {
+		return pipeline.TurnResult{}, err
+	}
+	if admitted.refused != nil {
+		// A /new the session asked of this step still happens: the
+		// session does not ask again.
+		if req.NewTranscript && a.Store != nil {
+			if _, err := a.Store.StartTranscript(ctx, req.Session.WorkflowID(), req.TurnID); err != nil {
+				return pipeline.TurnResult{}, fmt.Errorf("start a new transcript for %s: %w", req.Session.WorkflowID(), err)
+			}
+		}
+		return *admitted.refused, nil
 	}
 	turnCtx, stop := context.WithCancel(ctx)
 	refresherDone := make(chan struct{})
@@ -173,7 +191,17 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 			}
 			return pipeline.TurnResult{}, ctx.Err()
 		}
-		return pipeline.TurnResult{}, modelError(req, err, live.snapshot())
+		failure := modelError(req, err, live.snapshot())
+		a.Spend.failed(ctx, a.Logger, req, errorType(failure))
+		return pipeline.TurnResult{}, failure
+	}
+	a.Spend.counted(ctx, a.Logger, req.Session, turnSender(req), req.Model, turnKind(req), answer.Usage, func() int64 { return estimateTokens(prompt, answer) })
+	a.Spend.succeeded(ctx, a.Logger, req, admitted.guard)
+	if stopped := a.Spend.repeated(ctx, a.Logger, req, answer.ToolCalls); stopped != "" {
+		answer.Text, answer.ToolCalls = stopped, nil
+	}
+	if len(answer.ToolCalls) == 0 && isHeartbeatTurn(req) {
+		a.Spend.heartbeatAnswered(ctx, a.Logger, req, answer.Text)
 	}
 	result := pipeline.TurnResult{Reply: answer.Text, Model: req.Model, ToolCalls: answer.ToolCalls, ThinkIgnored: answer.ThinkIgnored, Shown: live.snapshot()}
 	if answer.Usage != (pipeline.Usage{}) {

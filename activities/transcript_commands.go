@@ -95,13 +95,18 @@ func (a *Activities) CompactTranscript(ctx context.Context, req pipeline.Compact
 	if err != nil {
 		return pipeline.CompactResult{}, modelError(turn, err, nil)
 	}
-	answer, err := model.Complete(ctx, compactionPrompt(history, req.Focus))
+	if err := a.Spend.admitCompaction(ctx, req); err != nil {
+		return pipeline.CompactResult{}, err
+	}
+	prompt := compactionPrompt(history, req.Focus)
+	answer, err := model.Complete(ctx, prompt)
 	if err != nil {
 		if ctx.Err() != nil {
 			return pipeline.CompactResult{}, ctx.Err()
 		}
 		return pipeline.CompactResult{}, modelError(turn, err, nil)
 	}
+	a.Spend.counted(ctx, a.Logger, req.Session, "", req.Model, callCompact, answer.Usage, func() int64 { return estimateTokens(prompt, answer) })
 	summary := strings.TrimSpace(answer.Text)
 	if summary == "" {
 		return pipeline.CompactResult{}, modelError(turn, &models.Error{Type: pipeline.ErrFormat, Model: req.Model, Err: fmt.Errorf("the summary is empty")}, nil)

@@ -30,6 +30,8 @@ import (
 //     valid for its ttl (REPLYFLOW_CLAIM_TTL); the expired unused ones are
 //     deleted at the next start, all unused ones once the agent has an
 //     owner, claimed or configured (RevokeClaimCodes).
+//   - budget_usage, spend_guards, breaker_trips: Spend after their last
+//     write (spend.go).
 //   - claim_failures: ClaimFailureWindow, pruned on every claim, at most
 //     ClaimFailuresTotal rows (a claim over a limit is not recorded).
 type Retention struct {
@@ -37,6 +39,7 @@ type Retention struct {
 	Deliveries  time.Duration
 	Transcripts time.Duration
 	Feedback    time.Duration
+	Spend       time.Duration
 }
 
 // toolResultsMargin is what a turn may spend between its first tool
@@ -70,13 +73,14 @@ const CurrentTranscriptKept = 200
 // for the default proposal TTL and steps (24 h, 8), the delivery ledger
 // 30 days (a reaction on an older bot message is recorded unresolved; a
 // parked delivery retried later may send its chunk again), transcripts
-// and feedback 90 days.
+// and feedback 90 days, budgets and breaker trips 30 days.
 func DefaultRetention() Retention {
 	return Retention{
 		ToolResults: ToolResultsRetention(24*time.Hour, 8),
 		Deliveries:  30 * 24 * time.Hour,
 		Transcripts: 90 * 24 * time.Hour,
 		Feedback:    90 * 24 * time.Hour,
+		Spend:       30 * 24 * time.Hour,
 	}
 }
 
@@ -86,7 +90,7 @@ func (s *Store) SetRetention(r Retention) {
 	d := DefaultRetention()
 	for _, f := range []struct{ set, def *time.Duration }{
 		{&r.ToolResults, &d.ToolResults}, {&r.Deliveries, &d.Deliveries},
-		{&r.Transcripts, &d.Transcripts}, {&r.Feedback, &d.Feedback},
+		{&r.Transcripts, &d.Transcripts}, {&r.Feedback, &d.Feedback}, {&r.Spend, &d.Spend},
 	} {
 		if *f.set <= 0 {
 			*f.set = *f.def

@@ -81,6 +81,28 @@ type Config struct {
 	TranscriptRetention time.Duration `envconfig:"TRANSCRIPT_RETENTION" default:"2160h"`
 	FeedbackRetention   time.Duration `envconfig:"FEEDBACK_RETENTION" default:"2160h"`
 
+	// Budgets per budget-day and breakers of model calls (config_spend.go,
+	// activities.Spend); zero turns one off.
+	BudgetChatTokens       int64         `envconfig:"BUDGET_CHAT_TOKENS" default:"1000000"`
+	BudgetSenderTokens     int64         `envconfig:"BUDGET_SENDER_TOKENS" default:"500000"`
+	BudgetDeploymentTokens int64         `envconfig:"BUDGET_DEPLOYMENT_TOKENS" default:"0"`
+	BudgetChatUSD          float64       `envconfig:"BUDGET_CHAT_USD" default:"0"`
+	BudgetSenderUSD        float64       `envconfig:"BUDGET_SENDER_USD" default:"0"`
+	BudgetDeploymentUSD    float64       `envconfig:"BUDGET_DEPLOYMENT_USD" default:"0"`
+	BudgetResetHour        int           `envconfig:"BUDGET_RESET_HOUR" default:"0"`
+	BudgetTimezone         string        `envconfig:"BUDGET_TIMEZONE"`
+	BudgetRetention        time.Duration `envconfig:"BUDGET_RETENTION" default:"720h"`
+	// ModelPrices are "provider/model=input:output" entries, US dollars
+	// per million tokens, for providers that report no cost.
+	ModelPrices                []string      `envconfig:"MODEL_PRICES"`
+	BreakerRepeatCalls         int           `envconfig:"BREAKER_REPEAT_CALLS" default:"3"`
+	BreakerMaxSteps            int           `envconfig:"BREAKER_MAX_STEPS" default:"20"`
+	BreakerHeartbeatSame       int           `envconfig:"BREAKER_HEARTBEAT_SAME" default:"5"`
+	BreakerHeartbeatBackoff    time.Duration `envconfig:"BREAKER_HEARTBEAT_BACKOFF" default:"30m"`
+	BreakerHeartbeatBackoffMax time.Duration `envconfig:"BREAKER_HEARTBEAT_BACKOFF_MAX" default:"6h"`
+	BreakerFailures            int           `envconfig:"BREAKER_FAILURES" default:"3"`
+	BreakerCooloff             time.Duration `envconfig:"BREAKER_COOLOFF" default:"15m"`
+
 	ReactionClearDelay time.Duration `envconfig:"REACTION_CLEAR_DELAY" default:"60s"`
 	ErrorClearDelay    time.Duration `envconfig:"ERROR_CLEAR_DELAY" default:"10m"`
 	SessionIdleTTL     time.Duration `envconfig:"SESSION_IDLE_TTL" default:"24h"`
@@ -278,6 +300,7 @@ func (c Config) validate() error {
 	check(c.GateTimeout > 0, "REPLYFLOW_GATE_TIMEOUT must be positive")
 	check(c.ClaimTTL > 0, "REPLYFLOW_CLAIM_TTL must be positive (how long a claim code printed at a start without owners stays valid)")
 	errs = append(errs, c.validateSessionSettings()...)
+	errs = append(errs, c.validateSpend()...)
 	check(c.ProposalTTL >= time.Minute, "REPLYFLOW_PROPOSAL_TTL must be at least 1m, got %s", c.ProposalTTL)
 	// The ledger is what keeps a retried chunk from being sent twice, a
 	// parked one retried by hand included: a day at least.
@@ -437,6 +460,7 @@ func (c Config) retention() store.Retention {
 		Deliveries:  c.DeliveryRetention,
 		Transcripts: c.TranscriptRetention,
 		Feedback:    c.FeedbackRetention,
+		Spend:       c.BudgetRetention,
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/replyflow/replyflow/activities"
 	"github.com/replyflow/replyflow/gateway"
 	"github.com/replyflow/replyflow/workflows"
 )
@@ -253,7 +254,8 @@ func TestDeployFilesNameOnlyRealVariablesAndSeries(t *testing.T) {
 	series := map[string]bool{}
 	for _, name := range []string{workflows.MetricTurns, workflows.MetricModelAttempts, workflows.MetricFallbacks, workflows.MetricDeliveries,
 		workflows.MetricParked, workflows.MetricHeartbeats, workflows.MetricGateDecisions, workflows.MetricProposals,
-		workflows.MetricReactionsClearedLate, gateway.MetricInbound, gateway.MetricLastEvent} {
+		workflows.MetricReactionsClearedLate, gateway.MetricInbound, gateway.MetricLastEvent,
+		activities.MetricBudgetTokens, activities.MetricBudgetCost, activities.MetricBudgetRefused, activities.MetricBreakerTrips} {
 		series[name] = true
 	}
 	for _, histogram := range []string{workflows.MetricTurnDuration, workflows.MetricFirstChunk} {

@@ -52,6 +52,10 @@ Usage:
   replyflow export [--out file] <session>
                       print the session's transcript as Markdown, as /export sends it
                       (reads the store, REPLYFLOW_STORE_DSN; needs no Temporal)
+  replyflow budget list [--day D] [--all] | raise [<chat> | --sender <channel>:<id> | --deployment] (--tokens N | --usd X)
+                      who is over a spend budget today, the breakers in force and
+                      their trips; raise a budget for the day (reads the store,
+                      REPLYFLOW_STORE_DSN; needs no Temporal)
   replyflow webchat token <sender> [--owner] [--name N] [--chat C]... | [--all-chats] [--ttl 720h]
                       print a web chat sign-in for sender: a Bearer token and a
                       one-time login link (needs REPLYFLOW_WEBCHAT_AUTH_KEY, not Temporal);
@@ -134,6 +138,8 @@ func run(args []string) error {
 		return webchatCommand(args[1:], cfg, os.Stdout, os.Stderr, time.Now())
 	case "export":
 		return exportCommand(ctx, cfg, args[1:], os.Stdout, time.Now())
+	case "budget":
+		return budgetCommand(ctx, cfg, args[1:], os.Stdout, time.Now())
 	case "status":
 		return statusCommand(ctx, cfg, args[1:], os.Stdout, quietLogger(cfg))
 	case "releases":

@@ -23,6 +23,7 @@ func TestTheWorkersStoreKeepsWhatTheSettingsSay(t *testing.T) {
 	cfg.DeliveryRetention = 10 * 24 * time.Hour
 	cfg.TranscriptRetention = 20 * 24 * time.Hour
 	cfg.FeedbackRetention = 30 * 24 * time.Hour
+	cfg.BudgetRetention = 40 * 24 * time.Hour
 	require.NoError(t, cfg.validate())
 	_, db, err := newActivities(context.Background(), cfg, slog.Default())
 	require.NoError(t, err)
@@ -30,12 +31,14 @@ func TestTheWorkersStoreKeepsWhatTheSettingsSay(t *testing.T) {
 	got := db.Retention()
 	assert.GreaterOrEqual(t, got.ToolResults, time.Duration(cfg.MaxSteps)*cfg.ProposalTTL, "a turn may wait a proposal TTL at each step")
 	assert.Equal(t, store.ToolResultsRetention(cfg.ProposalTTL, cfg.MaxSteps), got.ToolResults)
-	assert.Equal(t, store.Retention{ToolResults: got.ToolResults, Deliveries: 10 * 24 * time.Hour, Transcripts: 20 * 24 * time.Hour, Feedback: 30 * 24 * time.Hour}, got)
+	assert.Equal(t, store.Retention{ToolResults: got.ToolResults, Deliveries: 10 * 24 * time.Hour, Transcripts: 20 * 24 * time.Hour, Feedback: 30 * 24 * time.Hour, Spend: 40 * 24 * time.Hour}, got)
 
 	cfg.DeliveryRetention = time.Hour
 	cfg.TranscriptRetention = 0
+	cfg.BudgetRetention = 24 * time.Hour
 	err = cfg.validate()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "REPLYFLOW_DELIVERY_RETENTION")
 	assert.Contains(t, err.Error(), "REPLYFLOW_TRANSCRIPT_RETENTION")
+	assert.Contains(t, err.Error(), "REPLYFLOW_BUDGET_RETENTION")
 }

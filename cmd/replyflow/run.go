@@ -82,6 +82,7 @@ func newActivities(ctx context.Context, cfg Config, logger *slog.Logger) (*activ
 		return nil, nil, err
 	}
 	acts.Store = db
+	acts.Spend = cfg.spend(db)
 	return acts, db, nil
 }
 
