@@ -517,3 +517,13 @@ func newerTS(a, b string) string {
 	}
 	return a
 }
+
+// tsTime is when Slack says the message of ts was posted; zero for one
+// that is not a ts.
+func tsTime(ts string) time.Time {
+	v := tsValue(ts)
+	if v <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(v)
+}
