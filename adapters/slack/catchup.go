@@ -126,8 +126,9 @@ type conversation struct {
 	// behind: there may be messages above after that Temporal has not
 	// taken (a refusal, or a reconnection).
 	behind bool
-	// refusals counts the refusals noted, so that a catch-up that ran
-	// meanwhile does not move after past a refused message.
+	// refusals counts the refusals noted (and the seed's lowering of
+	// after), so that a catch-up that ran meanwhile does not move after
+	// past a message still owed.
 	refusals uint64
 	threads  []string // active threads' ts, most recent first
 }
@@ -228,8 +229,8 @@ func (c *catchup) conversationLocked(in pipeline.Inbound) *conversation {
 
 // seed takes cursors from the Slack sessions of team, running and closed
 // within MaxAge, listed through sessions (retried with the backoff while
-// Temporal does not answer), for the conversations this receiver does
-// not track yet, the most recently active first within the bound; then
+// Temporal does not answer), the most recently active first within the
+// bound, lowering the cursor of one a live message made meanwhile; then
 // it asks for a round.
 func (c *catchup) seed(ctx context.Context, sessions adapters.SessionLister, team string) {
 	var open, closed []adapters.OpenSession
@@ -257,11 +258,22 @@ func (c *catchup) seed(ctx context.Context, sessions adapters.SessionLister, tea
 	seeded := 0
 	for i := len(channels) - 1; i >= 0; i-- { // the most recently active ends in front
 		channel := channels[i]
-		if _, known := c.convs[channel]; known {
+		at := slackTS(since[channel])
+		if e, known := c.convs[channel]; known {
+			// A live message came first: what came before it, since the
+			// session's cursor, may be missing still. The count makes a
+			// round that began before this one fetch again.
+			conv := e.Value.(*conversation)
+			if tsValue(at) < tsValue(conv.after) {
+				conv.after = at
+			}
+			conv.behind = true
+			conv.refusals++
+			seeded++
 			continue
 		}
 		conv := c.conversationLocked(pipeline.Inbound{ChatID: channel, Account: team, ChatType: chatTypeOf(channel)})
-		conv.after, conv.behind = slackTS(since[channel]), true
+		conv.after, conv.behind = at, true
 		seeded++
 	}
 	c.mu.Unlock()
