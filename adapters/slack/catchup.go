@@ -251,7 +251,7 @@ func (c *catchup) seed(ctx context.Context, sessions adapters.SessionLister, tea
 		case <-time.After(backoff):
 		}
 	}
-	since := seedCursors(open, closed, team)
+	since := adapters.CatchupCursors(open, closed, team, seedMargin)
 	channels := slices.SortedFunc(maps.Keys(since), func(a, b string) int { return since[b].Compare(since[a]) })
 	channels = channels[:min(len(channels), c.bounds.Conversations)]
 	c.mu.Lock()
@@ -282,44 +282,6 @@ func (c *catchup) seed(ctx context.Context, sessions adapters.SessionLister, tea
 	if seeded > 0 {
 		c.ask(true)
 	}
-}
-
-// seedCursors is, by channel of team, the time after which the catch-up
-// fetches: for a conversation with a running session, the earliest of
-// their last messages (else starts; a per-sender scope has several) less
-// seedMargin, as the session drops what it has; for one whose sessions
-// all closed, the last message of the last of them, exactly, as a new
-// session would answer a copy. A closed run that never took a message
-// adds nothing.
-func seedCursors(open, closed []adapters.OpenSession, team string) map[string]time.Time {
-	since := map[string]time.Time{}
-	for _, s := range open {
-		if s.Key.Account != team {
-			continue // another workspace's (another token's)
-		}
-		at := s.LastInboundAt
-		if at.IsZero() {
-			at = s.StartedAt
-		}
-		at = at.Add(-seedMargin)
-		if prev, ok := since[s.Key.Chat]; !ok || at.Before(prev) {
-			since[s.Key.Chat] = at
-		}
-	}
-	ended := map[string]time.Time{}
-	for _, s := range closed {
-		if s.Key.Account != team || s.LastInboundAt.IsZero() {
-			continue
-		}
-		if _, running := since[s.Key.Chat]; running {
-			continue
-		}
-		if prev, ok := ended[s.Key.Chat]; !ok || s.LastInboundAt.After(prev) {
-			ended[s.Key.Chat] = s.LastInboundAt
-		}
-	}
-	maps.Copy(since, ended)
-	return since
 }
 
 // chatTypeOf: direct message IDs start with D.

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/replyflow/replyflow/adapters/discord/discordtest"
 )
@@ -60,4 +63,38 @@ func TestDiscordMessagesPostedInAChannelAndItsThreadWhileTheGatewayWasDownAreAns
 	assert.Equal(t, 3, snap.TurnSeq)
 	assert.Equal(t, 3, snap.Counters.Inbound)
 	assert.GreaterOrEqual(t, snap.Counters.Duplicates, 1, "the message before, fetched again within the margin, dropped")
+}
+
+// A channel whose session ended (idle past its TTL) keeps its cursor in
+// Temporal, the closed run's last message: what was posted there while
+// no gateway was connected is fetched after the READY and answered once
+// in a new session, and the message the ended session answered is not
+// fetched again.
+func TestDiscordMessagePostedWhileTheGatewayWasDownAfterTheSessionEndedIsAnsweredOnce(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.SessionIdleTTL = time.Second
+	s := startDiscordStack(t, cfg)
+	s.startWorker(&testModel{})
+	channel := s.newChannel()
+	before := s.mention(channel, discordAlice, "before the outage")
+	s.waitCleared(channel, before.ID)
+	id := s.key(channel).WorkflowID()
+	require.Eventually(t, func() bool {
+		d, err := s.client.DescribeWorkflowExecution(context.Background(), id, "")
+		return err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+	}, time.Minute, 100*time.Millisecond, "the session ended, idle past its TTL")
+
+	s.stopGateway()
+	waitForDiscord(t, s.fake, "the gateway's connection closed", func() bool { return s.fake.Connections() == 0 })
+	missed := s.mention(channel, discordBob, "while you were away")
+
+	s.restartGateway()
+	s.waitDiscordUp()
+	s.waitCleared(channel, missed.ID)
+	sent := s.fake.Sent(channel)
+	require.Len(t, sent, 2, "each message answered once: %q", contents(sent))
+	assert.Equal(t, []string{before.ID, missed.ID}, []string{sent[0].Reply, sent[1].Reply})
+	assert.Equal(t, "You said: while you were away", firstLine(sent[1].Content))
+	assert.Equal(t, 1, s.stateOf(s.key(channel)).Counters.Inbound, "the new session took the missed message alone")
 }
