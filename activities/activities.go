@@ -52,6 +52,10 @@ type Activities struct {
 	// ThinkingAfter is the reaction coalescing window: a model step shows
 	// "thinking" on its messages only once it has run this long.
 	ThinkingAfter time.Duration
+	// StaleAfter: a reply to a message sent this long ago or more starts
+	// with a line saying which message it answers and how late
+	// (withStaleNote); zero never says so.
+	StaleAfter time.Duration
 	// ChannelSettings resolves a session's settings from the defaults
 	// (per-channel overrides); nil means Settings as they are.
 	ChannelSettings func(pipeline.SessionKey, pipeline.Settings) pipeline.Settings
@@ -212,10 +216,13 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 	}
 	if len(result.ToolCalls) == 0 {
 		// The turn's final answer: the transcript keeps the user's text
-		// and this reply (tool rounds stay within the turn).
-		if err := a.remember(turnCtx, transcriptID, req, answer.Text, time.Now()); err != nil {
+		// and this reply (tool rounds stay within the turn), without the
+		// late note, which is for the chat only.
+		now := time.Now()
+		if err := a.remember(turnCtx, transcriptID, req, answer.Text, now); err != nil {
 			return pipeline.TurnResult{}, fmt.Errorf("save the turn of %s: %w", req.Session.WorkflowID(), err)
 		}
+		result.Reply = a.withStaleNote(req, result.Shown, answer.Text, now)
 	}
 	return result, nil
 }

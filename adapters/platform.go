@@ -109,13 +109,26 @@ type SessionLister interface {
 	OpenSessions(ctx context.Context, channel string) ([]OpenSession, error)
 }
 
-// OpenSession is a running session as visibility knows it.
+// ClosedSessionLister also finds the sessions that ended lately: a
+// conversation whose session ended (idle past its TTL) keeps, in their
+// LastInboundAt, when it last took a message, which a catch-up reads on
+// from.
+type ClosedSessionLister interface {
+	// ClosedSessions are the runs of one channel's sessions that closed
+	// after since (ClosedAt set).
+	ClosedSessions(ctx context.Context, channel string, since time.Time) ([]OpenSession, error)
+}
+
+// OpenSession is a session's run as visibility knows it: a running one,
+// or one that closed (ClosedAt).
 type OpenSession struct {
 	Key pipeline.SessionKey
 	// LastInboundAt is when the session last took a message; zero when
 	// no worker ran it yet.
 	LastInboundAt time.Time
 	StartedAt     time.Time
+	// ClosedAt is when the run closed; zero while it runs.
+	ClosedAt time.Time
 }
 
 // WebhookMux is Webhooks, or Mux when no separate address is set.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -23,7 +24,10 @@ type Sessions struct {
 	Client client.Client
 }
 
-var _ adapters.SessionLister = (*Sessions)(nil)
+var (
+	_ adapters.SessionLister       = (*Sessions)(nil)
+	_ adapters.ClosedSessionLister = (*Sessions)(nil)
+)
 
 // MaxOpenSessions bounds one listing: past it the rest are left out (and
 // the caller logs how many it got), so a huge namespace cannot hold the
@@ -44,7 +48,26 @@ func OpenSessionsQuery(channel string) string {
 // took a message (ReplyflowLastInboundAt, zero when no worker ran it) and
 // when it started.
 func (s *Sessions) OpenSessions(ctx context.Context, channel string) ([]adapters.OpenSession, error) {
-	query := OpenSessionsQuery(channel)
+	return s.list(ctx, channel, OpenSessionsQuery(channel))
+}
+
+// ClosedSessionsQuery finds the runs of a channel's sessions that closed
+// after since (completed idle, continued as new, or ended otherwise), by
+// their workflow ID as OpenSessionsQuery does.
+func ClosedSessionsQuery(channel string, since time.Time) string {
+	return fmt.Sprintf("%s AND ExecutionStatus != 'Running' AND CloseTime > %q AND WorkflowId STARTS_WITH %q",
+		workflows.SessionTypesQuery(), since.UTC().Format(time.RFC3339Nano), pipeline.WorkflowIDPrefix+channel+":")
+}
+
+// ClosedSessions lists the runs of channel's sessions that closed after
+// since, as long as the namespace's retention keeps them: when each last
+// took a message, when it started and closed.
+func (s *Sessions) ClosedSessions(ctx context.Context, channel string, since time.Time) ([]adapters.OpenSession, error) {
+	return s.list(ctx, channel, ClosedSessionsQuery(channel, since))
+}
+
+// list is the sessions' runs query finds, at most MaxOpenSessions.
+func (s *Sessions) list(ctx context.Context, channel, query string) ([]adapters.OpenSession, error) {
 	var out []adapters.OpenSession
 	var token []byte
 	for {
@@ -52,7 +75,7 @@ func (s *Sessions) OpenSessions(ctx context.Context, channel string) ([]adapters
 			Query: query, PageSize: 1000, NextPageToken: token,
 		})
 		if err != nil {
-			return out, fmt.Errorf("list running %s sessions with %q: %w", channel, query, err)
+			return out, fmt.Errorf("list %s sessions with %q: %w", channel, query, err)
 		}
 		for _, e := range resp.Executions {
 			key, ok := pipeline.ParseWorkflowID(e.GetExecution().GetWorkflowId())
@@ -61,6 +84,9 @@ func (s *Sessions) OpenSessions(ctx context.Context, channel string) ([]adapters
 			}
 			open := adapters.OpenSession{Key: key, StartedAt: e.GetStartTime().AsTime()}
 			open.LastInboundAt = attrTime(e.GetSearchAttributes(), workflows.AttrLastInboundAt.GetName())
+			if e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING && e.GetCloseTime() != nil {
+				open.ClosedAt = e.GetCloseTime().AsTime()
+			}
 			out = append(out, open)
 			if len(out) == MaxOpenSessions {
 				return out, nil

@@ -57,7 +57,11 @@ type Inbound struct {
 	MentionsOthers bool `json:"mentions_others,omitempty"`
 	// ReplyToBot: the platform says ReplyTo is a message of this bot
 	// (the session's own ledger only knows recent ones).
-	ReplyToBot bool      `json:"reply_to_bot,omitempty"`
+	ReplyToBot bool `json:"reply_to_bot,omitempty"`
+	// ReceivedAt is when the gateway got the message, or when the
+	// platform says it was sent when that is well before (a message
+	// redelivered or caught up after an outage: adapters.ReceivedAt), so
+	// that the reply to a message that waited says so.
 	ReceivedAt time.Time `json:"received_at"`
 	// Membership is the chat's member count, where the adapter knows it
 	// (some ask the platform for it); the engagement rules weigh it.

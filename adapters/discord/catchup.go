@@ -47,21 +47,26 @@ func (r *Receiver) onReady(botID string) {
 	}()
 }
 
-// catchUp asks, for each running session of this bot, its channel and the
-// channel's active threads to fetch the messages newer than the last one
-// the session took (its ReplyflowLastInboundAt, or its start, less
-// catchupMargin), at most CatchupLimit a channel and none older than
-// CatchupMaxAge. The overlap with what the session has is dropped by its
-// dedupe.
+// catchUp asks, for each conversation of this bot with a session running
+// or closed within CatchupMaxAge, its channel and the channel's active
+// threads to fetch the messages newer than its cursor
+// (adapters.CatchupCursors: a running session's ReplyflowLastInboundAt,
+// or its start, less catchupMargin, whose overlap the session's dedupe
+// drops; a closed one's exactly), at most CatchupLimit a channel and none
+// older than CatchupMaxAge.
 func (r *Receiver) catchUp(gen int) {
 	defer r.lanes.releaseHold(gen)
 	if r.cfg.Sessions == nil {
 		r.logger.Warn("Discord catch-up off: the gateway cannot list running sessions, so messages posted while it was down are not fetched")
 		return
 	}
-	var open []adapters.OpenSession
-	ok, err := r.retry([]any{"step", "list the running Discord sessions for the catch-up"}, func(ctx context.Context) (err error) {
-		open, err = r.cfg.Sessions.OpenSessions(ctx, Channel)
+	var open, closed []adapters.OpenSession
+	closedLister, _ := r.cfg.Sessions.(adapters.ClosedSessionLister)
+	ok, err := r.retry([]any{"step", "list the Discord sessions for the catch-up"}, func(ctx context.Context) (err error) {
+		if open, err = r.cfg.Sessions.OpenSessions(ctx, Channel); err != nil || closedLister == nil {
+			return err
+		}
+		closed, err = closedLister.ClosedSessions(ctx, Channel, r.now().Add(-r.cfg.CatchupMaxAge))
 		return err
 	})
 	if !ok {
@@ -75,22 +80,13 @@ func (r *Receiver) catchUp(gen int) {
 	threads := map[string][]*discordgo.Channel{} // active threads by guild, asked once
 	var waiting []string
 	requests := map[string]fetchRequest{}
-	sessions := 0
-	for _, s := range open {
-		if s.Key.Account != bot {
-			continue // another bot's (another token's) sessions
-		}
-		sessions++
-		since := s.LastInboundAt
-		if since.IsZero() {
-			since = s.StartedAt
-		}
-		since = since.Add(-r.tune.catchupMargin)
+	cursors := adapters.CatchupCursors(open, closed, bot, r.tune.catchupMargin)
+	for chat, since := range cursors {
 		if since.Before(floor) {
 			since = floor
 		}
 		f := fetchRequest{after: SnowflakeAt(since) - 1, limit: r.cfg.CatchupLimit, first: true, why: "catch-up after READY"}
-		for _, channel := range append([]string{s.Key.Chat}, r.activeThreads(s.Key.Chat, threads)...) {
+		for _, channel := range append([]string{chat}, r.activeThreads(chat, threads)...) {
 			requests[channel] = f
 			if !r.requestFetch(channel, f, 0) {
 				waiting = append(waiting, channel)
@@ -105,8 +101,9 @@ func (r *Receiver) catchUp(gen int) {
 			r.logger.Error("Discord catch-up skipped a channel: no lane freed in time", "discord_channel", channel)
 		}
 	}
-	r.logger.Info("Discord catch-up after READY: the running sessions' channels fetch what they missed",
-		"sessions", sessions, "channels", len(requests), "limit_per_channel", r.cfg.CatchupLimit, "max_age", r.cfg.CatchupMaxAge)
+	r.logger.Info("Discord catch-up after READY: the channels of the running and lately closed sessions fetch what they missed",
+		"running", len(open), "closed", len(closed), "conversations", len(cursors), "channels", len(requests),
+		"limit_per_channel", r.cfg.CatchupLimit, "max_age", r.cfg.CatchupMaxAge)
 }
 
 func (r *Receiver) requestFetch(channel string, f fetchRequest, wait time.Duration) bool {

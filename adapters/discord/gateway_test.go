@@ -252,7 +252,7 @@ func TestMessagesPostedWhileTheGatewayWasDownAreHandedOnOnceWhenItIsBack(t *test
 	assert.Equal(t, general, got[c.ID].ChatID)
 	assert.True(t, got[d.ID].SenderIsBot)
 	assert.Equal(t, pipeline.ChatDirect, got[e.ID].ChatType)
-	s.logs.waitFor(t, "catch-up after READY", "sessions=2", "channels=3")
+	s.logs.waitFor(t, "catch-up after READY", "conversations=2", "channels=3")
 }
 
 func TestANewSessionOnTheSameProcessCatchesUpToo(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -77,7 +78,7 @@ func NormalizeMessage(botID string, m *discordgo.Message, place Place, now time.
 		MentionsBot:    us,
 		MentionsOthers: others && !us,
 		ThreadID:       place.ThreadID(),
-		ReceivedAt:     now.UTC(),
+		ReceivedAt:     adapters.ReceivedAt(now, m.Timestamp),
 	}
 	if place.Direct {
 		in.ChatType = pipeline.ChatDirect

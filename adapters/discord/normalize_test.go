@@ -179,3 +179,24 @@ func TestSnowflakeAtAgreesWithDiscord(t *testing.T) {
 }
 
 func uintString(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// A message the gateway gets well after its timestamp (fetched from the
+// history after a READY) carries that time, so that its reply can say
+// how late it is; a live one carries the gateway's clock.
+func TestNormalizeMessageStampsALateMessageWithItsTime(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		sent, want time.Time
+	}{
+		{"live", now.Add(-time.Second), now},
+		{"fetched after an outage", now.Add(-2 * time.Hour), now.Add(-2 * time.Hour)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := msg("702", adaUser, "hi")
+			m.Timestamp = c.sent
+			ev := NormalizeMessage(bot, m, inGeneral, now)
+			require.NotNil(t, ev.Inbound, ev.Skip)
+			assert.Equal(t, c.want, ev.Inbound.ReceivedAt)
+		})
+	}
+}

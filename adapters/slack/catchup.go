@@ -37,37 +37,69 @@ import (
 // handing every message above the cursor to the Sink exactly as a live
 // event; what the session already took, its dedupe by message ID drops.
 //
-// The cursors are this process's memory, as the gateway is stateless:
-// they survive reconnections and Temporal outages, which is what Slack's
-// giving up meets. A gateway that starts takes its first cursors from
-// Temporal instead, as Discord's catch-up does: the running Slack
-// sessions of its team, each from when it last took a message
-// (ReplyflowLastInboundAt, else its start) less seedMargin. So after a
-// restart a message of a running session whose deliveries ran out while
-// no gateway was up is fetched too; the first message of a conversation
-// with no running session, posted then, is not. With two gateways each
-// catches up the conversations it knows; the copies are dropped by the
-// session's dedupe.
-const (
-	// CatchupConversations bounds the conversations with a cursor: past
-	// it the one quiet the longest is forgotten (and not caught up). A
+// The cursors are this process's memory while it runs; what outlives it
+// is in Temporal, where every gateway reads it: each session's
+// ReplyflowLastInboundAt, when it last took a message, kept by
+// visibility while the session runs and, once it closed (idle past its
+// TTL), for the namespace's retention. A gateway that starts takes its
+// first cursors from there, as Discord's catch-up does: for a
+// conversation with a running session, when the earliest of them last
+// took a message (else its start) less seedMargin, as the session drops
+// what it already has; for one whose sessions all closed, when the last
+// of them last took a message, with no margin, since a new session would
+// take a copy as new. So after a restart a message Slack gave up on
+// while no gateway was up is fetched in every conversation the bot had a
+// session in within the retention; the first message of a conversation
+// that never had one is not. With two gateways each catches up the
+// conversations it knows; the copies are dropped by the session's
+// dedupe.
+//
+// The catch-up runs in both modes: over Socket Mode after every hello
+// too, and over the Events API (no connection to come back) at start and
+// after refusals. Bounds (CatchupBounds) are settings: how far back, how
+// many messages per conversation, how many conversations; in all at most
+// their product.
+
+// CatchupBounds bound one gateway's catch-up.
+type CatchupBounds struct {
+	// Conversations bounds the conversations with a cursor: past it the
+	// one quiet the longest is forgotten (and not caught up). A
 	// reconnection reads each one's history, one call each on Slack's
 	// Tier 3 (about 50 a minute, shared with the workers' lookups).
-	CatchupConversations = 200
+	Conversations int
+	// Limit bounds the messages one conversation's catch-up hands on:
+	// history reads newest first, so past it the oldest missed messages
+	// are not fetched, and a warning says so.
+	Limit int
+	// MaxAge bounds the age of the messages fetched: a message older
+	// than that is not answered now.
+	MaxAge time.Duration
+}
+
+// DefaultCatchupBounds are the bounds of a receiver given none.
+var DefaultCatchupBounds = CatchupBounds{Conversations: 200, Limit: 100, MaxAge: 24 * time.Hour}
+
+func (b CatchupBounds) orDefault() CatchupBounds {
+	d := DefaultCatchupBounds
+	if b.Conversations > 0 {
+		d.Conversations = b.Conversations
+	}
+	if b.Limit > 0 {
+		d.Limit = b.Limit
+	}
+	if b.MaxAge > 0 {
+		d.MaxAge = b.MaxAge
+	}
+	return d
+}
+
+const (
 	// CatchupThreads bounds the threads of a conversation read with
 	// conversations.replies: the most recent in which a reply was seen.
 	// A reply in a thread the receiver saw no reply in yet, lost to
 	// Slack's giving up, is not fetched.
-	CatchupThreads = 3
-	// CatchupPages bounds the history pages of one conversation in one
-	// catch-up (catchupPageSize messages each). History reads newest
-	// first: past the bound the oldest missed messages are not fetched,
-	// and a warning says so.
-	CatchupPages    = 5
+	CatchupThreads  = 3
 	catchupPageSize = 100
-	// CatchupMaxAge bounds the age of the messages fetched: a message
-	// older than that is not answered now.
-	CatchupMaxAge = 24 * time.Hour
 )
 
 // seedMargin is taken off a running session's last message when it
@@ -94,8 +126,9 @@ type conversation struct {
 	// behind: there may be messages above after that Temporal has not
 	// taken (a refusal, or a reconnection).
 	behind bool
-	// refusals counts the refusals noted, so that a catch-up that ran
-	// meanwhile does not move after past a refused message.
+	// refusals counts the refusals noted (and the seed's lowering of
+	// after), so that a catch-up that ran meanwhile does not move after
+	// past a message still owed.
 	refusals uint64
 	threads  []string // active threads' ts, most recent first
 }
@@ -103,10 +136,11 @@ type conversation struct {
 // catchup holds the cursors and runs the catch-ups of one Socket Mode
 // receiver.
 type catchup struct {
-	r    *Receiver
-	api  *slack.Client
-	work *lanes.Lanes
-	tune catchupTune
+	r      *Receiver
+	api    *slack.Client
+	work   *lanes.Lanes
+	tune   catchupTune
+	bounds CatchupBounds
 	// wake asks the loop for a round: true at once (a reconnection),
 	// false after the backoff (a refusal).
 	wake chan bool
@@ -116,13 +150,37 @@ type catchup struct {
 	order *list.List               // most recently active first
 }
 
-func newCatchup(r *Receiver, api *slack.Client, work *lanes.Lanes) *catchup {
+func newCatchup(r *Receiver, api *slack.Client, work *lanes.Lanes, bounds CatchupBounds) *catchup {
 	tune := r.catchupTune
 	if tune.retryFirst <= 0 {
 		tune = defaultCatchupTune
 	}
-	return &catchup{r: r, api: api, work: work, tune: tune, wake: make(chan bool, 1),
+	return &catchup{r: r, api: api, work: work, tune: tune, bounds: bounds.orDefault(), wake: make(chan bool, 1),
 		convs: map[string]*list.Element{}, order: list.New()}
+}
+
+// start runs the catch-up until ctx is done: its rounds, and the seeding
+// of its cursors from sessions (when given) of team. The returned wait
+// returns once both ended.
+func (c *catchup) start(ctx context.Context, sessions adapters.SessionLister, team string) (wait func()) {
+	c.r.catchup.Store(c)
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		c.run(ctx)
+	}()
+	seeded := make(chan struct{})
+	go func() {
+		defer close(seeded)
+		if sessions != nil && team != "" {
+			c.seed(ctx, sessions, team)
+		}
+	}()
+	return func() {
+		<-seeded
+		<-ran
+		c.r.catchup.Store(nil)
+	}
 }
 
 // noted records the outcome of a live message's hand-off: accepted moves
@@ -159,7 +217,7 @@ func (c *catchup) conversationLocked(in pipeline.Inbound) *conversation {
 		c.order.MoveToFront(e)
 		return e.Value.(*conversation)
 	}
-	if c.order.Len() >= CatchupConversations {
+	if c.order.Len() >= c.bounds.Conversations {
 		oldest := c.order.Back()
 		c.order.Remove(oldest)
 		delete(c.convs, oldest.Value.(*conversation).channel)
@@ -169,54 +227,58 @@ func (c *catchup) conversationLocked(in pipeline.Inbound) *conversation {
 	return conv
 }
 
-// seed takes cursors from the running Slack sessions of team, listed
-// through sessions (retried with the backoff while Temporal does not
-// answer), for the conversations this receiver does not track yet, the
-// most recently active first within the bound; then it asks for a round.
+// seed takes cursors from the Slack sessions of team, running and closed
+// within MaxAge, listed through sessions (retried with the backoff while
+// Temporal does not answer), the most recently active first within the
+// bound, lowering the cursor of one a live message made meanwhile; then
+// it asks for a round.
 func (c *catchup) seed(ctx context.Context, sessions adapters.SessionLister, team string) {
-	var open []adapters.OpenSession
+	var open, closed []adapters.OpenSession
+	closedLister, _ := sessions.(adapters.ClosedSessionLister)
 	for backoff := time.Duration(0); ; {
 		var err error
-		if open, err = sessions.OpenSessions(ctx, Channel); err == nil {
+		if open, err = sessions.OpenSessions(ctx, Channel); err == nil && closedLister != nil {
+			closed, err = closedLister.ClosedSessions(ctx, Channel, c.r.cfg.Now().Add(-c.bounds.MaxAge))
+		}
+		if err == nil {
 			break
 		}
 		backoff = min(max(2*backoff, c.tune.retryFirst), c.tune.retryLast)
-		c.r.logger.Warn("Slack catch-up cannot list the running sessions yet; trying again", "next_in", backoff, "error", err)
+		c.r.logger.Warn("Slack catch-up cannot list the sessions yet; trying again", "next_in", backoff, "error", err)
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(backoff):
 		}
 	}
-	since := map[string]time.Time{} // by channel: the earliest of its sessions (per-sender scope has several)
-	for _, s := range open {
-		if s.Key.Account != team {
-			continue // another workspace's (another token's)
-		}
-		at := s.LastInboundAt
-		if at.IsZero() {
-			at = s.StartedAt
-		}
-		if prev, ok := since[s.Key.Chat]; !ok || at.Before(prev) {
-			since[s.Key.Chat] = at
-		}
-	}
+	since := adapters.CatchupCursors(open, closed, team, seedMargin)
 	channels := slices.SortedFunc(maps.Keys(since), func(a, b string) int { return since[b].Compare(since[a]) })
-	channels = channels[:min(len(channels), CatchupConversations)]
+	channels = channels[:min(len(channels), c.bounds.Conversations)]
 	c.mu.Lock()
 	seeded := 0
 	for i := len(channels) - 1; i >= 0; i-- { // the most recently active ends in front
 		channel := channels[i]
-		if _, known := c.convs[channel]; known {
+		at := slackTS(since[channel])
+		if e, known := c.convs[channel]; known {
+			// A live message came first: what came before it, since the
+			// session's cursor, may be missing still. The count makes a
+			// round that began before this one fetch again.
+			conv := e.Value.(*conversation)
+			if tsValue(at) < tsValue(conv.after) {
+				conv.after = at
+			}
+			conv.behind = true
+			conv.refusals++
+			seeded++
 			continue
 		}
 		conv := c.conversationLocked(pipeline.Inbound{ChatID: channel, Account: team, ChatType: chatTypeOf(channel)})
-		conv.after, conv.behind = slackTS(since[channel].Add(-seedMargin)), true
+		conv.after, conv.behind = at, true
 		seeded++
 	}
 	c.mu.Unlock()
-	c.r.logger.Info("Slack catch-up after the gateway started: the running sessions' conversations fetch what they missed",
-		"sessions", len(open), "conversations", seeded, "max_age", CatchupMaxAge)
+	c.r.logger.Info("Slack catch-up after the gateway started: the conversations of the running and lately closed sessions fetch what they missed",
+		"running", len(open), "closed", len(closed), "conversations", seeded, "max_age", c.bounds.MaxAge, "limit_per_conversation", c.bounds.Limit)
 	if seeded > 0 {
 		c.ask(true)
 	}
@@ -353,7 +415,7 @@ func (c *catchup) catchUp(ctx context.Context, channel string) error {
 	c.mu.Unlock()
 
 	oldest := conv.after
-	if floor := slackTS(c.r.cfg.Now().Add(-CatchupMaxAge)); tsValue(oldest) < tsValue(floor) {
+	if floor := slackTS(c.r.cfg.Now().Add(-c.bounds.MaxAge)); tsValue(oldest) < tsValue(floor) {
 		oldest = floor
 	}
 	msgs, err := c.fetch(ctx, conv, oldest)
@@ -389,9 +451,9 @@ func (c *catchup) catchUp(ctx context.Context, channel string) error {
 	return nil
 }
 
-// fetch reads conv's messages above oldest: its history, at most
-// CatchupPages pages, and one page of each active thread's replies;
-// deduplicated by ts, oldest first.
+// fetch reads conv's messages above oldest: its history, newest first
+// up to the Limit, and one page of each active thread's replies;
+// deduplicated by ts, the newest Limit of them, oldest first.
 func (c *catchup) fetch(ctx context.Context, conv conversation, oldest string) ([]slack.Message, error) {
 	byTS := map[string]slack.Message{}
 	keep := func(ms []slack.Message) {
@@ -401,28 +463,24 @@ func (c *catchup) fetch(ctx context.Context, conv conversation, oldest string) (
 			}
 		}
 	}
-	cursor := ""
-	for page := 0; ; page++ {
-		if page == CatchupPages {
-			c.r.logger.Warn("Slack catch-up stopped at its bound: the oldest messages above the cursor are not fetched",
-				"team", conv.team, "slack_channel", conv.channel, "pages", CatchupPages, "page_size", catchupPageSize)
-			break
-		}
+	cursor, more := "", false
+	for read := 0; ; {
 		resp, err := c.api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
-			ChannelID: conv.channel, Oldest: oldest, Limit: catchupPageSize, Cursor: cursor,
+			ChannelID: conv.channel, Oldest: oldest, Limit: min(catchupPageSize, c.bounds.Limit-read), Cursor: cursor,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("read the history of Slack channel %s (team %s) since %s: %w", conv.channel, conv.team, oldest, err)
 		}
 		keep(resp.Messages)
+		read += len(resp.Messages)
 		cursor = resp.ResponseMetaData.NextCursor
-		if !resp.HasMore || cursor == "" {
+		if more = resp.HasMore && cursor != ""; !more || read >= c.bounds.Limit || len(resp.Messages) == 0 {
 			break
 		}
 	}
 	for _, thread := range conv.threads {
 		replies, _, _, err := c.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
-			ChannelID: conv.channel, Timestamp: thread, Oldest: oldest, Limit: catchupPageSize,
+			ChannelID: conv.channel, Timestamp: thread, Oldest: oldest, Limit: min(catchupPageSize, c.bounds.Limit),
 		})
 		if err != nil {
 			var refused slack.SlackErrorResponse
@@ -438,6 +496,11 @@ func (c *catchup) fetch(ctx context.Context, conv conversation, oldest string) (
 		out = append(out, m)
 	}
 	slices.SortFunc(out, func(a, b slack.Message) int { return cmp.Compare(tsValue(a.Timestamp), tsValue(b.Timestamp)) })
+	if over := len(out) - c.bounds.Limit; over > 0 || more {
+		out = out[max(over, 0):]
+		c.r.logger.Warn("Slack catch-up stopped at its bound: the oldest messages above the cursor are not fetched (REPLYFLOW_SLACK_CATCHUP_LIMIT)",
+			"team", conv.team, "slack_channel", conv.channel, "limit", c.bounds.Limit)
+	}
 	return out, nil
 }
 
@@ -516,4 +579,14 @@ func newerTS(a, b string) string {
 		return b
 	}
 	return a
+}
+
+// tsTime is when Slack says the message of ts was posted; zero for one
+// that is not a ts.
+func tsTime(ts string) time.Time {
+	v := tsValue(ts)
+	if v <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(v)
 }

@@ -176,3 +176,47 @@ func TestAStartedGatewayCatchesUpTheRunningSessionsConversations(t *testing.T) {
 		assert.NotEqual(t, "C2", call.Params["channel"], "only the bot's workspace's sessions are read")
 	}
 }
+
+// heldSessions answers the listing once release is closed, as a slow
+// Temporal does.
+type heldSessions struct {
+	openSessions
+	release chan struct{}
+}
+
+func (h heldSessions) OpenSessions(ctx context.Context, channel string) ([]adapters.OpenSession, error) {
+	<-h.release
+	return h.openSessions.OpenSessions(ctx, channel)
+}
+
+// Over the Events API the catch-up runs from the start: a message Slack
+// gave up on while no gateway ran is fetched even when a newer message of
+// the conversation arrives live before Temporal listed the sessions.
+func TestEventsCatchUpAtStartWhatSlackGaveUpOnBeforeALiveMessage(t *testing.T) {
+	fake, sink := startFake(t), newOutageSink()
+	sink.up()
+	missed, _ := fake.AddMessage(slacktest.Post{Channel: "C1", User: "U1", Text: "anyone?"})
+	live, events := fake.AddMessage(slacktest.Post{Channel: "C1", User: "U2", Text: "hello?"})
+	sessions := heldSessions{release: make(chan struct{}), openSessions: openSessions{
+		{Key: pipeline.SessionKey{Channel: Channel, Account: fake.TeamID, Chat: "C1"}, LastInboundAt: time.Now().Add(-time.Hour)},
+	}}
+	r, err := NewReceiver(ReceiverConfig{Bot: Identity{UserID: fake.BotUserID, BotID: fake.BotID}, Sink: sink})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	done := make(chan error, 1)
+	go func() {
+		done <- r.RunCatchup(ctx, CatchupConfig{BotToken: fake.BotToken, APIURL: fake.APIURL(), Sessions: sessions, Team: fake.TeamID})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		assert.NoError(t, <-done)
+	})
+	waitUntil(t, ctx, "the catch-up running", func() bool { return r.catchup.Load() != nil })
+	ev, err := Parse(fake.EventCallback(events[0]))
+	require.NoError(t, err)
+	require.NoError(t, r.HandleEvent(ctx, ev))
+	close(sessions.release)
+	waitUntil(t, ctx, "the message Slack gave up on handed to the sink", func() bool { return sink.acceptedOf(missed.TS) >= 1 })
+	assert.Equal(t, 1, sink.acceptedOf(missed.TS))
+	assert.GreaterOrEqual(t, sink.acceptedOf(live.TS), 1)
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
+	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/slack/mrkdwn"
 	"github.com/replyflow/replyflow/pipeline"
 )
@@ -166,7 +167,7 @@ func postEvent(bot Identity, mode ReplyMode, team string, p post, now time.Time)
 		MentionsBot:    us || p.mentioned,
 		MentionsOthers: others && !us && !p.mentioned,
 		ThreadID:       Place(p.channelType, p.ts, p.threadTS, mode).ThreadID,
-		ReceivedAt:     now.UTC(),
+		ReceivedAt:     adapters.ReceivedAt(now, tsTime(p.ts)),
 	}
 	if p.channelType == ChannelIM {
 		in.ChatType = pipeline.ChatDirect

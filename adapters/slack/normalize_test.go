@@ -14,7 +14,8 @@ import (
 
 var (
 	testBot = Identity{UserID: "UBOT", BotID: "BBOT"}
-	testNow = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	// testNow is a second after postTS: the posts arrive live.
+	testNow = time.Unix(1700000003, 0).UTC()
 )
 
 const (
@@ -254,4 +255,27 @@ func FuzzNormalize(f *testing.F) {
 			t.Fatal("an event that is neither message nor feedback needs a reason")
 		}
 	})
+}
+
+// A message the gateway gets well after Slack's ts (redelivered, or
+// fetched by the catch-up) carries the ts's time, so that its reply can
+// say how late it is; a live one carries the gateway's clock.
+func TestNormalizeStampsALateMessageWithItsTS(t *testing.T) {
+	posted := time.UnixMicro(1700000002_000200).UTC()
+	body := envelope("Ev1", `{"type":"message","channel":"C1","channel_type":"channel","user":"U1","text":"hello","ts":"`+postTS+`"}`)
+	ev, err := Parse(body)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name     string
+		now, got time.Time
+	}{
+		{"live", posted.Add(time.Second), posted.Add(time.Second)},
+		{"late by more than adapters.LateAfter", posted.Add(3 * time.Hour), posted},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := Normalize(testBot, ReplyThreaded, ev, c.now)
+			require.NotNil(t, got.Inbound, got.Skip)
+			assert.Equal(t, c.got, got.Inbound.ReceivedAt)
+		})
+	}
 }

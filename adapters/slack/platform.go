@@ -39,6 +39,11 @@ type Platform struct {
 	// Reactions overrides the lifecycle's shortcodes per state
 	// (done:tada); the rest keep Shortcodes'.
 	Reactions map[string]string `envconfig:"SLACK_REACTIONS"`
+	// CatchupLimit, CatchupMaxAge and CatchupConversations bound the
+	// catch-up from the conversations' history (CatchupBounds).
+	CatchupLimit         int           `envconfig:"SLACK_CATCHUP_LIMIT" default:"100"`
+	CatchupMaxAge        time.Duration `envconfig:"SLACK_CATCHUP_MAX_AGE" default:"24h"`
+	CatchupConversations int           `envconfig:"SLACK_CATCHUP_CONVERSATIONS" default:"200"`
 }
 
 var (
@@ -108,6 +113,15 @@ func (p *Platform) Validate() []error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("REPLYFLOW_SLACK_MODE must be socket or events, got %q", p.Mode))
+	}
+	if p.CatchupLimit < 1 || p.CatchupLimit > 1000 {
+		errs = append(errs, fmt.Errorf("REPLYFLOW_SLACK_CATCHUP_LIMIT must be between 1 and 1000, got %d", p.CatchupLimit))
+	}
+	if p.CatchupMaxAge <= 0 || p.CatchupMaxAge > 14*24*time.Hour {
+		errs = append(errs, fmt.Errorf("REPLYFLOW_SLACK_CATCHUP_MAX_AGE must be positive and at most 336h, got %s", p.CatchupMaxAge))
+	}
+	if p.CatchupConversations < 1 || p.CatchupConversations > 10_000 {
+		errs = append(errs, fmt.Errorf("REPLYFLOW_SLACK_CATCHUP_CONVERSATIONS must be between 1 and 10000, got %d", p.CatchupConversations))
 	}
 	if _, err := ParseReplyMode(p.ReplyInThread); err != nil {
 		errs = append(errs, err)
@@ -195,15 +209,16 @@ func (p *Platform) run(ctx context.Context, gw adapters.GatewaySide, connected *
 	if err != nil {
 		return err
 	}
+	bounds := CatchupBounds{Conversations: p.CatchupConversations, Limit: p.CatchupLimit, MaxAge: p.CatchupMaxAge}
 	if p.Mode == "events" {
 		serve(rcv.EventsHandler(p.SigningSecret, nil), rcv.InteractivityHandler(p.SigningSecret, nil))
 		gw.Health.Report(Channel, adapters.Health{State: adapters.StateUp})
 		gw.Logger.Info("Slack connected", "mode", "events", "events_path", p.EventsPath, "interactivity_path", p.InteractivityPath, "team", auth.TeamID, "bot", auth.UserID)
-		return nil
+		return rcv.RunCatchup(ctx, CatchupConfig{BotToken: p.BotToken, APIURL: p.APIURL, Sessions: gw.Sessions, Team: auth.TeamID, Bounds: bounds})
 	}
 	gw.Logger.Info("Slack connecting over Socket Mode", "team", auth.TeamID, "bot", auth.UserID)
 	return rcv.RunSocket(ctx, SocketConfig{AppToken: p.AppToken, BotToken: p.BotToken, APIURL: p.APIURL, StaleAfter: p.StaleAfter, Health: gw.Health,
-		Sessions: gw.Sessions, Team: auth.TeamID})
+		Sessions: gw.Sessions, Team: auth.TeamID, Catchup: bounds})
 }
 
 // untilConnected runs attempt until it succeeds, ctx is done, or Slack

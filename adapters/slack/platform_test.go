@@ -20,7 +20,8 @@ import (
 func TestPlatformValidate(t *testing.T) {
 	assert.Empty(t, (&Platform{}).Validate(), "a disabled platform is not checked")
 	good := Platform{BotToken: "xoxb-1", Mode: "socket", AppToken: "xapp-1", ReplyInThread: "threaded", StaleAfter: time.Minute,
-		EventsPath: "/slack/events", InteractivityPath: "/slack/interactivity"}
+		EventsPath: "/slack/events", InteractivityPath: "/slack/interactivity",
+		CatchupLimit: 100, CatchupMaxAge: 24 * time.Hour, CatchupConversations: 200}
 	assert.Empty(t, good.Validate())
 	events := good
 	events.Mode, events.AppToken, events.SigningSecret = "events", "", "s"
@@ -80,7 +81,8 @@ func serve(t *testing.T, p *Platform, to *recordingSink) (string, *healthLog, ad
 
 func fakePlatform(fake *slacktest.Server, mode string) *Platform {
 	return &Platform{BotToken: fake.BotToken, AppToken: fake.AppToken, SigningSecret: fake.SigningSecret, Mode: mode,
-		EventsPath: EventsPath, InteractivityPath: InteractivityPath, APIURL: fake.APIURL(), StaleAfter: time.Second}
+		EventsPath: EventsPath, InteractivityPath: InteractivityPath, APIURL: fake.APIURL(), StaleAfter: time.Second,
+		CatchupLimit: 100, CatchupMaxAge: 24 * time.Hour, CatchupConversations: 200}
 }
 
 func TestPlatformServesTheEventsAPIOnceConnected(t *testing.T) {

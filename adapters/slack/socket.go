@@ -31,6 +31,8 @@ type SocketConfig struct {
 	// are. Nil: the catch-up knows only the conversations it sees live.
 	Sessions adapters.SessionLister
 	Team     string
+	// Catchup bounds the catch-up; DefaultCatchupBounds where unset.
+	Catchup CatchupBounds
 }
 
 // DefaultStaleAfter is SocketConfig.StaleAfter when unset.
@@ -74,25 +76,10 @@ func (r *Receiver) RunSocket(ctx context.Context, cfg SocketConfig) error {
 		cancel()
 	}()
 	work := lanes.New(socketLanes, socketQueued)
-	catchup := newCatchup(r, api, work)
-	r.catchup.Store(catchup)
-	defer r.catchup.Store(nil)
-	caughtUp := make(chan struct{})
-	go func() {
-		defer close(caughtUp)
-		catchup.run(ctx)
-	}()
-	seeded := make(chan struct{})
-	go func() {
-		defer close(seeded)
-		if cfg.Sessions != nil && cfg.Team != "" {
-			catchup.seed(ctx, cfg.Sessions, cfg.Team)
-		}
-	}()
+	caughtUp := newCatchup(r, api, work, cfg.Catchup).start(ctx, cfg.Sessions, cfg.Team)
 	err := r.consume(ctx, client, work, report)
 	cancel()
-	<-seeded
-	<-caughtUp  // it queues no more work
+	caughtUp()  // it queues no more work
 	work.Wait() // hand-offs end with ctx; their envelopes stay unacked
 	if runErr := <-failed; runErr != nil {
 		err = runErr
@@ -249,4 +236,34 @@ func (r *Receiver) ackUnreadable(client *socketmode.Client, evt socketmode.Event
 	r.logger.Warn("Slack envelope not understood; acked so that Slack does not retry it, and dropped",
 		"envelope", req.EnvelopeID, "type", req.Type, "error", bad.Cause)
 	r.ack(client, &req)
+}
+
+// CatchupConfig configures the Events API receiver's catch-up
+// (RunCatchup), as SocketConfig does Socket Mode's.
+type CatchupConfig struct {
+	BotToken string
+	APIURL   string // slack-go's default when empty; the fake's in tests
+	Sessions adapters.SessionLister
+	Team     string
+	Bounds   CatchupBounds
+}
+
+// RunCatchup runs the catch-up of a receiver that takes events over the
+// Events API, until ctx is done: at start, from the sessions' cursors,
+// and after Temporal refused a conversation's event (Slack retries an
+// unanswered event three times over about five minutes, then drops it),
+// with a backoff until Temporal takes them again. No connection comes
+// back in this mode, so there is no round after a reconnection. Its
+// hand-offs run on lanes of their own, in order within a conversation;
+// a live event of the same conversation may overtake them, and the
+// session drops whichever copy comes second.
+func (r *Receiver) RunCatchup(ctx context.Context, cfg CatchupConfig) error {
+	opts := []slack.Option{}
+	if cfg.APIURL != "" {
+		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
+	}
+	work := lanes.New(socketLanes, socketQueued)
+	newCatchup(r, slack.New(cfg.BotToken, opts...), work, cfg.Bounds).start(ctx, cfg.Sessions, cfg.Team)()
+	work.Wait()
+	return nil
 }

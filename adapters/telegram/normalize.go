@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-telegram/bot/models"
 
+	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -88,7 +89,7 @@ func messageEvent(bot Identity, m *models.Message, now time.Time) Event {
 		SenderIsBot: isBot,
 		Text:        m.Text,
 		Media:       mediaOf(m),
-		ReceivedAt:  now.UTC(),
+		ReceivedAt:  adapters.ReceivedAt(now, time.Unix(int64(m.Date), 0)),
 	}
 	if m.Chat.Type == models.ChatTypePrivate {
 		in.ChatType = pipeline.ChatDirect

@@ -164,3 +164,21 @@ func TestReactionBecomesFeedback(t *testing.T) {
 	own := Normalize(testBot, &models.Update{ID: 32, MessageReaction: &models.MessageReactionUpdated{Chat: forum, MessageID: 41, User: &models.User{ID: testBot.ID}}}, now)
 	assert.Nil(t, own.Feedback, "the bot's own lifecycle reactions are not feedback")
 }
+
+// A message the gateway gets well after its date (kept by Telegram while
+// no gateway ran) carries that date, so that its reply can say how late
+// it is; a live one carries the gateway's clock.
+func TestLateMessageCarriesItsDate(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		sent, want time.Time
+	}{
+		{"live, in the same second", now.Add(-time.Second), now},
+		{"kept for an hour", now.Add(-time.Hour), now.Add(-time.Hour)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := &models.Message{ID: 7, Chat: models.Chat{ID: 11, Type: models.ChatTypePrivate}, From: &alice, Text: "hi", Date: int(c.sent.Unix())}
+			assert.Equal(t, c.want, inbound(t, &models.Update{ID: 1, Message: m}).ReceivedAt)
+		})
+	}
+}

@@ -108,6 +108,9 @@ type Config struct {
 	SessionIdleTTL     time.Duration `envconfig:"SESSION_IDLE_TTL" default:"24h"`
 	ChunkLimit         int           `envconfig:"CHUNK_LIMIT" default:"0"`
 	TurnTimeout        time.Duration `envconfig:"TURN_TIMEOUT" default:"5m"`
+	// StaleAfter: a reply to a message sent this long before it starts
+	// with a line saying which message it answers and how late; 0 never.
+	StaleAfter time.Duration `envconfig:"STALE_AFTER" default:"15m"`
 	// TurnHeartbeatTimeout is how long a model attempt's worker may stay
 	// silent before the attempt is taken as lost and asked again on
 	// another worker: what a crash adds to the reply's wait. It does not
@@ -285,6 +288,7 @@ func (c Config) validate() error {
 	}
 	check(c.StreamPreviewAfter >= 0, "REPLYFLOW_STREAM_PREVIEW_AFTER must not be negative")
 	check(c.LogFormat == "text" || c.LogFormat == "json", "REPLYFLOW_LOG_FORMAT must be text or json, got %q", c.LogFormat)
+	check(c.StaleAfter >= 0, "REPLYFLOW_STALE_AFTER must be 0 (off) or a duration such as 15m, got %s", c.StaleAfter)
 	check(c.ReactionCoalesce >= 0 && c.ReactionCoalesce <= 10*time.Second, "REPLYFLOW_REACTION_COALESCE must be between 0 and 10s, got %s", c.ReactionCoalesce)
 	check(c.DemoModelDelay >= 0, "REPLYFLOW_DEMO_MODEL_DELAY must not be negative")
 	check(c.MaxTokens >= 1, "REPLYFLOW_MAX_TOKENS must be at least 1")

@@ -115,6 +115,7 @@ func buildActivities(cfg Config, ids adapters.IDMap, logger *slog.Logger) (*acti
 		TypingByChannel: gateway.TypingIntervals(cfg.Platforms, cfg.TypingByChannel),
 		Chunkers:        gateway.Chunkers(cfg.Platforms),
 		ThinkingAfter:   cfg.ReactionCoalesce,
+		StaleAfter:      cfg.StaleAfter,
 		Streaming:       cfg.streaming(),
 		ChannelSettings: cfg.channelSettings,
 		Logger:          logger,

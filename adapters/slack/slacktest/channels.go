@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Channel is a conversation the fake knows.
@@ -89,11 +90,11 @@ func (s *Server) channelLocked(c Channel) *channelState {
 	return st
 }
 
-// newTS is the next message timestamp: unique and rising, as Slack's;
-// s.mu must be held.
+// newTS is the next message timestamp: when it is posted, in
+// microseconds, unique and rising, as Slack's; s.mu must be held.
 func (s *Server) newTS() string {
-	s.nextTS++
-	return fmt.Sprintf("%d.%06d", s.start+int64(s.nextTS/1_000_000), s.nextTS%1_000_000)
+	s.lastTS = max(time.Now().UnixMicro(), s.lastTS+1)
+	return fmt.Sprintf("%d.%06d", s.lastTS/1_000_000, s.lastTS%1_000_000)
 }
 
 // add stores m under a new ts; s.mu must be held.

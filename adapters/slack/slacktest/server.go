@@ -75,13 +75,12 @@ func (o *Options) defaults() {
 type Server struct {
 	Options
 
-	http  *httptest.Server
-	start int64 // the Unix second message timestamps count from
+	http *httptest.Server
 
 	mu       sync.Mutex
 	feed     changes.Feed // wakes WaitFor on every change
 	channels map[string]*channelState
-	nextTS   int
+	lastTS   int64 // the newest message timestamp, in microseconds
 	calls    []Call
 	faults   map[string][]Fault
 	statuses []Status
@@ -145,7 +144,6 @@ func New(opts Options) *Server {
 	opts.defaults()
 	s := &Server{
 		Options:  opts,
-		start:    time.Now().Unix(),
 		channels: map[string]*channelState{},
 		faults:   map[string][]Fault{},
 		stop:     make(chan struct{}),
