@@ -134,6 +134,7 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 				return pipeline.TurnResult{}, fmt.Errorf("start a new transcript for %s: %w", req.Session.WorkflowID(), err)
 			}
 		}
+		a.clearSilentTurn(ctx, out, req, *admitted.refused)
 		return *admitted.refused, nil
 	}
 	turnCtx, stop := context.WithCancel(ctx)
@@ -224,6 +225,7 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 		}
 		result.Reply = a.withStaleNote(req, result.Shown, answer.Text, now)
 	}
+	a.clearSilentTurn(ctx, out, req, result)
 	return result, nil
 }
 
