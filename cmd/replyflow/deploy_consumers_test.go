@@ -597,6 +597,40 @@ func TestSystemdUnitsCanWriteTheirStateAndStopInTime(t *testing.T) {
 	}
 }
 
+// TestSystemdUnitsPassSystemdAnalyzeVerify asks systemd itself, where
+// it is installed: `systemd-analyze verify` on a root holding the units,
+// the binary they run and their environment file (the key checks above
+// run everywhere).
+func TestSystemdUnitsPassSystemdAnalyzeVerify(t *testing.T) {
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("systemd-analyze is not installed here; TestSystemdUnitsCanWriteTheirStateAndStopInTime reads the units instead")
+	}
+	root := t.TempDir()
+	units, err := filepath.Glob(filepath.Join(deployDir, "systemd", "*.service"))
+	require.NoError(t, err)
+	for _, dir := range []string{"etc/systemd/system", "etc/replyflow", "usr/local/bin", "usr/lib"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(root, dir), 0o755))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(root, "usr/local/bin/replyflow"), []byte("#!/bin/sh\n"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "etc/replyflow/env"), nil, 0o600))
+	// The system's own units (the targets ours start after).
+	require.NoError(t, os.Symlink("/usr/lib/systemd", filepath.Join(root, "usr/lib/systemd")))
+	var names []string
+	for _, u := range units {
+		data, err := os.ReadFile(u)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(root, "etc/systemd/system", filepath.Base(u)), data, 0o644))
+		names = append(names, filepath.Base(u))
+	}
+	out, _ := exec.Command(analyze, append([]string{"verify", "--man=no", "--root=" + root}, names...)...).CombinedOutput()
+	for _, line := range strings.Split(string(out), "\n") {
+		for _, name := range names {
+			assert.NotContains(t, line, name, "systemd-analyze verify")
+		}
+	}
+}
+
 func cmpOr(a, b string) string {
 	if a != "" {
 		return a
