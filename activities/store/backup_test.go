@@ -44,10 +44,23 @@ func fillForBackup(t *testing.T, s *Store) string {
 	return transcript
 }
 
-// checkRestored: the restored store serves what fillForBackup wrote,
-// and goes on.
-func checkRestored(t *testing.T, s *Store, transcript string) {
+// writeAfterBackup writes to the live store after its backup, and
+// stops it as the restore wants.
+func writeAfterBackup(t *testing.T, s *Store) {
+	require.NoError(t, s.MapMessage(context.Background(), "session:telegram:42", "out-after", "tg-after"))
+	require.NoError(t, s.Close())
+}
+
+// checkRestored opens the restored store: it serves what fillForBackup
+// wrote and nothing writeAfterBackup did, and goes on.
+func checkRestored(t *testing.T, dsn, transcript string) {
 	ctx := context.Background()
+	s, err := Open(ctx, dsn)
+	require.NoError(t, err)
+	defer s.Close()
+	_, ok, err := s.PlatformID(ctx, "session:telegram:42", "out-after")
+	require.NoError(t, err)
+	assert.False(t, ok, "what was written after the backup is not in it")
 	e, err := s.SessionEntry(ctx, "session:telegram:42")
 	require.NoError(t, err)
 	assert.Equal(t, transcript, e.TranscriptID, "the session's transcript")
@@ -111,9 +124,7 @@ func TestBackupAndRestoreOnSQLite(t *testing.T) {
 		db.Close()
 		require.NoError(t, err)
 	}
-	// Written after the backup: not in it.
-	require.NoError(t, s.MapMessage(ctx, "session:telegram:42", "out-after", "tg-after"))
-	require.NoError(t, s.Close())
+	writeAfterBackup(t, s)
 
 	// The restore, the worker stopped: the copy in place of the file, and
 	// the old file's WAL removed, or SQLite would replay it onto the copy.
@@ -123,13 +134,7 @@ func TestBackupAndRestoreOnSQLite(t *testing.T) {
 	for _, suffix := range []string{"-wal", "-shm"} {
 		require.NoError(t, os.RemoveAll(live+suffix))
 	}
-	r, err := Open(ctx, live)
-	require.NoError(t, err)
-	defer r.Close()
-	checkRestored(t, r, transcript)
-	_, ok, err := r.PlatformID(ctx, "session:telegram:42", "out-after")
-	require.NoError(t, err)
-	assert.False(t, ok, "what was written after the backup is not in it")
+	checkRestored(t, live, transcript)
 }
 
 // TestBackupAndRestoreOnPostgreSQL: pg_dump's custom format while the
@@ -169,17 +174,10 @@ func TestBackupAndRestoreOnPostgreSQL(t *testing.T) {
 	dump := filepath.Join(t.TempDir(), "replyflow.dump")
 	out, err := exec.Command("pg_dump", "--format=custom", "--file="+dump, liveDSN).CombinedOutput()
 	require.NoError(t, err, "pg_dump: %s", out)
-	require.NoError(t, s.MapMessage(ctx, "session:telegram:42", "out-after", "tg-after"))
-	require.NoError(t, s.Close())
+	writeAfterBackup(t, s)
 
 	restoredDSN := database()
 	out, err = exec.Command("pg_restore", "--no-owner", "--exit-on-error", "--dbname="+restoredDSN, dump).CombinedOutput()
 	require.NoError(t, err, "pg_restore: %s", out)
-	r, err := Open(ctx, restoredDSN)
-	require.NoError(t, err)
-	defer r.Close()
-	checkRestored(t, r, transcript)
-	_, ok, err := r.PlatformID(ctx, "session:telegram:42", "out-after")
-	require.NoError(t, err)
-	assert.False(t, ok, "what was written after the backup is not in it")
+	checkRestored(t, restoredDSN, transcript)
 }
