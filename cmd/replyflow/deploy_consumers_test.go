@@ -375,7 +375,7 @@ func ptrOr[T any](p *T, def T) T {
 
 // containerEnv is a container's variables as the pod sees them: the
 // ConfigMaps and Secrets it reads (from these files), then its env.
-func containerEnv(t *testing.T, objs []kubeObject, c corev1.Container) map[string]string {
+func containerEnv(objs []kubeObject, c corev1.Container) map[string]string {
 	out := map[string]string{}
 	for _, from := range c.EnvFrom {
 		for _, o := range objs {
@@ -429,7 +429,7 @@ func TestKubernetesManifestsDecodeStrictlyAndHoldTogether(t *testing.T) {
 	for _, w := range wls {
 		spec := w.template.Spec
 		for _, c := range spec.Containers {
-			vars := containerEnv(t, objs, c)
+			vars := containerEnv(objs, c)
 			for name := range vars {
 				if strings.HasPrefix(name, "REPLYFLOW_") {
 					_, ok := known[name]
