@@ -119,6 +119,12 @@ func codecServerCommand(ctx context.Context, cfg Config, args []string, logger *
 	endpoint := "http://" + ln.Addr().String() + "/{namespace}"
 	logger.Info("Codec server running", "endpoint", endpoint, "keys", strings.Join(codec.KeyIDs(keys), ","),
 		"token_required", cfg.CodecToken != "", "ui_origins", strings.Join(origins, ","))
+	if cfg.CodecToken != "" && len(origins) > 0 {
+		// The UI sends no token of its own: a browser signs in once and
+		// the UI sends the cookie (TEMPORAL_CODEC_INCLUDE_CREDENTIALS=true).
+		logger.Info("Sign each operator's browser in once, with the token, so the Temporal UI can decrypt (its TEMPORAL_CODEC_INCLUDE_CREDENTIALS=true)",
+			"sign_in", "http://"+ln.Addr().String()+"/signin")
+	}
 	if len(origins) == 0 {
 		logger.Warn("No UI origin is allowed, so a browser (the Temporal UI) cannot call the codec server; the CLI can. Add --ui-origin http://<UI host:port>")
 	}

@@ -173,7 +173,7 @@ func kubernetesVariables(t *testing.T, path string, data []byte) map[string][]st
 			out["configmap"] = append(out["configmap"], keys(obj.Data)...)
 		case "Secret":
 			out["secret"] = append(out["secret"], keys(obj.StringData)...)
-		case "Deployment":
+		case "Deployment", "StatefulSet":
 			for _, c := range obj.Spec.Template.Spec.Containers {
 				role := strings.Join(c.Args, " ")
 				for _, e := range c.Env {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -25,6 +26,14 @@ const (
 	EnvToken     = "REPLYFLOW_CODEC_TOKEN"
 	EnvUIOrigins = "REPLYFLOW_CODEC_UI_ORIGINS"
 )
+
+// CookieName is the cookie a browser signed in at /signin carries. The
+// Temporal UI sends it with TEMPORAL_CODEC_INCLUDE_CREDENTIALS=true; the
+// UI has no setting for a static token of its own.
+const CookieName = "replyflow_codec"
+
+// maxSignInBytes bounds the sign-in form: one token.
+const maxSignInBytes = 4 << 10
 
 // maxRequestBytes bounds a request: the UI sends a page of history's
 // payloads at a time, each at most Temporal's 2 MB.
@@ -68,6 +77,11 @@ type handler struct {
 	mux      *http.ServeMux
 	origins  map[string]bool
 	tokenSum *[sha256.Size]byte
+	// cookieSum is the hash of the sign-in cookie's value, itself an
+	// HMAC of the token: the cookie is not the token, and it changes
+	// when the token does.
+	cookie    string
+	cookieSum *[sha256.Size]byte
 	// slots holds one element per request being read or coded; its
 	// capacity is the most at once.
 	slots    chan struct{}
@@ -78,7 +92,9 @@ type handler struct {
 // server"): POST /{namespace}/encode and /{namespace}/decode, or /encode
 // and /decode with the namespace in X-Namespace (every namespace uses the
 // same keys). It answers CORS preflights for opts.Origins and checks
-// "Authorization: Bearer <token>" on everything else, in constant time.
+// "Authorization: Bearer <token>" on everything else, in constant time,
+// or the cookie a browser got by giving the token at /signin (a form):
+// the Temporal UI sends cookies, not a token of its own.
 func NewHandler(codecs []converter.PayloadCodec, opts HandlerOptions) (http.Handler, error) {
 	h := &handler{mux: http.NewServeMux(), origins: map[string]bool{}, slotWait: DefaultSlotWait}
 	if opts.MaxConcurrent < 0 || opts.SlotWait < 0 {
@@ -98,6 +114,11 @@ func NewHandler(codecs []converter.PayloadCodec, opts HandlerOptions) (http.Hand
 	if opts.Token != "" {
 		sum := sha256.Sum256([]byte(opts.Token))
 		h.tokenSum = &sum
+		mac := hmac.New(sha256.New, []byte(opts.Token))
+		mac.Write([]byte("replyflow codec server: a browser signed in"))
+		h.cookie = fmt.Sprintf("%x", mac.Sum(nil))
+		cookieSum := sha256.Sum256([]byte(h.cookie))
+		h.cookieSum = &cookieSum
 	}
 	sdk := converter.NewPayloadCodecHTTPHandler(codecs...)
 	for _, pattern := range []string{"POST /{namespace}/encode", "POST /{namespace}/decode", "POST /encode", "POST /decode"} {
@@ -117,6 +138,10 @@ func ParseOrigin(s string) (string, error) {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/signin" {
+		h.signIn(w, r)
+		return
+	}
 	if origin := r.Header.Get("Origin"); origin != "" {
 		if !h.origins[strings.ToLower(origin)] {
 			http.Error(w, fmt.Sprintf("origin %q may not use this codec server: add it with --ui-origin or %s", origin, EnvUIOrigins), http.StatusForbidden)
@@ -214,6 +239,54 @@ func tooLarge(w http.ResponseWriter) {
 	http.Error(w, fmt.Sprintf("the request body is over %d MiB, the codec server's limit: send fewer payloads at a time", maxRequestBytes>>20), http.StatusRequestEntityTooLarge)
 }
 
+// signInPage asks for the token; the browser keeps the cookie it gets.
+const signInPage = `<!doctype html><meta charset="utf-8"><title>replyflow codec server</title>
+<form method="post" action="/signin"><p>The codec server's token (REPLYFLOW_CODEC_TOKEN), so this browser's Temporal UI can decrypt:</p>
+<input type="password" name="token" autocomplete="off" autofocus> <button>Sign in</button></form>`
+
+// signIn serves the sign-in form (GET) and takes the token from it
+// (POST), answering with the cookie the browser then sends to the codec
+// with the UI's requests. The cookie is HttpOnly (no page's script reads
+// it) and SameSite=Strict (only pages of the codec server's own site,
+// such as the UI on the same host, send it).
+func (h *handler) signIn(w http.ResponseWriter, r *http.Request) {
+	if h.tokenSum == nil {
+		http.Error(w, "this codec server takes no token ("+EnvToken+" is not set), so there is nothing to sign in to", http.StatusNotFound)
+		return
+	}
+	switch r.Method {
+	case http.MethodGet:
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; form-action 'self'")
+		_, _ = io.WriteString(w, signInPage)
+		return
+	case http.MethodPost:
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		http.Error(w, "sign in with GET /signin (a form) or POST /signin with token=<"+EnvToken+">", http.StatusMethodNotAllowed)
+		return
+	}
+	// The form is the codec server's own page: a post from another
+	// origin is another site's.
+	if origin := r.Header.Get("Origin"); origin != "" && !strings.EqualFold(origin, "http://"+r.Host) && !strings.EqualFold(origin, "https://"+r.Host) {
+		http.Error(w, fmt.Sprintf("a sign-in posted from %q, not from this codec server's own page, is refused", origin), http.StatusForbidden)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxSignInBytes)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "the sign-in form does not parse: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(r.PostForm.Get("token"))))
+	if subtle.ConstantTimeCompare(sum[:], h.tokenSum[:]) != 1 {
+		http.Error(w, "the token is not the codec server's token ("+EnvToken+")", http.StatusUnauthorized)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: h.cookie, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, "Signed in: the Temporal UI in this browser now decrypts through this codec server (with TEMPORAL_CODEC_INCLUDE_CREDENTIALS=true on the UI), until the browser closes or the token changes.\n")
+}
+
 // refusal is why r may not use the codec, "" when it may.
 func (h *handler) refusal(r *http.Request) string {
 	if h.tokenSum == nil {
@@ -221,7 +294,14 @@ func (h *handler) refusal(r *http.Request) string {
 	}
 	header := r.Header.Get("Authorization")
 	if header == "" {
-		return "no Authorization header: send Authorization: Bearer <the codec server's token, " + EnvToken + ">"
+		if c, err := r.Cookie(CookieName); err == nil {
+			sum := sha256.Sum256([]byte(c.Value))
+			if subtle.ConstantTimeCompare(sum[:], h.cookieSum[:]) == 1 {
+				return ""
+			}
+			return "the sign-in cookie is not this codec server's (its token changed?): sign in again at /signin"
+		}
+		return "no Authorization header: send Authorization: Bearer <the codec server's token, " + EnvToken + ">, or sign this browser in at /signin (the Temporal UI then needs TEMPORAL_CODEC_INCLUDE_CREDENTIALS=true)"
 	}
 	scheme, token, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -101,6 +102,74 @@ func TestCodecServerRefusesWithoutTheToken(t *testing.T) {
 		assert.NotContains(t, body, "4111", c.auth)
 		assert.Contains(t, header.Get("WWW-Authenticate"), "Bearer", c.auth)
 	}
+}
+
+// The Temporal UI sends no token of its own: with
+// TEMPORAL_CODEC_INCLUDE_CREDENTIALS=true it sends the browser's cookies,
+// and a browser gets the codec server's by giving the token once at
+// /signin.
+func TestCodecServerSignsABrowserInForTheUI(t *testing.T) {
+	srv, dc := codecServer(t, "s3cret")
+	sealed, err := dc.ToPayload(secretText)
+	require.NoError(t, err)
+
+	resp, err := http.Get(srv.URL + "/signin")
+	require.NoError(t, err)
+	page, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(page), `<form method="post" action="/signin">`)
+	assert.Empty(t, resp.Cookies(), "a look at the form signs nobody in")
+
+	signIn := func(token string, headers map[string]string) *http.Response {
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/signin", strings.NewReader(url.Values{"token": {token}}.Encode()))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp
+	}
+	wrong := signIn("wrong", nil)
+	assert.Equal(t, http.StatusUnauthorized, wrong.StatusCode)
+	assert.Empty(t, wrong.Cookies())
+	elsewhere := signIn("s3cret", map[string]string{"Origin": "http://evil.example"})
+	assert.Equal(t, http.StatusForbidden, elsewhere.StatusCode, "a sign-in posted by another site's page")
+	assert.Empty(t, elsewhere.Cookies())
+
+	ok := signIn("s3cret", map[string]string{"Origin": srv.URL})
+	require.Equal(t, http.StatusOK, ok.StatusCode)
+	require.Len(t, ok.Cookies(), 1)
+	cookie := ok.Cookies()[0]
+	assert.Equal(t, CookieName, cookie.Name)
+	assert.True(t, cookie.HttpOnly, "no page's script reads it")
+	assert.Equal(t, http.SameSiteStrictMode, cookie.SameSite, "only the codec server's own site sends it")
+	assert.NotContains(t, cookie.Value, "s3cret", "the cookie is not the token")
+
+	// The UI's request, as the browser sends it: its origin, the cookie.
+	req := request(t, http.MethodPost, srv.URL+"/default/decode", []*commonpb.Payload{sealed}, map[string]string{"Origin": uiOrigin, "X-Namespace": "default"})
+	req.AddCookie(cookie)
+	code, header, body, out := call(t, req)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, `"`+secretText+`"`, string(out[0].Data))
+	assert.Equal(t, "true", header.Get("Access-Control-Allow-Credentials"), "the browser hands the UI an answer to a request with credentials")
+
+	// A new token signs every browser out.
+	other, _ := codecServer(t, "another")
+	req = request(t, http.MethodPost, other.URL+"/default/decode", []*commonpb.Payload{sealed}, map[string]string{"Origin": uiOrigin})
+	req.AddCookie(cookie)
+	code, _, body, _ = call(t, req)
+	assert.Equal(t, http.StatusUnauthorized, code)
+	assert.Contains(t, body, "sign in again at /signin")
+
+	open, _ := codecServer(t, "")
+	code, _, body, _ = call(t, request(t, http.MethodPost, open.URL+"/signin", nil, nil))
+	assert.Equal(t, http.StatusNotFound, code, "without a token there is nothing to sign in to")
+	assert.Contains(t, body, "REPLYFLOW_CODEC_TOKEN is not set")
 }
 
 func TestCodecServerAnswersTheUIsPreflight(t *testing.T) {
