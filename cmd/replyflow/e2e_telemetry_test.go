@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/replyflow/replyflow/workers"
 	"github.com/replyflow/replyflow/workers/telemetry"
 	"github.com/replyflow/replyflow/workflows"
 )
@@ -92,6 +93,65 @@ func TestMetricsShowTheSDKsAndReplyflowsSeriesAfterAConversation(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "the worker's checks pass")
 	assert.Equal(t, []string{"platforms", "stopping", "temporal", "worker " + s.cfg.TaskQueue}, tel.Names(), "the gateway and the worker of this process")
+}
+
+// The gauges of what stands now come from the Temporal server's
+// visibility: a session waiting for a decision is counted in its state,
+// its proposal as pending, and the task queue shows the worker's pollers
+// while a queue no worker polls shows none.
+func TestGaugesShowWhatStandsNowFromTheServer(t *testing.T) {
+	tool, _ := payServer(t)
+	tel, err := telemetry.New()
+	require.NoError(t, err)
+	cfg := proposalConfig(t, tool.URL)
+	cfg.tel = tel
+	s := startStack(t, cfg)
+	s.startWorker(payingModel{})
+	metrics := httptest.NewServer(tel.Mux())
+	t.Cleanup(metrics.Close)
+
+	chat := "gauges"
+	events := subscribe(t, s.baseURL, chat)
+	code, _ := s.post(chat, `{"message_id":"g1","sender_id":"alice","text":"pay bob 5"}`)
+	require.Equal(t, http.StatusAccepted, code)
+	events.collectUntil(t, 30*time.Second, isButtonsMessage)
+
+	// Read here rather than wait for the worker's next read; visibility
+	// follows a session's upserts within moments.
+	gauges := workers.Gauges{Client: s.client, TaskQueue: s.cfg.TaskQueue, Metrics: tel.MetricsHandler(), Sessions: true, Logger: s.logger}
+	unpolled := workers.Gauges{Client: s.client, TaskQueue: s.cfg.TaskQueue + "-nobody", Metrics: tel.MetricsHandler(), Logger: s.logger}
+	tq := `task_queue="` + s.cfg.TaskQueue + `"`
+	var page string
+	counted := assert.Eventually(t, func() bool {
+		if gauges.Read(context.Background()) != nil || unpolled.Read(context.Background()) != nil {
+			return false
+		}
+		page = scrape(t, metrics.URL+"/metrics")
+		return sample(page, workers.MetricSessions, tq, `state="waiting_user"`) == 1 && sample(page, workers.MetricProposalsPending, tq) == 1 &&
+			sample(page, workers.MetricTaskQueuePollers, tq, `type="activity"`) > 0
+	}, 30*time.Second, 200*time.Millisecond, "the session waits for a decision on one proposal, and a worker polls")
+	if !counted {
+		t.Fatalf("the gauges on the page:\n%s", grepLines(page, "replyflow_sessions", "replyflow_proposals_pending", "replyflow_task_queue_pollers"))
+	}
+	assert.Equal(t, 0.0, sample(page, workers.MetricSessions, tq, `state="delivery_failed"`))
+	assert.Greater(t, sample(page, workers.MetricTaskQueuePollers, tq, `type="workflow"`), 0.0)
+	assert.Equal(t, 0.0, sample(page, workers.MetricTaskQueuePollers, `task_queue="`+s.cfg.TaskQueue+`-nobody"`, `type="workflow"`))
+	assert.Greater(t, sample(page, workers.MetricGaugesUpdated, tq), float64(time.Now().Add(-time.Minute).Unix()))
+	assert.Regexp(t, `(?m)^replyflow_ready_check\{check="temporal"\} 1$`, page)
+}
+
+// grepLines keeps the lines of a page that start with one of prefixes.
+func grepLines(page string, prefixes ...string) string {
+	var out []string
+	for _, l := range strings.Split(page, "\n") {
+		for _, p := range prefixes {
+			if strings.HasPrefix(l, p) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 func TestReadyzFollowsTheTemporalServer(t *testing.T) {

@@ -183,6 +183,13 @@ func gatewayCommand(ctx context.Context, cfg Config, logger *slog.Logger) error 
 		attrs = append(attrs, p.Channel(), p.Enabled())
 	}
 	logger.Info("Gateway running", attrs...)
+	if cfg.tel != nil {
+		// The task queue it starts sessions on: a queue no worker polls
+		// (a REPLYFLOW_TASK_QUEUE that differs from the workers') shows here.
+		gaugesCtx, stopGauges := context.WithCancel(ctx)
+		defer readGauges(gaugesCtx, c, cfg, false, logger)()
+		defer stopGauges()
+	}
 	return serveGateway(ctx, ln, c, cfg, logger)
 }
 

@@ -210,10 +210,24 @@ func runWorker(ctx context.Context, c client.Client, cfg Config, acts *activitie
 		if deployment.Versioned() {
 			cfg.tel.AddCheck("version "+deployment.String(), workers.TakesSessions(c, deployment))
 		}
+		defer readGauges(ctx, c, cfg, true, acts.Logger)()
 	}
 	<-ctx.Done()
 	stopWorker(w, cfg, acts.Logger)
 	return nil
+}
+
+// readGauges exports what stands now (parked sessions, pending
+// proposals, the task queue's pollers) from Temporal to cfg.tel until ctx
+// is done; sessions false reads the pollers only. The returned function
+// waits for it to end.
+func readGauges(ctx context.Context, c client.Client, cfg Config, sessions bool, logger *slog.Logger) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		workers.Gauges{Client: c, TaskQueue: cfg.TaskQueue, Metrics: cfg.tel.MetricsHandler(), Sessions: sessions, Logger: logger}.Run(ctx)
+	}()
+	return func() { <-done }
 }
 
 // newHeartbeats are the heartbeat schedules' activities on c: ticks run

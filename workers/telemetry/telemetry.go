@@ -58,6 +58,7 @@ func New() (*Telemetry, error) {
 	}
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
 	t := &Telemetry{registry: reg, provider: provider, checks: map[string]Check{}}
+	reg.MustRegister(readiness{t})
 	t.handler = temporalotel.NewMetricsHandler(temporalotel.MetricsHandlerOptions{
 		Meter: provider.Meter("replyflow"),
 		// A metric the meter refuses is a bug to see, not a reason to
@@ -81,6 +82,12 @@ func (t *Telemetry) AddCheck(name string, c Check) {
 // Ready runs every check at once, each within checkTimeout, and returns
 // the failures by name.
 func (t *Telemetry) Ready(ctx context.Context) map[string]string {
+	_, failed := t.ready(ctx)
+	return failed
+}
+
+// ready runs every check and returns their names with the failures.
+func (t *Telemetry) ready(ctx context.Context) (names []string, failed map[string]string) {
 	t.mu.Lock()
 	checks := make(map[string]Check, len(t.checks))
 	for name, c := range t.checks {
@@ -89,8 +96,9 @@ func (t *Telemetry) Ready(ctx context.Context) map[string]string {
 	t.mu.Unlock()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	failed := map[string]string{}
+	failed = map[string]string{}
 	for name, check := range checks {
+		names = append(names, name)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -107,7 +115,50 @@ func (t *Telemetry) Ready(ctx context.Context) map[string]string {
 		}()
 	}
 	wg.Wait()
-	return failed
+	sort.Strings(names)
+	return names, failed
+}
+
+// The process's readiness as series, read at each scrape from the same
+// checks as /readyz, so that an alert sees what an orchestrator sees
+// without a probe of its own.
+const (
+	// MetricReady is 1 while /readyz answers ready, else 0.
+	MetricReady = "replyflow_ready"
+	// MetricReadyCheck is 1 while the check named by its label passes,
+	// else 0: check="temporal" is 0 while the Temporal frontend does not
+	// answer this process.
+	MetricReadyCheck = "replyflow_ready_check"
+)
+
+var (
+	readyDesc      = prometheus.NewDesc(MetricReady, "1 while every readiness check of the process passes (GET /readyz answers 200), else 0.", nil, nil)
+	readyCheckDesc = prometheus.NewDesc(MetricReadyCheck, "1 while the named readiness check passes, else 0.", []string{"check"}, nil)
+)
+
+// readiness runs the checks at each scrape: each within checkTimeout,
+// all at once, so a scrape waits for them at most checkTimeout.
+type readiness struct{ t *Telemetry }
+
+func (r readiness) Describe(ch chan<- *prometheus.Desc) {
+	ch <- readyDesc
+	ch <- readyCheckDesc
+}
+
+func (r readiness) Collect(ch chan<- prometheus.Metric) {
+	names, failed := r.t.ready(context.Background())
+	ch <- prometheus.MustNewConstMetric(readyDesc, prometheus.GaugeValue, boolValue(len(failed) == 0))
+	for _, name := range names {
+		_, bad := failed[name]
+		ch <- prometheus.MustNewConstMetric(readyCheckDesc, prometheus.GaugeValue, boolValue(!bad), name)
+	}
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Mux serves /metrics, /healthz and /readyz.

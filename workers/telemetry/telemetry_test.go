@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -48,4 +49,36 @@ func TestReplyflowSeriesReachMetrics(t *testing.T) {
 	tel.Mux().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	assert.Contains(t, rec.Body.String(), `replyflow_test_things{channel="webchat"`)
 	assert.Regexp(t, `replyflow_test_things\{channel="webchat"[^}]*\} 3`, rec.Body.String())
+}
+
+// The checks of /readyz are series too, read at each scrape: an alert
+// sees a process that is not ready, and which check fails.
+func TestReadinessIsASeries(t *testing.T) {
+	tel, err := New()
+	require.NoError(t, err)
+	scrape := func() string {
+		rec := httptest.NewRecorder()
+		tel.Mux().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		return rec.Body.String()
+	}
+	assert.Contains(t, scrape(), "\nreplyflow_ready 1\n", "nothing to check is ready")
+
+	var temporalDown atomic.Bool
+	tel.AddCheck("temporal", func(context.Context) error {
+		if temporalDown.Load() {
+			return errors.New("Temporal is not reachable")
+		}
+		return nil
+	})
+	tel.AddCheck("stopping", func(context.Context) error { return nil })
+	page := scrape()
+	assert.Contains(t, page, "\nreplyflow_ready 1\n")
+	assert.Contains(t, page, `replyflow_ready_check{check="temporal"} 1`)
+	assert.Contains(t, page, `replyflow_ready_check{check="stopping"} 1`)
+
+	temporalDown.Store(true)
+	page = scrape()
+	assert.Contains(t, page, "\nreplyflow_ready 0\n")
+	assert.Contains(t, page, `replyflow_ready_check{check="temporal"} 0`)
+	assert.Contains(t, page, `replyflow_ready_check{check="stopping"} 1`, "only the failing check is 0")
 }
