@@ -18,6 +18,8 @@ import (
 
 	"github.com/replyflow/replyflow/activities"
 	"github.com/replyflow/replyflow/gateway"
+	"github.com/replyflow/replyflow/workers"
+	"github.com/replyflow/replyflow/workers/telemetry"
 	"github.com/replyflow/replyflow/workflows"
 )
 
@@ -255,7 +257,9 @@ func TestDeployFilesNameOnlyRealVariablesAndSeries(t *testing.T) {
 	for _, name := range []string{workflows.MetricTurns, workflows.MetricModelAttempts, workflows.MetricFallbacks, workflows.MetricDeliveries,
 		workflows.MetricParked, workflows.MetricHeartbeats, workflows.MetricGateDecisions, workflows.MetricProposals,
 		workflows.MetricReactionsClearedLate, gateway.MetricInbound, gateway.MetricLastEvent,
-		activities.MetricBudgetTokens, activities.MetricBudgetCost, activities.MetricBudgetRefused, activities.MetricBreakerTrips} {
+		activities.MetricBudgetTokens, activities.MetricBudgetCost, activities.MetricBudgetRefused, activities.MetricBreakerTrips,
+		workers.MetricSessions, workers.MetricProposalsPending, workers.MetricTaskQueuePollers, workers.MetricGaugesUpdated,
+		telemetry.MetricReady, telemetry.MetricReadyCheck} {
 		series[name] = true
 	}
 	for _, histogram := range []string{workflows.MetricTurnDuration, workflows.MetricFirstChunk} {

@@ -29,7 +29,7 @@ Usage:
                       (Web UI on :8233), the worker and the gateway (web chat on :8080)
   replyflow worker    run the Temporal worker against TEMPORAL_ADDRESS
   replyflow gateway   run the platform connections against TEMPORAL_ADDRESS
-  replyflow sessions [--stuck] [--stuck-after 10m] [--channel X] [--chat C] [--all]
+  replyflow sessions [--stuck] [--stuck-after 10m] [--state S] [--channel X] [--chat C] [--all]
                       list sessions from Temporal visibility
   replyflow inspect [--json] <session>
                       show one session's state (its "state" query)

@@ -28,7 +28,9 @@ type sessionsOptions struct {
 	channel    string
 	// chat finds every session of a chat: the shared one and, under
 	// per-sender scope, each sender's (they share ReplyflowChat).
-	chat  string
+	chat string
+	// state is one ReplyflowState value, e.g. waiting_user.
+	state string
 	all   bool
 	limit int
 }
@@ -46,6 +48,9 @@ func sessionsQuery(o sessionsOptions, now time.Time) string {
 	if o.chat != "" {
 		parts = append(parts, fmt.Sprintf("%s = %q", workflows.AttrChat.GetName(), o.chat))
 	}
+	if o.state != "" {
+		parts = append(parts, fmt.Sprintf("%s = %q", workflows.AttrState.GetName(), o.state))
+	}
 	if o.stuck {
 		cutoff := now.Add(-o.stuckAfter).UTC().Format(time.RFC3339)
 		parts = append(parts, fmt.Sprintf(
@@ -62,6 +67,7 @@ func sessionsCommand(ctx context.Context, cfg Config, args []string, out io.Writ
 	fs.DurationVar(&o.stuckAfter, "stuck-after", 10*time.Minute, "how long a busy session may go before it counts as stuck")
 	fs.StringVar(&o.channel, "channel", "", "only this channel (webchat, telegram, ...)")
 	fs.StringVar(&o.chat, "chat", "", "only this chat's sessions (each sender's too, under per-sender scope)")
+	fs.StringVar(&o.state, "state", "", "only sessions in this state: idle, thinking, waiting_user (a proposal waits), delivering, delivery_failed (parked)")
 	fs.BoolVar(&o.all, "all", false, "include sessions that completed or continued as new")
 	fs.IntVar(&o.limit, "limit", 100, "at most this many rows")
 	if err := fs.Parse(args); err != nil {

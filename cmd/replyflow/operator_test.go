@@ -19,6 +19,7 @@ func TestSessionsQuery(t *testing.T) {
 	assert.Equal(t, `WorkflowType IN ("chat-session", "session") AND ExecutionStatus = "Running"`, sessionsQuery(sessionsOptions{}, now))
 	assert.Equal(t, `WorkflowType IN ("chat-session", "session") AND ReplyflowChannel = "telegram"`, sessionsQuery(sessionsOptions{all: true, channel: "telegram"}, now))
 	assert.Equal(t, `WorkflowType IN ("chat-session", "session") AND ReplyflowChannel = "telegram" AND ReplyflowChat = "-100123"`, sessionsQuery(sessionsOptions{all: true, channel: "telegram", chat: "-100123"}, now))
+	assert.Equal(t, `WorkflowType IN ("chat-session", "session") AND ExecutionStatus = "Running" AND ReplyflowState = "waiting_user"`, sessionsQuery(sessionsOptions{state: "waiting_user"}, now))
 	assert.Equal(t, `WorkflowType IN ("chat-session", "session") AND ExecutionStatus = "Running" AND (ReplyflowState = "delivery_failed" OR `+
 		`(ReplyflowState IN ("thinking", "delivering", "debouncing", "gating") AND ReplyflowLastInboundAt < "2026-11-21T11:50:00Z") OR `+
 		`(ReplyflowQueueDepth > 0 AND ReplyflowLastInboundAt < "2026-11-21T11:50:00Z") OR `+
