@@ -37,9 +37,15 @@ GOVULNCHECK_VERSION := v1.9.0
 GOVULNCHECK := $(BIN)/govulncheck
 VULNDB_VERSION := v0.0.0-20261105234957-e22db6528018
 VULNDB := $(BIN)/vulndb-$(VULNDB_VERSION)
+# promtool, Prometheus's rule checker, for the alert rules' tests
+# (deploy/prometheus/alerts_test.yaml). Its Go module's v0.316.0 is
+# Prometheus v3.16.0. Built without the service discoveries, which rule
+# tests do not use and which are most of its build.
+PROMTOOL_VERSION := v0.316.0
+PROMTOOL := $(BIN)/promtool
 GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: dev build test unit prereqs vet workflowcheck vulncheck fmt record-histories fuzz bench chaos cluster clean
+.PHONY: dev build test unit prereqs vet workflowcheck vulncheck alertrules fmt record-histories fuzz bench chaos cluster clean
 
 dev: build $(TEMPORAL)
 	$(BIN)/replyflow dev
@@ -73,14 +79,14 @@ $(TOOLCHAIN_STAMP):
 # The prerequisites are checked, in this order, before anything is
 # downloaded or built; a cold machine then spends most of half an hour on
 # the modules and the Temporal CLI, and each step says so.
-test: prereqs vet workflowcheck vulncheck $(TEMPORAL) $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL)
+test: prereqs vet workflowcheck vulncheck alertrules $(TEMPORAL) $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL)
 	@echo "==> running every test with the race detector (the first build of the tests takes minutes; cmd/replyflow and the chaos runs take several more)"
 	REPLYFLOW_TEST_TEMPORAL_CLI=$(TEMPORAL) REPLYFLOW_TEST_TEMPORAL_SERVER=$(TEMPORAL_SERVER) REPLYFLOW_TEST_TEMPORAL_SQL_TOOL=$(TEMPORAL_SQL_TOOL) \
 		go test $(GO_TEST_FLAGS) ./...
 	@$(POSTGRES_SKIPPED)
 
 # Everything that needs no Temporal server.
-unit: prereqs vet workflowcheck vulncheck
+unit: prereqs vet workflowcheck vulncheck alertrules
 	@echo "==> running the tests that need no Temporal server, with the race detector"
 	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /cmd/)
 	@$(POSTGRES_SKIPPED)
@@ -132,6 +138,18 @@ $(VULNDB)/index/db.json:
 vulncheck: $(GOVULNCHECK) $(VULNDB)/index/db.json
 	@echo "==> govulncheck against the Go vulnerability database $(VULNDB_VERSION), with $$(go env GOVERSION)"
 	$(GOVULNCHECK) -db file://$(VULNDB) ./...
+
+$(PROMTOOL): $(TOOLCHAIN_STAMP)
+	@echo "==> building promtool $(PROMTOOL_VERSION) into bin/ (first run only: about 5 minutes)"
+	GOBIN=$(BIN) go install -tags remove_all_sd github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
+	touch $@
+
+# The alert rules load as Prometheus loads them, and each alert fires in
+# its test case that should and stays quiet in the one that should not.
+alertrules: $(PROMTOOL)
+	@echo "==> the alert rules and their tests (promtool)"
+	$(PROMTOOL) check rules deploy/prometheus/alerts.yaml
+	$(PROMTOOL) test rules deploy/prometheus/alerts_test.yaml
 
 fmt:
 	$(GOFMT) -w .
