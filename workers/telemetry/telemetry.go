@@ -2,7 +2,8 @@
 // besides its logs: Prometheus metrics on REPLYFLOW_METRICS_ADDR (the
 // Temporal SDK's own, through the SDK's OpenTelemetry metrics handler,
 // and replyflow's, through the same handler), and the health endpoints
-// /healthz (the process is alive) and /readyz (it can do its work).
+// /healthz (the process is alive) and /readyz (it can do its work), whose
+// checks are series too (replyflow_ready, replyflow_ready_check).
 //
 // It holds no business rules and touches no workflow state: the workflow
 // records its series through workflow.GetMetricsHandler, which the SDK
