@@ -324,3 +324,52 @@ func TestDeployFilesNameOnlyRealVariablesAndSeries(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, queried, 15, "the dashboard and the alerts query replyflow's series")
 }
+
+// TestEveryAlertHasARuleTestThatFiresAndOneThatDoesNot: promtool runs the
+// cases of alerts_test.yaml (`make alertrules`), but only those written;
+// this keeps a new alert from going without them.
+func TestEveryAlertHasARuleTestThatFiresAndOneThatDoesNot(t *testing.T) {
+	var rules struct {
+		Groups []struct {
+			Rules []struct{ Alert string }
+		}
+	}
+	data, err := os.ReadFile("../../deploy/prometheus/alerts.yaml")
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(data, &rules))
+	var tests struct {
+		RuleFiles []string `yaml:"rule_files"`
+		Tests     []struct {
+			AlertRuleTest []struct {
+				Alertname string
+				ExpAlerts []any `yaml:"exp_alerts"`
+			} `yaml:"alert_rule_test"`
+		}
+	}
+	data, err = os.ReadFile("../../deploy/prometheus/alerts_test.yaml")
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(data, &tests))
+	assert.Equal(t, []string{"alerts.yaml"}, tests.RuleFiles)
+	fires, quiet := map[string]bool{}, map[string]bool{}
+	for _, tc := range tests.Tests {
+		for _, a := range tc.AlertRuleTest {
+			if len(a.ExpAlerts) > 0 {
+				fires[a.Alertname] = true
+			} else {
+				quiet[a.Alertname] = true
+			}
+		}
+	}
+	alerts := 0
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			alerts++
+			assert.True(t, fires[r.Alert], "alerts_test.yaml has no case where %s fires", r.Alert)
+			assert.True(t, quiet[r.Alert], "alerts_test.yaml has no case where %s stays quiet", r.Alert)
+		}
+	}
+	assert.Greater(t, alerts, 10)
+}
