@@ -3,7 +3,6 @@ package telegram
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/internal/bounded"
+	"github.com/replyflow/replyflow/adapters/internal/budget"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -55,15 +55,14 @@ type ClientConfig struct {
 
 // Client is the Telegram adapters.Outbound.
 type Client struct {
-	bot    *bot.Bot
-	cfg    ClientConfig
-	emoji  map[pipeline.ReactionState]string
-	pace   *pacer
-	sent   *bounded.Map // idempotency key → message ID, sent by this worker
+	bot   *bot.Bot
+	cfg   ClientConfig
+	emoji map[pipeline.ReactionState]string
+	pace  *pacer
+	sent  *bounded.Map // idempotency key → message ID, sent by this worker
 	// shown is what each message the bot sent or edited last shows
-	// (chat/message → a digest of its text and buttons): an edit to the
-	// same is not sent.
-	shown  *bounded.Map
+	// (by chat/message): an edit to the same is not sent.
+	shown  *budget.Shown
 	logger *slog.Logger
 	// reactionsOff are the chats that refused a reaction as invalid
 	// (reactions restricted by the admins): the lifecycle is off there.
@@ -78,7 +77,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{bot: b, cfg: cfg, emoji: map[pipeline.ReactionState]string{}, pace: newPacer(cfg.Pacing), sent: bounded.New(4096), shown: bounded.New(4096), logger: cfg.Logger}
+	c := &Client{bot: b, cfg: cfg, emoji: map[pipeline.ReactionState]string{}, pace: newPacer(cfg.Pacing), sent: bounded.New(4096), shown: budget.NewShown(), logger: cfg.Logger}
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
@@ -166,22 +165,11 @@ func (c *Client) Send(ctx context.Context, d pipeline.Delivery) (string, error) 
 	}
 	id := strconv.Itoa(msg.ID)
 	c.sent.Put(d.IdempotencyKey, id)
-	c.shown.Put(shownKey(chat, id), digest(d.Text, d.Buttons))
+	c.shown.Put(shownKey(chat, id), d.Text, d.Buttons)
 	return id, nil
 }
 
 func shownKey(chat int64, msgID string) string { return strconv.FormatInt(chat, 10) + "/" + msgID }
-
-// digest stands for what a message shows, to tell an edit that changes
-// nothing.
-func digest(text string, buttons []pipeline.Button) string {
-	h := sha256.New()
-	h.Write([]byte(text))
-	for _, b := range buttons {
-		fmt.Fprintf(h, "\x00%q\x00%q", b.Text, b.Action)
-	}
-	return string(h.Sum(nil))
-}
 
 // placement is where a delivery goes: its topic (0 for none) and the
 // message it answers (nil for none).
@@ -264,8 +252,8 @@ func (c *Client) Edit(ctx context.Context, e pipeline.Edit) error {
 	}
 	params := &bot.EditMessageTextParams{ChatID: chat, MessageID: msgID, ReplyMarkup: markup}
 	params.Text, params.ParseMode = formatted(e.Text)
-	key, shows := shownKey(chat, e.PlatformMessageID), digest(e.Text, e.Buttons)
-	if was, ok := c.shown.Get(key); ok && was == shows {
+	key := shownKey(chat, e.PlatformMessageID)
+	if c.shown.Same(key, e.Text, e.Buttons) {
 		return nil
 	}
 	if err := c.pace.wait(ctx, adapters.PriorityOf(ctx), opEdit, chat, costMessage); err != nil {
@@ -277,7 +265,7 @@ func (c *Client) Edit(ctx context.Context, e pipeline.Edit) error {
 		_, err = c.bot.EditMessageText(ctx, params)
 	}
 	if err == nil || descIs(err, descNotModified) {
-		c.shown.Put(key, shows)
+		c.shown.Put(key, e.Text, e.Buttons)
 		return nil
 	}
 	return c.failed(chat, opEdit, err)
