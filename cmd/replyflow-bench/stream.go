@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -62,7 +64,11 @@ func benchStreaming(ctx context.Context, c client.Client, o options) ([][]string
 			"",
 		})
 	}
-	return rows, nil
+	crowd, err := benchStreamingCrowd(ctx, c, o)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, crowd...), nil
 }
 
 // streamedTurns runs streamTurns turns in one chat, one at a time, and
@@ -97,4 +103,109 @@ func (r *costRig) streamedTurns(ctx context.Context) (first, complete []time.Dur
 	slices.Sort(first)
 	slices.Sort(complete)
 	return first, complete, nil
+}
+
+// Many chats streaming at once on one bot, against a fake that enforces
+// Telegram's published flood limits (telegramtest.PublishedLimits), with
+// the worker's delivery budget at Telegram's defaults.
+const (
+	crowdChats = 20
+	crowdTurns = 3
+)
+
+// crowdRun is what one run of crowdChats streaming chats measured.
+type crowdRun struct {
+	complete []time.Duration // accepted → the reply delivered (its reaction cleared), sorted
+	edits    int             // editMessageText calls answered 200
+	answers  int
+	tooMany  int // 429s the fake answered
+}
+
+// benchStreamingCrowd runs crowdChats chats at once, crowdTurns answers
+// each, without streaming and then with previews, and compares the
+// reply's latency, the 429s and the edits per answer.
+func benchStreamingCrowd(ctx context.Context, c client.Client, o options) ([][]string, error) {
+	var rows [][]string
+	var off crowdRun
+	for _, mode := range []pipeline.StreamMode{pipeline.StreamOff, pipeline.StreamPreview} {
+		r, stop, err := startCostRig(ctx, c, o, "crowd-"+string(mode), o.replyflow, map[string]string{
+			"MODEL": toolModel, "STREAM": string(mode), "REACTION_CLEAR_DELAY": "0s",
+			"TELEGRAM_PACE": "1s", "TELEGRAM_GROUP_PER_MINUTE": "20", "TELEGRAM_BOT_PER_SECOND": "30",
+		})
+		if err != nil {
+			return nil, err
+		}
+		r.fake.EnforceLimits(telegramtest.PublishedLimits)
+		run, err := r.crowd(ctx)
+		stop()
+		if err != nil {
+			return nil, err
+		}
+		label := fmt.Sprintf("%d chats streaming at once, one Telegram bot, published limits enforced, STREAM=%s", crowdChats, mode)
+		figures := fmt.Sprintf("reply p50 %s p99 %s; 429s %d; edits/answer %.1f",
+			ms(pct(run.complete, 50)), ms(pct(run.complete, 99)), run.tooMany, float64(run.edits)/float64(run.answers))
+		note := ""
+		if mode == pipeline.StreamOff {
+			off = run
+		} else {
+			note = fmt.Sprintf("p50 %+.0f ms, p99 %+.0f ms against STREAM=off", msf(pct(run.complete, 50)-pct(off.complete, 50)), msf(pct(run.complete, 99)-pct(off.complete, 99)))
+		}
+		rows = append(rows, []string{label, figures, note})
+	}
+	return rows, nil
+}
+
+func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// crowd runs crowdChats chats at once, each crowdTurns streamed answers
+// in a row, and measures each reply from accepted to delivered.
+func (r *costRig) crowd(ctx context.Context) (crowdRun, error) {
+	r.model.Push(slices.Repeat([]modeltest.Step{{Text: streamedAnswer(), TokenDelay: streamPace}}, crowdChats*crowdTurns)...)
+	chats := make([]telegramtest.Chat, crowdChats)
+	for i := range chats {
+		r.next++
+		chats[i] = telegramtest.Private(r.next)
+	}
+	editsBefore := len(r.fake.Calls("editMessageText"))
+	var (
+		mu       sync.Mutex
+		complete []time.Duration
+	)
+	errs := make(chan error, crowdChats)
+	var wg sync.WaitGroup
+	for _, chat := range chats {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range crowdTurns {
+				msg := r.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: telegramtest.User{ID: chat.ID, FirstName: "Bench"}, Text: fmt.Sprintf("tell me more, %d", k)})
+				if err := r.awaitCleared(ctx, chat, msg); err != nil {
+					errs <- r.withLog(fmt.Errorf("chat %d, turn %d: %w", chat.ID, k, err))
+					return
+				}
+				done := time.Now()
+				accepted, ok := r.sink.acceptedAt(chat.ID, msg)
+				if !ok {
+					errs <- fmt.Errorf("chat %d, turn %d: the gateway never accepted message %d", chat.ID, k, msg)
+					return
+				}
+				mu.Lock()
+				complete = append(complete, done.Sub(accepted))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return crowdRun{}, err
+	}
+	run := crowdRun{complete: complete, answers: crowdChats * crowdTurns, tooMany: r.fake.TooManyRequestsAnswered()}
+	for _, call := range r.fake.Calls("editMessageText")[editsBefore:] {
+		if call.Status == http.StatusOK {
+			run.edits++
+		}
+	}
+	slices.Sort(run.complete)
+	return run, nil
 }
