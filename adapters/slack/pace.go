@@ -14,11 +14,11 @@ import (
 // than refused with 429.
 const DefaultPostInterval = time.Second
 
-// Tiers are the Web API methods the client calls that Slack limits per
+// tiers are the Web API methods the client calls that Slack limits per
 // workspace, and how many calls a minute their tier allows (Tier 2: 20,
 // Tier 3: 50, Tier 4: 100). chat.postMessage has its own limit, per
 // channel (DefaultPostInterval).
-var Tiers = map[string]int{
+var tiers = map[string]int{
 	"chat.update":           50,
 	"chat.delete":           50,
 	"chat.postEphemeral":    100,
@@ -57,7 +57,7 @@ func (p *pacer) draws(channel, op string) []budget.Draw {
 		return []budget.Draw{ch}
 	}
 	d := []budget.Draw{ch}
-	if perMinute, tiered := Tiers[op]; tiered {
+	if perMinute, tiered := tiers[op]; tiered {
 		m := budget.Draw{Key: "m" + op, Cost: 1}
 		if p.on() {
 			// Two thirds of the minute at once, a fifth kept from
@@ -78,7 +78,7 @@ func (p *pacer) wait(ctx context.Context, pr adapters.Priority, channel, op stri
 // cool holds what a 429's Retry-After names: the channel's posts, or
 // the method across the workspace.
 func (p *pacer) cool(channel, op string, d time.Duration) {
-	if _, tiered := Tiers[op]; tiered {
+	if _, tiered := tiers[op]; tiered {
 		p.budget.Cool("m"+op, d)
 		return
 	}

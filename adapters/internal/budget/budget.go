@@ -153,6 +153,13 @@ func (b *Budget) Take(ctx context.Context, p adapters.Priority, op string, draws
 			return &adapters.Error{Kind: adapters.RateLimited, RetryAfter: wait, Op: op,
 				Err: fmt.Errorf("the chat's delivery budget has no room for %s (the platform's rate limit, or its retry-after)", wait.Round(time.Millisecond))}
 		}
+		if wait == 0 && now.Sub(start) >= b.maxWait {
+			// Held behind calls of higher priority all this while.
+			leave()
+			b.mu.Unlock()
+			return &adapters.Error{Kind: adapters.RateLimited, RetryAfter: time.Second, Op: op,
+				Err: fmt.Errorf("the chat's delivery budget gave its room to replies for %s", b.maxWait)}
+		}
 		if !registered {
 			for _, bk := range bks {
 				bk.waiting[p]++
