@@ -4,6 +4,8 @@ import (
 	"math"
 	"net/http"
 	"time"
+
+	"github.com/replyflow/replyflow/adapters/internal/budget"
 )
 
 // Limits are the rate limits the fake enforces once EnforceLimits is
@@ -41,34 +43,15 @@ var PublishedLimits = Limits{
 // bucket per channel posted in and per tiered method.
 type limiter struct {
 	l       Limits
-	posts   map[string]*bucket
-	methods map[string]*bucket
-}
-
-type bucket struct {
-	n  float64
-	at time.Time
-}
-
-// wait refills b (one every `every`, up to burst) and says how long
-// until it holds a token (0: it does).
-func (b *bucket) wait(now time.Time, every time.Duration, burst int) time.Duration {
-	if b.at.IsZero() {
-		b.n, b.at = float64(burst), now
-	}
-	b.n = math.Min(float64(burst), b.n+float64(now.Sub(b.at))/float64(every))
-	b.at = now
-	if b.n >= 1 {
-		return 0
-	}
-	return time.Duration((1 - b.n) * float64(every))
+	posts   map[string]*budget.Tokens
+	methods map[string]*budget.Tokens
 }
 
 // EnforceLimits makes the fake answer 429 past l from now on.
 func (s *Server) EnforceLimits(l Limits) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.limits = &limiter{l: l, posts: map[string]*bucket{}, methods: map[string]*bucket{}}
+	s.limits = &limiter{l: l, posts: map[string]*budget.Tokens{}, methods: map[string]*budget.Tokens{}}
 }
 
 // RateLimitedAnswered counts the calls the fake answered 429 for its
@@ -87,29 +70,29 @@ func (s *Server) overLimit(method string, params map[string]string) int {
 		return 0
 	}
 	now := time.Now()
-	var b *bucket
+	var b *budget.Tokens
 	var every time.Duration
 	var burst int
 	switch perMinute := lim.l.Tiers[method]; {
 	case method == "chat.postMessage" && lim.l.PostEvery > 0:
 		channel := params["channel"]
 		if b = lim.posts[channel]; b == nil {
-			b = &bucket{}
+			b = &budget.Tokens{}
 			lim.posts[channel] = b
 		}
 		every, burst = lim.l.PostEvery, max(lim.l.PostBurst, 1)
 	case perMinute > 0:
 		if b = lim.methods[method]; b == nil {
-			b = &bucket{}
+			b = &budget.Tokens{}
 			lim.methods[method] = b
 		}
 		every, burst = time.Minute/time.Duration(perMinute), perMinute
 	default:
 		return 0
 	}
-	wait := b.wait(now, every, burst)
+	wait := b.Wait(now, every, burst)
 	if wait == 0 {
-		b.n--
+		b.Spend()
 		return 0
 	}
 	s.limited++

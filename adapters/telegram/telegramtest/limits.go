@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/replyflow/replyflow/adapters/internal/budget"
 )
 
 // Limits are the flood limits the fake enforces once EnforceLimits is
@@ -43,37 +45,18 @@ var countedMessages = map[string]bool{
 // GroupPerMinute times).
 type limiter struct {
 	l      Limits
-	chats  map[int64]*tokens
+	chats  map[int64]*budget.Tokens
 	groups map[int64][]time.Time // at most GroupPerMinute times, oldest first
-	bot    tokens
+	bot    budget.Tokens
 	// held are the chats answered 429 until the time given.
 	held map[int64]time.Time
-}
-
-type tokens struct {
-	n  float64
-	at time.Time
-}
-
-// wait refills a bucket of `every`, up to burst, and says how long
-// until it holds a token (0: it does).
-func (t *tokens) wait(now time.Time, every time.Duration, burst int) time.Duration {
-	if t.at.IsZero() {
-		t.n, t.at = float64(burst), now
-	}
-	t.n = math.Min(float64(burst), t.n+float64(now.Sub(t.at))/float64(every))
-	t.at = now
-	if t.n >= 1 {
-		return 0
-	}
-	return time.Duration((1 - t.n) * float64(every))
 }
 
 // EnforceLimits makes the fake answer 429 past l from now on.
 func (s *Server) EnforceLimits(l Limits) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.limits = &limiter{l: l, chats: map[int64]*tokens{}, groups: map[int64][]time.Time{}, held: map[int64]time.Time{}}
+	s.limits = &limiter{l: l, chats: map[int64]*budget.Tokens{}, groups: map[int64][]time.Time{}, held: map[int64]time.Time{}}
 }
 
 // TooManyRequestsAnswered counts the calls the fake answered 429 for its limits
@@ -107,16 +90,16 @@ func (s *Server) overLimit(method string, p map[string]string) int {
 	// costs nothing.
 	var wait time.Duration
 	if n := lim.l.BotPerSecond; n > 0 {
-		wait = max(wait, lim.bot.wait(now, time.Second/time.Duration(n), n))
+		wait = max(wait, lim.bot.Wait(now, time.Second/time.Duration(n), n))
 	}
 	counted := countedMessages[method]
-	var perChat *tokens
+	var perChat *budget.Tokens
 	if counted && lim.l.PerChat > 0 {
 		if perChat = lim.chats[chat]; perChat == nil {
-			perChat = &tokens{}
+			perChat = &budget.Tokens{}
 			lim.chats[chat] = perChat
 		}
-		wait = max(wait, perChat.wait(now, lim.l.PerChat, max(lim.l.PerChatBurst, 1)))
+		wait = max(wait, perChat.Wait(now, lim.l.PerChat, max(lim.l.PerChatBurst, 1)))
 	}
 	inGroup := counted && chat < 0 && lim.l.GroupPerMinute > 0
 	if inGroup {
@@ -131,10 +114,10 @@ func (s *Server) overLimit(method string, p map[string]string) int {
 	}
 	if wait == 0 {
 		if lim.l.BotPerSecond > 0 {
-			lim.bot.n--
+			lim.bot.Spend()
 		}
 		if perChat != nil {
-			perChat.n--
+			perChat.Spend()
 		}
 		if inGroup {
 			lim.groups[chat] = append(lim.groups[chat], now)
