@@ -203,7 +203,12 @@ func crowdOn(ctx context.Context, c client.Client, o options, platform string, m
 	wg.Wait()
 	run.edits, run.tooMany = fake.edits()-edit, fake.tooMany()
 	if len(run.complete) == 0 {
-		return crowdRun{}, withLogs(fmt.Errorf("%s, STREAM=%s: no answer was delivered within a minute", platform, mode))
+		var shown []string
+		for _, text := range fake.chats[0].bot() {
+			shown = append(shown, fmt.Sprintf("%d characters", len(text)))
+		}
+		return crowdRun{}, withLogs(fmt.Errorf("%s, STREAM=%s: no answer was delivered within a minute (the first chat shows the bot's messages of %s; %d 429s)",
+			platform, mode, strings.Join(shown, ", "), fake.tooMany()))
 	}
 	slices.Sort(run.complete)
 	return run, nil

@@ -129,7 +129,7 @@ type crowdRun struct {
 // compares the reply's latency, the 429s and the edits per answer.
 func benchStreamingCrowd(ctx context.Context, c client.Client, o options) ([][]string, error) {
 	var rows [][]string
-	for _, platform := range []string{"telegram", "slack", "discord"} {
+	for _, platform := range o.crowd {
 		var off crowdRun
 		for _, mode := range []pipeline.StreamMode{pipeline.StreamOff, pipeline.StreamPreview} {
 			run, err := crowdRunOn(ctx, c, o, platform, mode)
