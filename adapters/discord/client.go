@@ -274,9 +274,10 @@ type request struct {
 	every time.Duration
 }
 
-// Discord's global limit is 50 calls a second per bot: the budget keeps
-// a fifth of it from previews, and lets four fifths go at once.
-var globalRule = budget.Rule{Every: time.Second / 50, Burst: 40, Reserve: 10}
+// Discord's global limit is 50 calls a second per bot, counted in
+// windows of a second: 40 a second with 10 at once never put more than
+// 50 in one, and previews leave 3 of them for replies.
+var globalRule = budget.Rule{Every: time.Second / 40, Burst: 10, Reserve: 3}
 
 // draws are what r costs in the delivery budget: a call of the bot's
 // second, and the channel's turn (finals first), spaced by r.every.

@@ -154,12 +154,13 @@
 // sleeps nor retries.
 //
 // Before that, every call draws on the channel's delivery budget
-// (adapters/internal/budget): one call of the bot's 50 a second, and
+// (adapters/internal/budget): one call of the bot's second (40, of
+// Discord's 50), and
 // its channel's turn, finals first (adapters.PriorityOf). A preview's
 // edit or typing goes only when its route's bucket keeps a call for a
 // reply (Remaining of at least two) and nothing of higher priority
 // waits; otherwise it is skipped (adapters.ErrSkipped). Reactions are
-// spaced 250 ms in a channel. An edit to what the message already shows
+// spaced 300 ms in a channel. An edit to what the message already shows
 // is not sent.
 //
 // Keys: the session's Chat is the guild text channel or the DM channel

@@ -101,8 +101,9 @@ func (c *Client) botEmoji(ctx context.Context, channel, messageID string) ([]str
 
 // reactionEvery spaces the bot's reaction calls in a channel: Discord
 // allows about one every 250 ms there (discordgo's own bucket spaces
-// them by only 200 ms).
-const reactionEvery = 250 * time.Millisecond
+// them by only 200 ms), and the calls leave here a little apart from
+// when they reach Discord.
+const reactionEvery = 300 * time.Millisecond
 
 // react puts (adds) or deletes the bot's reaction emoji on a message.
 // The emoji is escaped as a path segment (discordgo escapes only "#",

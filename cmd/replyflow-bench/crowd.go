@@ -39,7 +39,10 @@ type crowdFake struct {
 	close   func()
 }
 
-func newCrowdFake(platform string) crowdFake {
+// newCrowdFake makes the fake; run numbers its chats apart from other
+// runs' (a session outlives its run on the shared server, and a chat of
+// the same ID would signal it there).
+func newCrowdFake(platform string, run int64) crowdFake {
 	switch platform {
 	case "slack":
 		fake := slacktest.New(slacktest.Options{})
@@ -59,7 +62,7 @@ func newCrowdFake(platform string) crowdFake {
 		}
 		f.vars["SLACK_POST_INTERVAL"] = "1s" // the delivery budget at Slack's limits
 		for i := range crowdChats {
-			channel := fmt.Sprintf("DCROWD%02d", i)
+			channel := fmt.Sprintf("DCROWD%X%02d", run, i)
 			fake.AddChannel(slacktest.Channel{ID: channel, Members: 2})
 			f.chats = append(f.chats, crowdChat{
 				ask: func(text string) {
@@ -94,8 +97,8 @@ func newCrowdFake(platform string) crowdFake {
 			tooMany: fake.RateLimitedAnswered,
 		}
 		for i := range crowdChats {
-			user := strconv.Itoa(810000000000000000 + i)
-			channel := strconv.Itoa(820000000000000000 + i)
+			user := strconv.FormatInt(810000000000000000+run*100+int64(i), 10)
+			channel := strconv.FormatInt(820000000000000000+run*100+int64(i), 10)
 			fake.AddUser(discordtest.User{ID: user, Name: "bench" + strconv.Itoa(i)})
 			fake.AddChannel(discordtest.Channel{ID: channel, Type: discordtest.DM, Recipient: user})
 			f.chats = append(f.chats, crowdChat{
@@ -120,7 +123,7 @@ func crowdOn(ctx context.Context, c client.Client, o options, platform string, m
 	model := modeltest.NewOpenAI()
 	defer model.Close()
 	model.Push(slices.Repeat([]modeltest.Step{{Text: streamedAnswer(), TokenDelay: streamPace}}, crowdChats*crowdTurns)...)
-	fake := newCrowdFake(platform)
+	fake := newCrowdFake(platform, time.Now().UnixNano()%1_000_000_000)
 	defer fake.close()
 
 	name := fmt.Sprintf("crowd-%s-%s", platform, mode)
