@@ -269,9 +269,11 @@ type request struct {
 	// on that channel's delivery budget, at priority.
 	channel  string
 	priority adapters.Priority
-	// every spaces the route's calls in the channel (0: the bucket
-	// Discord names is the only pacing).
+	// every spaces the calls of pace (a name for the calls so paced
+	// together) in the channel; 0: the bucket Discord names is the only
+	// pacing.
 	every time.Duration
+	pace  string
 }
 
 // Discord's global limit is 50 calls a second per bot, counted in
@@ -286,7 +288,7 @@ func (r request) draws() []budget.Draw {
 	if r.channel != "" {
 		d = append(d, budget.Draw{Key: "c" + r.channel})
 		if r.every > 0 {
-			d = append(d, budget.Draw{Key: r.op + " " + r.channel, Rule: budget.Rule{Every: r.every, Burst: 1}, Cost: 1})
+			d = append(d, budget.Draw{Key: r.pace + " " + r.channel, Rule: budget.Rule{Every: r.every, Burst: 1}, Cost: 1})
 		}
 	}
 	return d

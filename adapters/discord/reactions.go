@@ -99,10 +99,10 @@ func (c *Client) botEmoji(ctx context.Context, channel, messageID string) ([]str
 	return shown, nil
 }
 
-// reactionEvery spaces the bot's reaction calls in a channel: Discord
-// allows about one every 250 ms there (discordgo's own bucket spaces
-// them by only 200 ms), and the calls leave here a little apart from
-// when they reach Discord.
+// reactionEvery spaces the bot's reaction calls in a channel, adds and
+// removes together: Discord allows about one every 250 ms there
+// (discordgo's own bucket spaces them by only 200 ms), and the calls
+// leave here a little apart from when they reach Discord.
 const reactionEvery = 300 * time.Millisecond
 
 // react puts (adds) or deletes the bot's reaction emoji on a message.
@@ -117,7 +117,7 @@ func (c *Client) react(ctx context.Context, method, channel, messageID, emoji st
 	return c.call(ctx, request{op: op, method: method,
 		url:    discordgo.EndpointMessageReaction(channel, messageID, url.PathEscape(emoji), "@me"),
 		bucket: discordgo.EndpointMessageReaction(channel, "", "", ""), wait: true,
-		channel: channel, priority: max(adapters.PriorityOf(ctx), adapters.PriorityProgress), every: reactionEvery}, nil)
+		channel: channel, priority: max(adapters.PriorityOf(ctx), adapters.PriorityProgress), every: reactionEvery, pace: "reactions"}, nil)
 }
 
 // sameEmoji compares emoji as Discord may spell them, with or without
