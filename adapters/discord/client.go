@@ -277,9 +277,10 @@ type request struct {
 }
 
 // Discord's global limit is 50 calls a second per bot, counted in
-// windows of a second: 40 a second with 10 at once never put more than
-// 50 in one, and previews leave 3 of them for replies.
-var globalRule = budget.Rule{Every: time.Second / 40, Burst: 10, Reserve: 3}
+// windows of a second: 35 a second with 10 at once put at most 45 in
+// one, which leaves room for the calls' jitter on their way and for the
+// gateway's own few calls; previews leave 3 of them for replies.
+var globalRule = budget.Rule{Every: time.Second / 35, Burst: 10, Reserve: 3}
 
 // draws are what r costs in the delivery budget: a call of the bot's
 // second, and the channel's turn (finals first), spaced by r.every.

@@ -154,7 +154,7 @@
 // sleeps nor retries.
 //
 // Before that, every call draws on the channel's delivery budget
-// (adapters/internal/budget): one call of the bot's second (40, of
+// (adapters/internal/budget): one call of the bot's second (35, of
 // Discord's 50), and
 // its channel's turn, finals first (adapters.PriorityOf). A preview's
 // edit or typing goes only when its route's bucket keeps a call for a

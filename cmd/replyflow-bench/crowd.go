@@ -36,7 +36,22 @@ type crowdFake struct {
 	waitFor func(ctx context.Context, cond func() bool) error
 	edits   func() int // edits answered 2xx
 	tooMany func() int // 429s answered
-	close   func()
+	// tooManyBy names the routes or methods answered 429, with how many.
+	tooManyBy func() string
+	close     func()
+}
+
+// countBy is "name: n, …" of the names counted, in order.
+func countBy(names []string) string {
+	n := map[string]int{}
+	for _, name := range names {
+		n[name]++
+	}
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(n)) {
+		out = append(out, fmt.Sprintf("%s: %d", name, n[name]))
+	}
+	return strings.Join(out, ", ")
 }
 
 // newCrowdFake makes the fake; run numbers its chats apart from other
@@ -59,6 +74,15 @@ func newCrowdFake(platform string, run int64) crowdFake {
 				return n
 			},
 			tooMany: fake.RateLimitedAnswered,
+			tooManyBy: func() string {
+				var names []string
+				for _, c := range fake.Calls() {
+					if c.Status == 429 {
+						names = append(names, c.Method)
+					}
+				}
+				return countBy(names)
+			},
 		}
 		f.vars["SLACK_POST_INTERVAL"] = "1s" // the delivery budget at Slack's limits
 		for i := range crowdChats {
@@ -95,6 +119,15 @@ func newCrowdFake(platform string, run int64) crowdFake {
 				return n
 			},
 			tooMany: fake.RateLimitedAnswered,
+			tooManyBy: func() string {
+				var names []string
+				for _, c := range fake.Calls() {
+					if c.Status == 429 {
+						names = append(names, c.Route)
+					}
+				}
+				return countBy(names)
+			},
 		}
 		for i := range crowdChats {
 			user := strconv.FormatInt(810000000000000000+run*100+int64(i), 10)
@@ -204,7 +237,7 @@ func crowdOn(ctx context.Context, c client.Client, o options, platform string, m
 		}()
 	}
 	wg.Wait()
-	run.edits, run.tooMany = fake.edits()-edit, fake.tooMany()
+	run.edits, run.tooMany, run.tooManyBy = fake.edits()-edit, fake.tooMany(), fake.tooManyBy()
 	if len(run.complete) == 0 {
 		var shown []string
 		for _, text := range fake.chats[0].bot() {

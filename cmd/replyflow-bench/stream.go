@@ -119,6 +119,9 @@ type crowdRun struct {
 	edits    int             // edits the platform answered with success
 	answers  int
 	tooMany  int // 429s the fake answered
+	// tooManyBy names what was answered 429 ("" for nothing, or not
+	// known).
+	tooManyBy string
 	// lost are the answers not delivered within a minute (the run goes
 	// on with the chat's next message).
 	lost int
@@ -141,6 +144,9 @@ func benchStreamingCrowd(ctx context.Context, c client.Client, o options) ([][]s
 				ms(pct(run.complete, 50)), ms(pct(run.complete, 99)), run.tooMany, float64(run.edits)/float64(run.answers))
 			if run.lost > 0 {
 				figures += fmt.Sprintf("; %d of %d not delivered within a minute", run.lost, run.answers)
+			}
+			if run.tooManyBy != "" {
+				figures += " (429s: " + run.tooManyBy + ")"
 			}
 			note := "0 429s"
 			if mode == pipeline.StreamOff {
@@ -227,6 +233,13 @@ func (r *costRig) crowd(ctx context.Context) (crowdRun, error) {
 		return crowdRun{}, err
 	}
 	run := crowdRun{complete: complete, answers: crowdChats * crowdTurns, tooMany: r.fake.TooManyRequestsAnswered(), lost: lost}
+	var limited []string
+	for _, call := range r.fake.Calls() {
+		if call.Status == http.StatusTooManyRequests {
+			limited = append(limited, call.Method)
+		}
+	}
+	run.tooManyBy = countBy(limited)
 	for _, call := range r.fake.Calls("editMessageText")[editsBefore:] {
 		if call.Status == http.StatusOK {
 			run.edits++

@@ -118,13 +118,16 @@ func (s *Server) overLimit(c Call) (headers map[string]string, status int, refus
 	return bucketHeaders(c.Route, rl.Limit, rl.Limit-w.used, w.reset.Sub(now), now), 0, nil
 }
 
+// bucketHeaders name a bucket's state; its reset is rounded up to the
+// millisecond, so that a client waiting for it never comes back early.
 func bucketHeaders(route string, limit, remaining int, resetAfter time.Duration, now time.Time) map[string]string {
 	sum := sha1.Sum([]byte(route))
+	ms := math.Ceil(float64(resetAfter) / float64(time.Millisecond))
 	return map[string]string{
 		"X-RateLimit-Limit":       strconv.Itoa(limit),
 		"X-RateLimit-Remaining":   strconv.Itoa(remaining),
-		"X-RateLimit-Reset":       strconv.FormatFloat(float64(now.Add(resetAfter).UnixMilli())/1000, 'f', 3, 64),
-		"X-RateLimit-Reset-After": strconv.FormatFloat(resetAfter.Seconds(), 'f', 3, 64),
+		"X-RateLimit-Reset":       strconv.FormatFloat(math.Ceil(float64(now.Add(resetAfter).UnixNano())/1e6)/1000, 'f', 3, 64),
+		"X-RateLimit-Reset-After": strconv.FormatFloat(ms/1000, 'f', 3, 64),
 		"X-RateLimit-Bucket":      hex.EncodeToString(sum[:8]),
 	}
 }
