@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -41,6 +42,26 @@ type crowdFake struct {
 	close     func()
 }
 
+// where are the calls keep keeps.
+func where[C any](calls []C, keep func(C) bool) []C {
+	var out []C
+	for _, c := range calls {
+		if keep(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// names are the calls' names.
+func names[C any](calls []C, name func(C) string) []string {
+	out := make([]string, len(calls))
+	for i, c := range calls {
+		out[i] = name(c)
+	}
+	return out
+}
+
 // countBy is "name: n, …" of the names counted, in order.
 func countBy(names []string) string {
 	n := map[string]int{}
@@ -65,23 +86,12 @@ func newCrowdFake(platform string, run int64) crowdFake {
 		f := crowdFake{
 			vars: harness.SlackVars(fake), up: func() bool { return fake.Connections() > 0 }, waitFor: fake.WaitFor, close: fake.Close,
 			edits: func() int {
-				n := 0
-				for _, c := range fake.Calls("chat.update") {
-					if c.Status == 200 && c.Error == "" {
-						n++
-					}
-				}
-				return n
+				return len(where(fake.Calls("chat.update"), func(c slacktest.Call) bool { return c.Status == 200 && c.Error == "" }))
 			},
 			tooMany: fake.RateLimitedAnswered,
 			tooManyBy: func() string {
-				var names []string
-				for _, c := range fake.Calls() {
-					if c.Status == 429 {
-						names = append(names, c.Method)
-					}
-				}
-				return countBy(names)
+				limited := where(fake.Calls(), func(c slacktest.Call) bool { return c.Status == http.StatusTooManyRequests })
+				return countBy(names(limited, func(c slacktest.Call) string { return c.Method }))
 			},
 		}
 		f.vars["SLACK_POST_INTERVAL"] = "1s" // the delivery budget at Slack's limits
@@ -110,23 +120,12 @@ func newCrowdFake(platform string, run int64) crowdFake {
 		f := crowdFake{
 			vars: harness.DiscordVars(fake), up: func() bool { return fake.Connections() > 0 }, waitFor: fake.WaitFor, close: fake.Close,
 			edits: func() int {
-				n := 0
-				for _, c := range fake.Calls(discordtest.RouteEdit) {
-					if c.Status >= 200 && c.Status < 300 {
-						n++
-					}
-				}
-				return n
+				return len(where(fake.Calls(discordtest.RouteEdit), func(c discordtest.Call) bool { return c.Status >= 200 && c.Status < 300 }))
 			},
 			tooMany: fake.RateLimitedAnswered,
 			tooManyBy: func() string {
-				var names []string
-				for _, c := range fake.Calls() {
-					if c.Status == 429 {
-						names = append(names, c.Route)
-					}
-				}
-				return countBy(names)
+				limited := where(fake.Calls(), func(c discordtest.Call) bool { return c.Status == http.StatusTooManyRequests })
+				return countBy(names(limited, func(c discordtest.Call) string { return c.Route }))
 			},
 		}
 		for i := range crowdChats {

@@ -233,18 +233,9 @@ func (r *costRig) crowd(ctx context.Context) (crowdRun, error) {
 		return crowdRun{}, err
 	}
 	run := crowdRun{complete: complete, answers: crowdChats * crowdTurns, tooMany: r.fake.TooManyRequestsAnswered(), lost: lost}
-	var limited []string
-	for _, call := range r.fake.Calls() {
-		if call.Status == http.StatusTooManyRequests {
-			limited = append(limited, call.Method)
-		}
-	}
-	run.tooManyBy = countBy(limited)
-	for _, call := range r.fake.Calls("editMessageText")[editsBefore:] {
-		if call.Status == http.StatusOK {
-			run.edits++
-		}
-	}
+	limited := where(r.fake.Calls(), func(c telegramtest.Call) bool { return c.Status == http.StatusTooManyRequests })
+	run.tooManyBy = countBy(names(limited, func(c telegramtest.Call) string { return c.Method }))
+	run.edits = len(where(r.fake.Calls("editMessageText")[editsBefore:], func(c telegramtest.Call) bool { return c.Status == http.StatusOK }))
 	slices.Sort(run.complete)
 	return run, nil
 }
