@@ -54,7 +54,12 @@ func (a *Activities) keepAlive(ctx context.Context, out adapters.Outbound, req p
 			a.showTyping(ctx, out, req)
 		}
 		if showThinking {
-			a.showThinking(ctx, out, req)
+			// The reaction waits its turn in the chat's delivery budget
+			// for at most one heartbeat interval: the next heartbeat is
+			// never late for it.
+			reactCtx, cancel := context.WithTimeout(ctx, heartbeatEvery)
+			a.showThinking(reactCtx, out, req)
+			cancel()
 			showedThinking = true
 		}
 	}

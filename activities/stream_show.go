@@ -10,10 +10,14 @@ import (
 )
 
 // showPreview sends the preview, or edits it to the answer so far, when
-// its pacing allows; otherwise the text waits for the next tick. A
-// preview the platform refuses is given up: the final answer is then
-// delivered as usual, and the turn does not fail for it.
+// its pacing allows; otherwise the text waits for the next tick. Its
+// calls are of adapters.PriorityPreview: the chat's delivery budget
+// skips one that a reply could need the room of, and the next tick
+// carries the newer text. A preview the platform refuses is given up:
+// the final answer is then delivered as usual, and the turn does not
+// fail for it.
 func (p *presenter) showPreview(ctx context.Context, answer string) {
+	ctx = adapters.WithPriority(ctx, adapters.PriorityPreview)
 	if p.previewBroken {
 		return
 	}
@@ -31,6 +35,9 @@ func (p *presenter) showPreview(ctx context.Context, answer string) {
 	p.live.update(func(s *pipeline.Shown) { previewID = s.PreviewID })
 	if previewID == "" {
 		id, err := p.out.Send(ctx, p.delivery(p.req.Session.WorkflowID()+"/"+p.req.TurnID+"/preview", p.pendingPreview, 0, 1))
+		if adapters.Skipped(err) {
+			return // no room now: the next tick tries with newer text
+		}
 		if err != nil {
 			p.giveUpPreview(err)
 			return
@@ -71,8 +78,10 @@ func (p *presenter) giveUpPreview(err error) {
 // each recorded (and heartbeated) before the next: a block is sent once,
 // and the attempt after a crash continues after the last one recorded.
 // A block the platform refuses stops block sending for this attempt: the
-// rest of the answer goes with the final delivery.
+// rest of the answer goes with the final delivery. Blocks wait behind
+// the chat's finals (adapters.PriorityProgress).
 func (p *presenter) sendQueued(ctx context.Context) {
+	ctx = adapters.WithPriority(ctx, adapters.PriorityProgress)
 	for len(p.queued) > 0 && time.Since(p.lastBlock) >= p.cfg.BlockPause {
 		b := p.queued[0]
 		key := fmt.Sprintf("%s/%s/block/%d", p.req.Session.WorkflowID(), p.req.TurnID, p.sent)

@@ -1,43 +1,76 @@
 package discord
 
 import (
+	"context"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/adapters/discord/discordtest"
+	"github.com/replyflow/replyflow/pipeline"
 )
 
-func TestTheIdentifyBudgetSpendsATenthOfDiscordsDailyIdentifies(t *testing.T) {
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	now := start
-	tune := defaultTuning()
-	b := newIdentifyBudget(tune.identifyBurst, tune.identifyEvery, func() time.Time { return now })
-	// An IDENTIFY whenever the budget allows one, for a day.
-	spent := 0
-	for now.Before(start.Add(24 * time.Hour)) {
-		wait, ok := b.take()
-		if ok {
-			spent++
+// The edit route's bucket (5 per 5 s) as the fake names it: previews
+// stop while one call is left, and the final edit takes it. Its context
+// ends long before the bucket's five seconds: had it to wait for them,
+// it would fail.
+func TestDiscordFinalIsNeverHeldBehindPreviews(t *testing.T) {
+	fake := outFake(t, discordtest.Options{})
+	fake.EnforceLimits(discordtest.PublishedLimits)
+	c := outClient(t, fake, ClientConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	preview := adapters.WithPriority(ctx, adapters.PriorityPreview)
+
+	id, err := c.Send(preview, pipeline.Delivery{Session: outSession(outGeneral), IdempotencyKey: "t/preview", Text: "Hel", Total: 1})
+	require.NoError(t, err)
+	skipped := 0
+	for i := range 20 {
+		err := c.Edit(preview, pipeline.Edit{Session: outSession(outGeneral), PlatformMessageID: id, Text: "Hello " + strconv.Itoa(i)})
+		if adapters.Skipped(err) {
+			skipped++
 			continue
 		}
-		assert.Positive(t, wait)
-		now = now.Add(wait)
+		require.NoError(t, err)
 	}
-	assert.LessOrEqual(t, spent, 100, "at most a tenth of Discord's 1,000 a day")
-	assert.GreaterOrEqual(t, spent, 99)
+	assert.Positive(t, skipped)
+	require.NoError(t, c.Edit(ctx, pipeline.Edit{Session: outSession(outGeneral), PlatformMessageID: id, Text: "Hello, the whole answer"}), "the final edit goes at once")
+	assert.Zero(t, fake.RateLimitedAnswered())
+	assert.LessOrEqual(t, len(fake.Calls(discordtest.RouteEdit)), 5)
+	assert.Equal(t, "Hello, the whole answer", fake.Sent(outGeneral)[0].Content)
+}
 
-	now = now.Add(24 * time.Hour) // full again
-	for range 10 {
-		_, ok := b.take()
-		assert.True(t, ok)
-	}
-	_, ok := b.take()
-	assert.False(t, ok, "the burst is 10")
-	b.refund()
-	_, ok = b.take()
-	assert.True(t, ok, "a RESUME's token comes back")
-	b.spend() // discordgo identified by itself after an op 9: a debt
-	wait, ok := b.take()
-	assert.False(t, ok)
-	assert.Equal(t, 2*tune.identifyEvery, wait, "the debt is repaid before the next IDENTIFY")
+func TestDiscordEditThatChangesNothingIsNotSent(t *testing.T) {
+	fake := outFake(t, discordtest.Options{})
+	c := outClient(t, fake, ClientConfig{})
+	ctx := context.Background()
+	id, err := c.Send(ctx, pipeline.Delivery{Session: outSession(outGeneral), IdempotencyKey: "t/0", Text: "same", Total: 1})
+	require.NoError(t, err)
+	require.NoError(t, c.Edit(ctx, pipeline.Edit{Session: outSession(outGeneral), PlatformMessageID: id, Text: "same"}))
+	assert.Empty(t, fake.Calls(discordtest.RouteEdit))
+	require.NoError(t, c.Edit(ctx, pipeline.Edit{Session: outSession(outGeneral), PlatformMessageID: id, Text: "new"}))
+	require.NoError(t, c.Edit(ctx, pipeline.Edit{Session: outSession(outGeneral), PlatformMessageID: id, Text: "new"}))
+	assert.Len(t, fake.Calls(discordtest.RouteEdit), 1)
+}
+
+func TestDiscordEditHonoursRetryAfter(t *testing.T) {
+	fake := outFake(t, discordtest.Options{})
+	c := outClient(t, fake, ClientConfig{})
+	ctx := context.Background()
+	preview := adapters.WithPriority(ctx, adapters.PriorityPreview)
+	id, err := c.Send(preview, pipeline.Delivery{Session: outSession(outGeneral), IdempotencyKey: "t/preview", Text: "a", Total: 1})
+	require.NoError(t, err)
+	fake.FailNext(discordtest.RouteEdit, 1, discordtest.RateLimited(30*time.Second))
+
+	kind, wait := adapters.Classify(c.Edit(preview, pipeline.Edit{Session: outSession(outGeneral), PlatformMessageID: id, Text: "ab"}))
+	require.Equal(t, adapters.RateLimited, kind)
+	assert.Equal(t, 30*time.Second, wait)
+	assert.ErrorIs(t, c.Edit(preview, pipeline.Edit{Session: outSession(outGeneral), PlatformMessageID: id, Text: "abc"}), adapters.ErrSkipped)
+	kind, _ = adapters.Classify(c.Edit(ctx, pipeline.Edit{Session: outSession(outGeneral), PlatformMessageID: id, Text: "abcd"}))
+	assert.Equal(t, adapters.RateLimited, kind, "the final edit waits too: the activity retries it after the wait")
+	assert.Len(t, fake.Calls(discordtest.RouteEdit), 1, "only the edit answered 429 reached Discord")
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/internal/bounded"
+	"github.com/replyflow/replyflow/adapters/internal/budget"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -51,10 +52,14 @@ type ClientConfig struct {
 
 // Client is the Discord adapters.Outbound.
 type Client struct {
-	dg         *discordgo.Session
-	emoji      map[pipeline.ReactionState]string
-	logger     *slog.Logger
-	gate       *bucketGate
+	dg     *discordgo.Session
+	emoji  map[pipeline.ReactionState]string
+	logger *slog.Logger
+	gate   *bucketGate
+	budget *budget.Budget
+	// shown is what each message the bot sent or edited last shows (by
+	// channel/message): an edit to the same is not sent.
+	shown      *budget.Shown
 	ephemerals *bounded.Map // idempotency key → ephemeral message ID
 	// followupRetries are the waits before each new try of a follow-up
 	// whose webhook Discord does not know yet.
@@ -85,6 +90,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	dg.MaxRestRetries = 0
 	c := &Client{
 		dg: dg, emoji: map[pipeline.ReactionState]string{}, logger: cfg.Logger, gate: newBucketGate(),
+		budget: budget.New(maxInlineWait, budget.DefaultMaxBuckets), shown: budget.NewShown(),
 		ephemerals: bounded.New(1024), appID: cfg.ApplicationID,
 		followupRetries: []time.Duration{250 * time.Millisecond, 750 * time.Millisecond, 2 * time.Second},
 	}
@@ -187,9 +193,11 @@ func (c *Client) Send(ctx context.Context, d pipeline.Delivery) (string, error) 
 	}
 	endpoint := discordgo.EndpointChannelMessages(channel)
 	var m discordgo.Message
-	if err := c.call(ctx, request{op: opSend, method: http.MethodPost, url: endpoint, bucket: endpoint, body: body, wait: true}, &m); err != nil {
+	if err := c.call(ctx, request{op: opSend, method: http.MethodPost, url: endpoint, bucket: endpoint, body: body, wait: true,
+		channel: channel, priority: adapters.PriorityOf(ctx)}, &m); err != nil {
 		return "", err
 	}
+	c.shown.Put(channel+"/"+m.ID, content, d.Buttons)
 	return m.ID, nil
 }
 
@@ -219,21 +227,34 @@ func (c *Client) Edit(ctx context.Context, e pipeline.Edit) error {
 		return err
 	}
 	body := messageBody{Content: c.content(e.Session, e.Text), AllowedMentions: noMentions(), Components: rows}
-	return c.call(ctx, request{op: opEdit, method: http.MethodPatch, url: discordgo.EndpointChannelMessage(channel, e.PlatformMessageID),
-		bucket: discordgo.EndpointChannelMessage(channel, ""), body: body, wait: true}, nil)
+	key := channel + "/" + e.PlatformMessageID
+	if c.shown.Same(key, body.Content, e.Buttons) {
+		return nil
+	}
+	err = c.call(ctx, request{op: opEdit, method: http.MethodPatch, url: discordgo.EndpointChannelMessage(channel, e.PlatformMessageID),
+		bucket: discordgo.EndpointChannelMessage(channel, ""), body: body, wait: true, channel: channel, priority: adapters.PriorityOf(ctx)}, nil)
+	if err == nil {
+		c.shown.Put(key, body.Content, e.Buttons)
+	}
+	return err
 }
 
 // Typing shows "… is typing" in the thread or channel for about 10
 // seconds, or until the bot posts; the activities refresh it every
-// TypingInterval. It never waits for a spent bucket: a refresh that
-// cannot go now is answered RateLimited and skipped.
+// TypingInterval. It is of adapters.PriorityPreview: it never waits,
+// and a refresh that cannot go now (the route's bucket down to the call
+// kept for replies, the channel busy with them) is skipped.
 func (c *Client) Typing(ctx context.Context, session pipeline.SessionKey, threadID string) error {
 	channel, err := target(session, threadID, opTyping)
 	if err != nil {
 		return err
 	}
 	endpoint := discordgo.EndpointChannelTyping(channel)
-	return c.call(ctx, request{op: opTyping, method: http.MethodPost, url: endpoint, bucket: endpoint}, nil)
+	err = c.call(ctx, request{op: opTyping, method: http.MethodPost, url: endpoint, bucket: endpoint, channel: channel, priority: adapters.PriorityPreview}, nil)
+	if adapters.Skipped(err) {
+		return nil // typing is shown only when the channel has room to spare
+	}
+	return err
 }
 
 // request is one REST call.
@@ -244,6 +265,34 @@ type request struct {
 	files  []*discordgo.File
 	secret string // a token in url, kept out of errors
 	wait   bool   // wait up to maxInlineWait for the bucket
+	// channel is the channel the call is about ("" for none): it draws
+	// on that channel's delivery budget, at priority.
+	channel  string
+	priority adapters.Priority
+	// every spaces the calls of pace (a name for the calls so paced
+	// together) in the channel; 0: the bucket Discord names is the only
+	// pacing.
+	every time.Duration
+	pace  string
+}
+
+// Discord's global limit is 50 calls a second per bot, counted in
+// windows of a second: 35 a second with 10 at once put at most 45 in
+// one, which leaves room for the calls' jitter on their way and for the
+// gateway's own few calls; previews leave 3 of them for replies.
+var globalRule = budget.Rule{Every: time.Second / 35, Burst: 10, Reserve: 3}
+
+// draws are what r costs in the delivery budget: a call of the bot's
+// second, and the channel's turn (finals first), spaced by r.every.
+func (r request) draws() []budget.Draw {
+	d := []budget.Draw{{Key: "bot", Rule: globalRule, Cost: 1}}
+	if r.channel != "" {
+		d = append(d, budget.Draw{Key: "c" + r.channel})
+		if r.every > 0 {
+			d = append(d, budget.Draw{Key: r.pace + " " + r.channel, Rule: budget.Rule{Every: r.every, Burst: 1}, Cost: 1})
+		}
+	}
+	return d
 }
 
 // call makes r through discordgo with the bucket taken here (see the
@@ -263,6 +312,9 @@ func (c *Client) call(ctx context.Context, r request, out any) error {
 		if contentType, payload, err = discordgo.MultipartBodyWithJSON(r.body, r.files); err != nil {
 			return &adapters.Error{Kind: adapters.Permanent, Op: r.op, Err: err}
 		}
+	}
+	if err := c.budget.Take(ctx, r.priority, r.op, r.draws()...); err != nil {
+		return err
 	}
 	bucket, release, err := c.take(ctx, r)
 	if err != nil {
@@ -296,6 +348,12 @@ func (c *Client) take(ctx context.Context, r request) (*discordgo.Bucket, func()
 	for {
 		// Uncontended: every call on this session passes the gate first.
 		bucket.Lock()
+		if r.priority == adapters.PriorityPreview && limiter.GetWaitTime(bucket, 2) > 0 {
+			// The route's last call is kept for a final.
+			bucket.Unlock()
+			release()
+			return nil, nil, adapters.ErrSkipped
+		}
 		wait := limiter.GetWaitTime(bucket, 1)
 		if wait <= 0 {
 			bucket.Remaining--

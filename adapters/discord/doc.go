@@ -153,6 +153,16 @@
 // out; then the call goes through RequestWithLockedBucket, which neither
 // sleeps nor retries.
 //
+// Before that, every call draws on the channel's delivery budget
+// (adapters/internal/budget): one call of the bot's second (35, of
+// Discord's 50), and
+// its channel's turn, finals first (adapters.PriorityOf). A preview's
+// edit or typing goes only when its route's bucket keeps a call for a
+// reply (Remaining of at least two) and nothing of higher priority
+// waits; otherwise it is skipped (adapters.ErrSkipped). Reactions are
+// spaced 300 ms in a channel. An edit to what the message already shows
+// is not sent.
+//
 // Keys: the session's Chat is the guild text channel or the DM channel
 // (a thread's parent for messages in a thread) and Account the bot's
 // user ID; a Delivery's, ReactionChange's or Edit's ThreadID is the

@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -97,6 +99,12 @@ func (c *Client) botEmoji(ctx context.Context, channel, messageID string) ([]str
 	return shown, nil
 }
 
+// reactionEvery spaces the bot's reaction calls in a channel, adds and
+// removes together: Discord allows about one every 250 ms there
+// (discordgo's own bucket spaces them by only 200 ms), and the calls
+// leave here a little apart from when they reach Discord.
+const reactionEvery = 300 * time.Millisecond
+
 // react puts (adds) or deletes the bot's reaction emoji on a message.
 // The emoji is escaped as a path segment (discordgo escapes only "#",
 // as in #️⃣); reactions share discordgo's per-channel bucket, which
@@ -108,7 +116,8 @@ func (c *Client) react(ctx context.Context, method, channel, messageID, emoji st
 	}
 	return c.call(ctx, request{op: op, method: method,
 		url:    discordgo.EndpointMessageReaction(channel, messageID, url.PathEscape(emoji), "@me"),
-		bucket: discordgo.EndpointMessageReaction(channel, "", "", ""), wait: true}, nil)
+		bucket: discordgo.EndpointMessageReaction(channel, "", "", ""), wait: true,
+		channel: channel, priority: max(adapters.PriorityOf(ctx), adapters.PriorityProgress), every: reactionEvery, pace: "reactions"}, nil)
 }
 
 // sameEmoji compares emoji as Discord may spell them, with or without

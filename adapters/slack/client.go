@@ -14,6 +14,7 @@ import (
 
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/internal/bounded"
+	"github.com/replyflow/replyflow/adapters/internal/budget"
 	"github.com/replyflow/replyflow/adapters/slack/mrkdwn"
 	"github.com/replyflow/replyflow/pipeline"
 )
@@ -66,7 +67,10 @@ type Client struct {
 	pace       *pacer
 	sent       *bounded.Map // idempotency key → ts, posted by this worker
 	typing     *bounded.Map // channel/thread_ts → "" where a status is shown
-	logger     *slog.Logger
+	// shown is what each message the bot posted or edited last shows
+	// (by channel/ts): an edit to the same is not sent.
+	shown  *budget.Shown
+	logger *slog.Logger
 	// readScopeWarned: the missing reactions:read scope is logged once
 	// per process, not at every reaction change.
 	readScopeWarned atomic.Bool
@@ -105,6 +109,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		pace:       newPacer(cfg.PostInterval),
 		sent:       bounded.New(4096),
 		typing:     bounded.New(10_000),
+		shown:      budget.NewShown(),
 		logger:     cfg.Logger,
 		botUserID:  cfg.BotUserID,
 	}
@@ -141,13 +146,13 @@ func (c *Client) Send(ctx context.Context, d pipeline.Delivery) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	// Pace first: a channel cooling down after a 429 costs no lookup, and
-	// the lookup sees what was posted until just before this post.
-	if err := c.pace.wait(ctx, channel, op); err != nil {
-		return "", err
-	}
 	if d.PrivateTo != "" {
 		return c.sendEphemeral(ctx, channel, d)
+	}
+	// Pace first: a channel cooling down after a 429 costs no lookup, and
+	// the lookup sees what was posted until just before this post.
+	if err := c.pace.wait(ctx, adapters.PriorityOf(ctx), channel, op); err != nil {
+		return "", err
 	}
 	if ts, found, err := c.findChunk(ctx, channel, d.ThreadID, d.IdempotencyKey); err != nil {
 		return "", err
@@ -172,6 +177,7 @@ func (c *Client) Send(ctx context.Context, d pipeline.Delivery) (string, error) 
 		return "", c.failed(channel, op, err)
 	}
 	c.sent.Put(d.IdempotencyKey, ts)
+	c.shown.Put(messageKey(channel, ts), text, d.Buttons)
 	if d.Index+1 >= d.Total {
 		c.clearTyping(ctx, d.Session, channel, d.ThreadID)
 	}
@@ -188,6 +194,9 @@ func (c *Client) sendEphemeral(ctx context.Context, channel string, d pipeline.D
 	if d.ThreadID != "" {
 		opts = append(opts, slack.MsgOptionTS(d.ThreadID))
 	}
+	if err := c.pace.wait(ctx, adapters.PriorityOf(ctx), channel, op); err != nil {
+		return "", err
+	}
 	ts, err := c.api.PostEphemeralContext(ctx, channel, d.PrivateTo, opts...)
 	if err != nil {
 		return "", c.failed(channel, op, err)
@@ -200,7 +209,7 @@ func (c *Client) sendEphemeral(ctx context.Context, channel string, d pipeline.D
 func (c *Client) failed(channel, op string, err error) error {
 	classified := classify(op, err)
 	if kind, wait := adapters.Classify(classified); kind == adapters.RateLimited {
-		c.pace.cool(channel, wait)
+		c.pace.cool(channel, op, wait)
 	}
 	return classified
 }
@@ -221,12 +230,17 @@ func (c *Client) Edit(ctx context.Context, e pipeline.Edit) error {
 	if len(e.Buttons) == 0 {
 		opts[1] = slack.MsgOptionBlocks()
 	}
-	if err := c.pace.wait(ctx, channel, op); err != nil {
+	key := messageKey(channel, e.PlatformMessageID)
+	if c.shown.Same(key, text, e.Buttons) {
+		return nil
+	}
+	if err := c.pace.wait(ctx, adapters.PriorityOf(ctx), channel, op); err != nil {
 		return err
 	}
 	if _, _, _, err := c.api.UpdateMessageContext(ctx, channel, e.PlatformMessageID, opts...); err != nil {
 		return c.failed(channel, op, err)
 	}
+	c.shown.Put(key, text, e.Buttons)
 	return nil
 }
 

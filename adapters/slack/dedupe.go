@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/replyflow/replyflow/adapters"
 )
 
 // Where findChunk looks: a thread is read oldest first from the window's
@@ -37,6 +39,9 @@ func (c *Client) findChunk(ctx context.Context, channel, thread, key string) (st
 	var msgs []slack.Message
 	if thread != "" {
 		const op = "conversations.replies"
+		if err := c.pace.wait(ctx, adapters.PriorityOf(ctx), channel, op); err != nil {
+			return "", false, err
+		}
 		msgs, _, _, err = c.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
 			ChannelID: channel, Timestamp: thread, Oldest: oldest, Limit: threadLookupLimit, IncludeAllMetadata: true,
 		})
@@ -44,15 +49,18 @@ func (c *Client) findChunk(ctx context.Context, channel, thread, key string) (st
 			err = nil // the post will fail permanently with the same code
 		}
 		if err != nil {
-			return "", false, classify(op, err)
+			return "", false, c.failed(channel, op, err)
 		}
 	} else {
 		const op = "conversations.history"
+		if err := c.pace.wait(ctx, adapters.PriorityOf(ctx), channel, op); err != nil {
+			return "", false, err
+		}
 		resp, err := c.api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
 			ChannelID: channel, Oldest: oldest, Limit: channelLookupLimit, IncludeAllMetadata: true,
 		})
 		if err != nil {
-			return "", false, classify(op, err)
+			return "", false, c.failed(channel, op, err)
 		}
 		msgs = resp.Messages
 	}

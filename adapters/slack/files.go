@@ -36,7 +36,7 @@ func (c *Client) SendFile(ctx context.Context, d pipeline.Delivery, f adapters.F
 	if len(f.Data) == 0 || len(f.Data) > maxFileBytes {
 		return "", &adapters.Error{Kind: adapters.Permanent, Op: op, Err: fmt.Errorf("the file is %d bytes; replyflow uploads 1 byte to %d MiB", len(f.Data), maxFileBytes>>20)}
 	}
-	if err := c.pace.wait(ctx, channel, op); err != nil {
+	if err := c.pace.wait(ctx, adapters.PriorityOf(ctx), channel, op); err != nil {
 		return "", err
 	}
 	file, err := c.api.UploadFileContext(ctx, slack.UploadFileParameters{

@@ -2,86 +2,85 @@ package slack
 
 import (
 	"context"
-	"errors"
-	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/adapters/internal/budget"
 )
 
 // DefaultPostInterval is the least time between two posts in one
-// channel: chat.postMessage allows about one a second per channel, with
-// short bursts, so a burst of chunks is slowed here rather than refused
-// with 429.
+// channel on average: chat.postMessage allows about one a second per
+// channel, with short bursts, so a burst of chunks is slowed here rather
+// than refused with 429.
 const DefaultPostInterval = time.Second
 
-// maxPacedChannels bounds the pacer's memory; channels quiet for a
-// minute are forgotten first when it is full (a channel over the bound
-// that is still busy is kept: the map may then grow past it briefly).
-const maxPacedChannels = 10_000
-
-type channelPace struct {
-	limiter *rate.Limiter
-	// cooldown is when a 429's Retry-After ends: until then nothing is
-	// posted in the channel.
-	cooldown time.Time
-	lastUsed time.Time
+// tiers are the Web API methods the client calls that Slack limits per
+// workspace, and how many calls a minute their tier allows (Tier 2: 20,
+// Tier 3: 50, Tier 4: 100). chat.postMessage has its own limit, per
+// channel (DefaultPostInterval).
+var tiers = map[string]int{
+	"chat.update":           50,
+	"chat.delete":           50,
+	"chat.postEphemeral":    100,
+	"reactions.add":         50,
+	"reactions.get":         50,
+	"reactions.remove":      20,
+	"conversations.history": 50,
+	"conversations.replies": 50,
 }
 
-// pacer spaces posts per channel and holds a channel after a 429. A
-// wait lasts at most one interval, or until ctx ends.
+const opPost = "chat.postMessage"
+
+// pacer is the client's delivery budget (adapters/internal/budget) with
+// Slack's buckets: one per channel ("c<channel>"), which posts cost and
+// every other call in the channel honours (its 429 cooldown, its
+// finals first), and one per tiered method ("m<method>"), workspace-wide.
+// A non-positive interval paces nothing (429s are still honoured).
 type pacer struct {
-	every    time.Duration
-	mu       sync.Mutex
-	channels map[string]*channelPace
+	every  time.Duration
+	budget *budget.Budget
 }
 
 func newPacer(every time.Duration) *pacer {
-	return &pacer{every: every, channels: map[string]*channelPace{}}
+	return &pacer{every: every, budget: budget.New(budget.DefaultMaxWait, budget.DefaultMaxBuckets)}
 }
 
-func (p *pacer) get(channel string, now time.Time) *channelPace {
-	c, ok := p.channels[channel]
-	if !ok {
-		if len(p.channels) >= maxPacedChannels {
-			for id, old := range p.channels {
-				if now.Sub(old.lastUsed) > time.Minute {
-					delete(p.channels, id)
-				}
-			}
+func (p *pacer) on() bool { return p.every > 0 }
+
+func (p *pacer) draws(channel, op string) []budget.Draw {
+	ch := budget.Draw{Key: "c" + channel}
+	if p.on() {
+		ch.Rule = budget.Rule{Every: p.every, Burst: 2, Reserve: 1}
+	}
+	if op == opPost {
+		ch.Cost = 1
+		return []budget.Draw{ch}
+	}
+	d := []budget.Draw{ch}
+	if perMinute, tiered := tiers[op]; tiered {
+		m := budget.Draw{Key: "m" + op, Cost: 1}
+		if p.on() {
+			// Two thirds of the minute at once, a fifth kept from
+			// previews.
+			m.Rule = budget.Rule{Every: time.Minute / time.Duration(perMinute), Burst: max(2*perMinute/3, 1), Reserve: perMinute / 5}
 		}
-		c = &channelPace{limiter: rate.NewLimiter(rate.Inf, 1)}
-		if p.every > 0 {
-			c.limiter = rate.NewLimiter(rate.Every(p.every), 1)
-		}
-		p.channels[channel] = c
+		d = append(d, m)
 	}
-	c.lastUsed = now
-	return c
+	return d
 }
 
-// wait blocks until a post may go to channel. In a 429's cooldown it
-// does not wait: it answers a rate-limited error with the time left, so
-// the activity's retry, not a held worker slot, waits it out.
-func (p *pacer) wait(ctx context.Context, channel, op string) error {
-	p.mu.Lock()
-	c := p.get(channel, time.Now())
-	cooldown := time.Until(c.cooldown)
-	p.mu.Unlock()
-	if cooldown > 0 {
-		return &adapters.Error{Kind: adapters.RateLimited, RetryAfter: cooldown, Op: op, Err: errors.New("the channel is cooling down after a 429")}
-	}
-	return c.limiter.Wait(ctx)
+// wait takes what a call of op in channel costs, at priority pr; see
+// budget.Budget.Take.
+func (p *pacer) wait(ctx context.Context, pr adapters.Priority, channel, op string) error {
+	return p.budget.Take(ctx, pr, op, p.draws(channel, op)...)
 }
 
-// cool holds every post to channel for d, after Slack answered 429.
-func (p *pacer) cool(channel string, d time.Duration) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	c := p.get(channel, time.Now())
-	if until := time.Now().Add(d); until.After(c.cooldown) {
-		c.cooldown = until
+// cool holds what a 429's Retry-After names: the channel's posts, or
+// the method across the workspace.
+func (p *pacer) cool(channel, op string, d time.Duration) {
+	if _, tiered := tiers[op]; tiered {
+		p.budget.Cool("m"+op, d)
+		return
 	}
+	p.budget.Cool("c"+channel, d)
 }

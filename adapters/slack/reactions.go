@@ -6,6 +6,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -56,18 +57,24 @@ func (c *Client) SetReaction(ctx context.Context, r pipeline.ReactionChange) err
 		}
 	}
 	if want != "" && !slices.Contains(shown, want) {
+		if err := c.pace.wait(ctx, reacting(ctx), channel, "reactions.add"); err != nil {
+			return err
+		}
 		err := c.api.AddReactionContext(ctx, want, item)
 		switch code := slackCode(err); {
 		case err == nil, code == "already_reacted":
 		case code == "message_not_found":
 			return nil // the message is gone, and its reaction with it
 		default:
-			return classify("reactions.add", err)
+			return c.failed(channel, "reactions.add", err)
 		}
 	}
 	for _, old := range shown {
 		if old == want {
 			continue
+		}
+		if err := c.pace.wait(ctx, reacting(ctx), channel, "reactions.remove"); err != nil {
+			return err
 		}
 		err := c.api.RemoveReactionContext(ctx, old, item)
 		switch code := slackCode(err); {
@@ -75,10 +82,15 @@ func (c *Client) SetReaction(ctx context.Context, r pipeline.ReactionChange) err
 		case code == "message_not_found":
 			return nil
 		default:
-			return classify("reactions.remove", err)
+			return c.failed(channel, "reactions.remove", err)
 		}
 	}
 	return nil
+}
+
+// reacting is the priority of a reaction's calls: behind finals.
+func reacting(ctx context.Context) adapters.Priority {
+	return max(adapters.PriorityOf(ctx), adapters.PriorityProgress)
 }
 
 // botShortcodes are the lifecycle shortcodes the bot has on the message
@@ -92,6 +104,9 @@ func (c *Client) botShortcodes(ctx context.Context, item slack.ItemRef, want str
 	}
 	// full: without it Slack may cut a reaction's list of users short,
 	// and the bot's name could be the one left out.
+	if err := c.pace.wait(ctx, reacting(ctx), item.Channel, op); err != nil {
+		return nil, false, err
+	}
 	got, err := c.api.GetReactionsContext(ctx, item, slack.GetReactionsParameters{Full: true})
 	switch code := slackCode(err); {
 	case err == nil:
@@ -112,7 +127,7 @@ func (c *Client) botShortcodes(ctx context.Context, item slack.ItemRef, want str
 		}
 		return shown, false, nil
 	default:
-		return nil, false, classify(op, err)
+		return nil, false, c.failed(item.Channel, op, err)
 	}
 	for _, s := range lifecycle {
 		name := c.shortcodes[s]
@@ -141,6 +156,9 @@ func (c *Client) Typing(ctx context.Context, session pipeline.SessionKey, thread
 	if err != nil || threadID == "" {
 		return err
 	}
+	if c.pace.wait(ctx, adapters.PriorityPreview, channel, op) != nil {
+		return nil // typing is shown only when the channel has room to spare
+	}
 	err = c.api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{ChannelID: channel, ThreadTS: threadID, Status: TypingStatus})
 	if err == nil {
 		c.typing.Put(messageKey(channel, threadID), "")
@@ -152,7 +170,7 @@ func (c *Client) Typing(ctx context.Context, session pipeline.SessionKey, thread
 		c.logger.Debug("Slack refused the typing status; going on without it", "session", session.WorkflowID(), "code", code)
 		return nil
 	}
-	return classify(op, err)
+	return c.failed(channel, op, err)
 }
 
 // clearTyping empties the status Typing set in the thread, if any. Slack
@@ -164,6 +182,9 @@ func (c *Client) clearTyping(ctx context.Context, session pipeline.SessionKey, c
 		return
 	}
 	c.typing.Remove(key)
+	if c.pace.wait(ctx, adapters.PriorityPreview, channel, "assistant.threads.setStatus") != nil {
+		return // Slack clears it itself as the bot posts in the thread
+	}
 	err := c.api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{ChannelID: channel, ThreadTS: threadID, Status: ""})
 	if err != nil {
 		c.logger.Debug("Could not clear the typing status", "session", session.WorkflowID(), "error", err)

@@ -61,14 +61,15 @@ func shortcodeOf(state pipeline.ReactionState) string {
 
 // A reactions.add that Slack did not do (429, 5xx, no answer) fails the
 // change, classified as any call, so the activity tries it again; Slack's
-// already_reacted is done.
+// already_reacted is done. The retry after a 429 waits out its
+// Retry-After (one second here) in the channel's budget first.
 func TestReactionAddThatFailedIsReturned(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		fault slacktest.Fault
 		kind  adapters.ErrorKind
 	}{
-		{"429", slacktest.RateLimited(7), adapters.RateLimited},
+		{"429", slacktest.RateLimited(1), adapters.RateLimited},
 		{"503", slacktest.ServerError(), adapters.Transient},
 		{"hung up", slacktest.Fault{Hangup: true}, adapters.Transient},
 		{"internal_error", slacktest.SlackError("internal_error"), adapters.Transient},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/internal/bounded"
+	"github.com/replyflow/replyflow/adapters/internal/budget"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -54,11 +55,14 @@ type ClientConfig struct {
 
 // Client is the Telegram adapters.Outbound.
 type Client struct {
-	bot    *bot.Bot
-	cfg    ClientConfig
-	emoji  map[pipeline.ReactionState]string
-	pace   *pacer
-	sent   *bounded.Map // idempotency key → message ID, sent by this worker
+	bot   *bot.Bot
+	cfg   ClientConfig
+	emoji map[pipeline.ReactionState]string
+	pace  *pacer
+	sent  *bounded.Map // idempotency key → message ID, sent by this worker
+	// shown is what each message the bot sent or edited last shows
+	// (by chat/message): an edit to the same is not sent.
+	shown  *budget.Shown
 	logger *slog.Logger
 	// reactionsOff are the chats that refused a reaction as invalid
 	// (reactions restricted by the admins): the lifecycle is off there.
@@ -73,7 +77,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{bot: b, cfg: cfg, emoji: map[pipeline.ReactionState]string{}, pace: newPacer(cfg.Pacing), sent: bounded.New(4096), logger: cfg.Logger}
+	c := &Client{bot: b, cfg: cfg, emoji: map[pipeline.ReactionState]string{}, pace: newPacer(cfg.Pacing), sent: bounded.New(4096), shown: budget.NewShown(), logger: cfg.Logger}
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
@@ -147,7 +151,7 @@ func (c *Client) Send(ctx context.Context, d pipeline.Delivery) (string, error) 
 	}
 	params.Text, params.ParseMode = formatted(d.Text)
 	params.MessageThreadID, params.ReplyParameters = c.placement(ctx, d)
-	if err := c.pace.wait(ctx, chat); err != nil {
+	if err := c.pace.wait(ctx, adapters.PriorityOf(ctx), "sendMessage", chat, costMessage); err != nil {
 		return "", err
 	}
 	msg, err := c.bot.SendMessage(ctx, params)
@@ -161,8 +165,11 @@ func (c *Client) Send(ctx context.Context, d pipeline.Delivery) (string, error) 
 	}
 	id := strconv.Itoa(msg.ID)
 	c.sent.Put(d.IdempotencyKey, id)
+	c.shown.Put(shownKey(chat, id), d.Text, d.Buttons)
 	return id, nil
 }
+
+func shownKey(chat int64, msgID string) string { return strconv.FormatInt(chat, 10) + "/" + msgID }
 
 // placement is where a delivery goes: its topic (0 for none) and the
 // message it answers (nil for none).
@@ -228,7 +235,8 @@ func (c *Client) failed(chat int64, op string, err error) error {
 }
 
 // Edit replaces a bot message's text and buttons (a decided proposal
-// loses its buttons). Editing to what is already there succeeds.
+// loses its buttons). Editing to what is already there succeeds, and
+// when this worker knows the message shows it already, costs no call.
 func (c *Client) Edit(ctx context.Context, e pipeline.Edit) error {
 	chat, err := chatOf(e.Session)
 	if err != nil {
@@ -244,7 +252,11 @@ func (c *Client) Edit(ctx context.Context, e pipeline.Edit) error {
 	}
 	params := &bot.EditMessageTextParams{ChatID: chat, MessageID: msgID, ReplyMarkup: markup}
 	params.Text, params.ParseMode = formatted(e.Text)
-	if err := c.pace.wait(ctx, chat); err != nil {
+	key := shownKey(chat, e.PlatformMessageID)
+	if c.shown.Same(key, e.Text, e.Buttons) {
+		return nil
+	}
+	if err := c.pace.wait(ctx, adapters.PriorityOf(ctx), opEdit, chat, costMessage); err != nil {
 		return err
 	}
 	_, err = c.bot.EditMessageText(ctx, params)
@@ -253,6 +265,7 @@ func (c *Client) Edit(ctx context.Context, e pipeline.Edit) error {
 		_, err = c.bot.EditMessageText(ctx, params)
 	}
 	if err == nil || descIs(err, descNotModified) {
+		c.shown.Put(key, e.Text, e.Buttons)
 		return nil
 	}
 	return c.failed(chat, opEdit, err)
@@ -275,8 +288,8 @@ func (c *Client) SetReaction(ctx context.Context, r pipeline.ReactionChange) err
 		// set before it was turned off is left behind.
 		return nil
 	}
-	if wait := c.pace.coolingDown(chat); wait > 0 {
-		return &adapters.Error{Kind: adapters.RateLimited, RetryAfter: wait, Op: "setMessageReaction", Err: errors.New("the chat is cooling down after a 429")}
+	if err := c.pace.wait(ctx, max(adapters.PriorityOf(ctx), adapters.PriorityProgress), "setMessageReaction", chat, costOther); err != nil {
+		return err
 	}
 	params := &bot.SetMessageReactionParams{ChatID: chat, MessageID: msgID, Reaction: []models.ReactionType{}}
 	if e := c.emoji[r.State]; r.State != pipeline.ReactionNone && e != "" {
@@ -304,8 +317,8 @@ func (c *Client) Typing(ctx context.Context, key pipeline.SessionKey, threadID s
 	if err != nil {
 		return err
 	}
-	if c.pace.coolingDown(chat) > 0 {
-		return nil
+	if err := c.pace.wait(ctx, adapters.PriorityPreview, "sendChatAction", chat, costOther); err != nil {
+		return nil // typing is shown only when the chat has room to spare
 	}
 	params := &bot.SendChatActionParams{ChatID: chat, Action: models.ChatActionTyping}
 	if topic, ok := topicOf(threadID); ok {
@@ -339,7 +352,7 @@ func (c *Client) SendFile(ctx context.Context, d pipeline.Delivery, f adapters.F
 		Caption:  PlainText(d.Text),
 	}
 	params.MessageThreadID, params.ReplyParameters = c.placement(ctx, d)
-	if err := c.pace.wait(ctx, chat); err != nil {
+	if err := c.pace.wait(ctx, adapters.PriorityOf(ctx), "sendDocument", chat, costMessage); err != nil {
 		return "", err
 	}
 	msg, err := c.bot.SendDocument(ctx, params)

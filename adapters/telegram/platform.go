@@ -27,6 +27,7 @@ type Platform struct {
 	Emoji          map[string]string `envconfig:"TELEGRAM_EMOJI"`
 	Pace           time.Duration     `envconfig:"TELEGRAM_PACE" default:"1s"`
 	GroupPerMinute int               `envconfig:"TELEGRAM_GROUP_PER_MINUTE" default:"20"`
+	BotPerSecond   int               `envconfig:"TELEGRAM_BOT_PER_SECOND" default:"30"`
 }
 
 var (
@@ -70,8 +71,8 @@ func (p *Platform) Validate() []error {
 	default:
 		errs = append(errs, fmt.Errorf("REPLYFLOW_TELEGRAM_MODE must be polling or webhook, got %q", p.Mode))
 	}
-	if p.Pace < 0 || p.GroupPerMinute < 0 {
-		errs = append(errs, errors.New("REPLYFLOW_TELEGRAM_PACE and REPLYFLOW_TELEGRAM_GROUP_PER_MINUTE must not be negative"))
+	if p.Pace < 0 || p.GroupPerMinute < 0 || p.BotPerSecond < 0 {
+		errs = append(errs, errors.New("REPLYFLOW_TELEGRAM_PACE, REPLYFLOW_TELEGRAM_GROUP_PER_MINUTE and REPLYFLOW_TELEGRAM_BOT_PER_SECOND must not be negative"))
 	}
 	_, bad := adapters.ReactionOverrides("REPLYFLOW_TELEGRAM_EMOJI", p.Emoji, nil)
 	return append(errs, bad...)
@@ -86,7 +87,7 @@ func (p *Platform) Outbound(w adapters.WorkerSide) (adapters.Outbound, error) {
 		APIURL:  p.APIURL,
 		Anchors: w.IDs,
 		Emoji:   emoji,
-		Pacing:  Pacing{PerChat: p.Pace, GroupPerMinute: p.GroupPerMinute},
+		Pacing:  Pacing{PerChat: p.Pace, GroupPerMinute: p.GroupPerMinute, BotPerSecond: p.BotPerSecond},
 		Logger:  w.Logger,
 	})
 }

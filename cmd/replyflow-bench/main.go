@@ -57,6 +57,8 @@ type options struct {
 	baseline     string
 	before       string
 	withBaseline bool
+	// crowd are the platforms of the streaming crowd.
+	crowd []string
 	// saturationRounds is how many times each build's saturation is
 	// measured, alternating, so the machine's drift over the run falls
 	// on both alike.
@@ -89,12 +91,15 @@ func main() {
 	flag.IntVar(&o.cluster.nodes, "nodes", 1, "-cluster: Temporal server nodes")
 	flag.StringVar(&clusterWorkers, "cluster-workers", "1,2,3", "-cluster: worker processes, comma-separated")
 	flag.IntVar(&o.cluster.sessions, "cluster-sessions", 50, "-cluster: concurrent sessions")
-	flag.StringVar(&only, "only", "", "run only these stages, by their first word, comma-separated: ingress, end, cost, live, crash, idle, dev")
+	flag.StringVar(&only, "only", "", "run only these stages, by their first word, comma-separated: ingress, end, cost, live, crash, idle, dev; crowd runs the 20 streaming chats of live alone")
+	var crowdOn string
+	flag.StringVar(&crowdOn, "crowd", "telegram,slack,discord", "the platforms of the streaming crowd (live replies), comma-separated")
 	flag.Parse()
 	if only != "" {
 		o.only = strings.Split(only, ",")
 	}
 	var err error
+	o.crowd = strings.Split(crowdOn, ",")
 	if o.sessions, err = intList(sessions); err == nil {
 		o.idle, err = intList(idle)
 	}
@@ -195,6 +200,11 @@ func run(o options) error {
 	}
 	if err := stage("live replies", func() ([][]string, error) { return benchStreaming(ctx, c, o) }); err != nil {
 		return err
+	}
+	if slices.Contains(o.only, "crowd") && !slices.Contains(o.only, "live") {
+		if err := stage("crowd of streaming chats", func() ([][]string, error) { return benchStreamingCrowd(ctx, c, o) }); err != nil {
+			return err
+		}
 	}
 	if err := stage("crash recovery", func() ([][]string, error) { return benchCrash(ctx, c, o) }); err != nil {
 		return err

@@ -81,7 +81,14 @@ func (s *Server) serve(req *request, h func(*request) (int, any)) (status int, r
 	}
 	fault, ok := s.takeFault(req.Call)
 	if !ok {
+		headers, limited, refused := s.overLimit(req.Call)
+		if refused != nil {
+			return limited, refused, false
+		}
 		status, resp = h(req)
+		if headers != nil && status < 400 {
+			resp = withHeaders{body: resp, headers: headers}
+		}
 		return status, resp, false
 	}
 	if fault.Applied {
@@ -120,6 +127,11 @@ func writeJSON(w http.ResponseWriter, status int, resp any) {
 			w.Header().Set(k, v)
 		}
 		resp = limited.body
+	} else if bucket, ok := resp.(withHeaders); ok {
+		for k, v := range bucket.headers {
+			w.Header().Set(k, v)
+		}
+		resp = bucket.body
 	} else if status < 400 {
 		// Discord names each route's bucket on every answer; discordgo
 		// reads these and would wait when Remaining reached 0.

@@ -119,6 +119,8 @@ type Server struct {
 	users        map[string]User
 	calls        []Call
 	faults       map[string][]Fault
+	limits       *limiter // nil: no rate limits (EnforceLimits)
+	limited      int      // calls answered 429 by limits
 	typing       []typingCall
 	nonces       map[nonceKey]nonceEntry
 	interactions map[string]*interactionState

@@ -83,6 +83,8 @@ type Server struct {
 	lastTS   int64 // the newest message timestamp, in microseconds
 	calls    []Call
 	faults   map[string][]Fault
+	limits   *limiter // nil: no rate limits (EnforceLimits)
+	limited  int      // calls answered 429 by limits
 	statuses []Status
 	ephemera []Ephemeral
 	uploads  map[string]*upload // files.getUploadURLExternal's, by file ID
@@ -260,6 +262,8 @@ func (s *Server) call(method, token string, params map[string]string) (int, answ
 			if fault.Hangup {
 				status, resp = 0, answer{}
 			}
+		} else if secs := s.overLimit(method, params); secs > 0 {
+			status, resp = ratelimited(secs)
 		} else {
 			resp = s.dispatch(method, params)
 		}

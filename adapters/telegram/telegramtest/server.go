@@ -39,6 +39,8 @@ type Server struct {
 	hook       webhookState
 	calls      []Call
 	faults     map[string][]Fault
+	limits     *limiter // nil: no flood limits (EnforceLimits)
+	limited    int      // calls answered 429 by limits
 	callbacks  map[string]*callbackState
 	nextQuery  int
 	waiting    int // long polls waiting for an update
@@ -190,10 +192,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 func (s *Server) call(ctx context.Context, method string, params map[string]string) (int, wireResponse) {
 	s.mu.Lock()
 	fault, faulty := s.takeFault(method, params)
+	flood := 0
+	if !faulty {
+		flood = s.overLimit(method, params)
+	}
 	s.mu.Unlock()
 	var status int
 	var resp wireResponse
-	if !faulty || fault.Applied {
+	if flood > 0 {
+		status, resp = floodAnswer(flood)
+	} else if !faulty || fault.Applied {
 		status, resp = s.dispatch(ctx, method, params)
 	}
 	if faulty {
