@@ -18,7 +18,7 @@ import (
 // users' reference, in step with Config and every registered platform's
 // settings.
 func TestREADMEListsEveryVariable(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/configuration.md")
 	require.NoError(t, err)
 	known := knownVariables()
 	require.Greater(t, len(known), 60, "every variable is seen")
