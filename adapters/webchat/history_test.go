@@ -99,7 +99,9 @@ type failingLog struct{ adapters.ChatLog }
 func (failingLog) AddChatMessage(context.Context, adapters.ChatLogMessage) (string, bool, error) {
 	return "", false, assert.AnError
 }
-func (failingLog) SetChatReaction(context.Context, string, string, string) error { return assert.AnError }
+func (failingLog) SetChatReaction(context.Context, string, string, string) error {
+	return assert.AnError
+}
 func (failingLog) ChatMessages(context.Context, string) ([]adapters.ChatLogMessage, error) {
 	return nil, assert.AnError
 }

@@ -1,8 +1,11 @@
 package webchat
 
 import (
+	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -60,7 +63,7 @@ type ServerConfig struct {
 // Server is the web chat platform: the user API, the event stream, the page
 // and the bot API.
 type Server struct {
-	cfg   ServerConfig
+	cfg ServerConfig
 	hub *hub
 	log adapters.ChatLog
 	mux *http.ServeMux
@@ -425,8 +428,29 @@ func (s *Server) postAction(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]string{"action_id": in.MessageID})
 }
 
+// pagePolicy is the page's Content-Security-Policy: its one inline
+// script (by its hash) is the only script that runs, so an inline handler
+// or script that got into a message by any way is refused by the browser
+// too, after the sanitizer (markdown.go); and no other site may frame the
+// page to trick a click on its buttons.
+var pagePolicy = func() string {
+	html, err := page.ReadFile("page.html")
+	if err != nil {
+		panic(err)
+	}
+	_, rest, ok1 := bytes.Cut(html, []byte("<script>"))
+	script, _, ok2 := bytes.Cut(rest, []byte("</script>"))
+	if !ok1 || !ok2 {
+		panic("webchat: page.html has no <script> element")
+	}
+	sum := sha256.Sum256(script)
+	return "default-src 'self'; script-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; style-src 'unsafe-inline'; " +
+		"img-src 'self' blob:; media-src blob:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'self'"
+}()
+
 func servePage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", pagePolicy)
 	http.ServeFileFS(w, r, page, "page.html")
 }
 
