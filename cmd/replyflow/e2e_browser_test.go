@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -187,7 +188,10 @@ func TestWebChatPageInARealBrowser(t *testing.T) {
 		acts.Models = fixedModels{model}
 		acts.Streaming = activities.Streaming{Mode: pipeline.StreamPreview, Pacing: pipeline.PreviewPacing{FirstAfter: 100 * time.Millisecond, Every: 200 * time.Millisecond}}
 	})
-	page := s.baseURL + "/#browser"
+	// A chat of this run's own: a session outlives its test on the shared
+	// dev server.
+	chat := fmt.Sprintf("browser-%d", queueSeq.Load())
+	page := s.baseURL + "/#" + chat
 	b.do("open the page", chromedp.Navigate(page))
 	b.waitFor("that it is connected", `document.getElementById("status").textContent === "connected"`)
 	require.True(t, eval[bool](b, recordReactions))
@@ -239,7 +243,7 @@ func TestWebChatPageInARealBrowser(t *testing.T) {
 
 	// Another gateway on the same store serves the same chat.
 	other := startStackOn(t, cfg, s.client)
-	b.do("open the page on another gateway", chromedp.Navigate(other.baseURL+"/#browser"))
+	b.do("open the page on another gateway", chromedp.Navigate(other.baseURL+"/#"+chat))
 	b.waitFor("the history on another gateway", `document.querySelector("#log .msg.bot pre code")`)
 	assertRendered(t, b)
 	assert.Empty(t, b.pageErrors(), "the page threw")
