@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"image"
+	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +20,8 @@ import (
 
 	"github.com/replyflow/replyflow/activities"
 	"github.com/replyflow/replyflow/activities/models"
+	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/adapters/webchat"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -229,6 +234,29 @@ func TestWebChatPageInARealBrowser(t *testing.T) {
 	b.waitFor("the reaction cleared", `window.seenReactions.at(-1) === "" && window.seenReactions.includes("✅")`)
 	assert.Equal(t, []string{"", "👀", "✍️", "✅", ""}, eval[[]string](b, `window.seenReactions`), "the reaction lifecycle")
 	assertRendered(t, b)
+
+	// Files the bot sends: a raster image shows inline, an SVG (which
+	// could carry a script) is only offered as a download.
+	bot, err := webchat.NewClient(s.baseURL, webchatOf(cfg).BotToken, nil)
+	require.NoError(t, err)
+	session := pipeline.SessionKey{Channel: webchat.Channel, Chat: chat}
+	var picture bytes.Buffer
+	require.NoError(t, png.Encode(&picture, image.NewRGBA(image.Rect(0, 0, 8, 8))))
+	for i, f := range []adapters.File{
+		{Name: "chart.png", ContentType: "image/png", Data: picture.Bytes()},
+		{Name: "logo.svg", ContentType: "image/svg+xml", Data: []byte(`<svg xmlns="http://www.w3.org/2000/svg" onload="window.replyflowPwned='svg'"><script>window.replyflowPwned='svg'</script></svg>`)},
+	} {
+		_, err := bot.SendFile(context.Background(), pipeline.Delivery{Session: session, IdempotencyKey: fmt.Sprintf("file-%d", i), Text: "a file"}, f)
+		require.NoError(t, err)
+	}
+	assertFiles := func() {
+		t.Helper()
+		b.waitFor("the files", `document.querySelector("#log img.file") && document.querySelector("#log a.file")`)
+		b.waitFor("the image loaded", `document.querySelector("#log img.file").naturalWidth === 8`)
+		assert.Equal(t, "logo.svg", eval[string](b, `document.querySelector("#log a.file").download`))
+		assert.Equal(t, "undefined", eval[string](b, `typeof window.replyflowPwned`), "the SVG's script ran")
+	}
+	assertFiles()
 	b.screenshot("answered")
 
 	// The gateway restarts; the page, reloaded, shows the chat from the store.
@@ -237,9 +265,10 @@ func TestWebChatPageInARealBrowser(t *testing.T) {
 	b.do("reload the page", chromedp.Reload())
 	b.waitFor("the history after a restart", `document.querySelector("#log .msg.bot pre code")`)
 	assert.Equal(t, "hello **page**", eval[string](b, `document.querySelector("#log .msg.user .body").textContent`), "the user's message, as typed")
-	assert.Equal(t, 1, eval[int](b, `document.querySelectorAll("#log .msg.bot").length`), "the preview and its final edit are one message")
+	assert.Equal(t, 3, eval[int](b, `document.querySelectorAll("#log .msg.bot").length`), "the answer (its preview and final edit one message) and the two files")
 	assert.Equal(t, 0, eval[int](b, `document.querySelectorAll("#log .reaction").length`), "the cleared reaction stays cleared")
 	assertRendered(t, b)
+	assertFiles()
 
 	// Another gateway on the same store serves the same chat.
 	other := startStackOn(t, cfg, s.client)
@@ -257,6 +286,6 @@ func assertRendered(t *testing.T, b *browser) {
 	assert.Equal(t, []string{"first", "second"}, eval[[]string](b, `[...document.querySelectorAll("#log .msg.bot li")].map((li) => li.textContent)`))
 	assert.Equal(t, `fmt.Println("<b>hi</b>")`+"\n", eval[string](b, `document.querySelector("#log .msg.bot pre code").textContent`), "the code block, as text")
 	assert.Equal(t, "undefined", eval[string](b, `typeof window.replyflowPwned`), "a script in the reply ran")
-	assert.Zero(t, eval[int](b, `document.querySelectorAll("#log script, #log img, #log [onerror], #log a[href^='javascript']").length`),
+	assert.Zero(t, eval[int](b, `document.querySelectorAll("#log .body script, #log .body img, #log [onerror], #log a[href^='javascript']").length`),
 		"the reply's HTML reached the page: %s", eval[string](b, `document.querySelector("#log .msg.bot .body").innerHTML`))
 }
