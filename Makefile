@@ -1,6 +1,8 @@
 # replyflow: `make dev` runs everything on this machine, `make test` runs the
 # tests. Both build what they need on first use. `make dev` needs only Go;
-# `make test` also needs a C compiler and PostgreSQL, which it checks first
+# `make test` also needs a C compiler, PostgreSQL and Chromium (for the web
+# chat page's browser test), which it checks first and, for Chromium,
+# installs from Debian's packages when it runs as root
 # (cmd/internal/prereqs/test-prereqs.sh; the README's "Two commands" says how to get them).
 
 # Every go command below runs on this Go release, whatever Go is installed:
@@ -91,7 +93,8 @@ unit: prereqs vet workflowcheck vulncheck alertrules
 	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /cmd/)
 	@$(POSTGRES_SKIPPED)
 
-# Go, a C compiler for -race, and PostgreSQL unless REPLYFLOW_TEST_POSTGRES=off.
+# Go, a C compiler for -race, PostgreSQL unless REPLYFLOW_TEST_POSTGRES=off,
+# and Chromium unless REPLYFLOW_TEST_BROWSER=off (installed when missing).
 prereqs:
 	@cmd/internal/prereqs/test-prereqs.sh
 	@echo "==> downloading the Go modules if needed (first run only: several minutes)"

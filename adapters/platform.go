@@ -101,6 +101,9 @@ type GatewaySide struct {
 	// redeliver what a dead gateway missed (Discord) and must fetch it
 	// from the platform's history; nil when the gateway cannot list them.
 	Sessions SessionLister
+	// ChatLog keeps the chats of a platform with no history of its own
+	// (the web chat) in the store; nil when the gateway has no store.
+	ChatLog ChatLog
 }
 
 // SessionLister finds the sessions that are running now.

@@ -24,6 +24,9 @@ import (
 //     after it was left; a session's current transcript, its messages
 //     newer than Transcripts and always its newest CurrentTranscriptKept.
 //   - feedback_events: Feedback after the reaction.
+//   - chat_log (what the web chat shows): ChatLog after a message was
+//     last written, and per chat at most ChatLogMessages messages within
+//     ChatLogBytes (chatlog.go).
 //   - sessions: one row per session, kept (the chat's settings).
 //   - owners: who claimed the agent, kept.
 //   - claim_codes: one per worker start while the agent has no owner,
@@ -40,6 +43,7 @@ type Retention struct {
 	Transcripts time.Duration
 	Feedback    time.Duration
 	Spend       time.Duration
+	ChatLog     time.Duration
 }
 
 // toolResultsMargin is what a turn may spend between its first tool
@@ -73,7 +77,8 @@ const CurrentTranscriptKept = 200
 // for the default proposal TTL and steps (24 h, 8), the delivery ledger
 // 30 days (a reaction on an older bot message is recorded unresolved; a
 // parked delivery retried later may send its chunk again), transcripts
-// and feedback 90 days, budgets and breaker trips 30 days.
+// and feedback 90 days, budgets and breaker trips 30 days, the web chat's
+// log 30 days.
 func DefaultRetention() Retention {
 	return Retention{
 		ToolResults: ToolResultsRetention(24*time.Hour, 8),
@@ -81,6 +86,7 @@ func DefaultRetention() Retention {
 		Transcripts: 90 * 24 * time.Hour,
 		Feedback:    90 * 24 * time.Hour,
 		Spend:       30 * 24 * time.Hour,
+		ChatLog:     30 * 24 * time.Hour,
 	}
 }
 
@@ -91,6 +97,7 @@ func (s *Store) SetRetention(r Retention) {
 	for _, f := range []struct{ set, def *time.Duration }{
 		{&r.ToolResults, &d.ToolResults}, {&r.Deliveries, &d.Deliveries},
 		{&r.Transcripts, &d.Transcripts}, {&r.Feedback, &d.Feedback}, {&r.Spend, &d.Spend},
+		{&r.ChatLog, &d.ChatLog},
 	} {
 		if *f.set <= 0 {
 			*f.set = *f.def

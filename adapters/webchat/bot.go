@@ -1,6 +1,7 @@
 package webchat
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -67,7 +69,15 @@ func (s *Server) patchBotMessage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.hub.publish(r.PathValue("chat"), "edit", MessageEvent{MessageID: message, Text: e.Text, Buttons: e.Buttons})
+	chat := r.PathValue("chat")
+	ev := MessageEvent{MessageID: message, Text: e.Text, Buttons: e.Buttons}
+	data, _ := json.Marshal(ev)
+	if err := s.log.EditChatMessage(r.Context(), chat, message, data); err != nil {
+		writeLogError(w, err)
+		return
+	}
+	ev.HTML = renderMarkdown(ev.Text)
+	s.hub.publish(chat, "edit", ev)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -80,12 +90,7 @@ func (s *Server) postBotMessage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "text and idempotency_key are required")
 		return
 	}
-	chat := r.PathValue("chat")
-	id, fresh := s.sends.claim(chat+"\x00"+m.IdempotencyKey, func() string { return randomID("b-") })
-	if fresh {
-		s.hub.publish(chat, "message", MessageEvent{MessageID: id, Text: m.Text, ThreadID: m.ThreadID, ReplyTo: m.ReplyTo, Buttons: m.Buttons})
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"message_id": id})
+	s.sendBotMessage(w, r, m.IdempotencyKey, MessageEvent{Text: m.Text, ThreadID: m.ThreadID, ReplyTo: m.ReplyTo, Buttons: m.Buttons})
 }
 
 // postBotFile sends a document: a message whose text is the caption, with
@@ -104,12 +109,41 @@ func (s *Server) postBotFile(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	s.sendBotMessage(w, r, m.IdempotencyKey, MessageEvent{Text: m.Text, ThreadID: m.ThreadID, ReplyTo: m.ReplyTo, File: m.File})
+}
+
+// sendBotMessage records a bot message in the chat's log and shows it,
+// once per idempotency key: a retried send (this gateway's or another's,
+// before or after a restart) answers the first send's message ID.
+func (s *Server) sendBotMessage(w http.ResponseWriter, r *http.Request, key string, ev MessageEvent) {
 	chat := r.PathValue("chat")
-	id, fresh := s.sends.claim(chat+"\x00"+m.IdempotencyKey, func() string { return randomID("b-") })
+	ev.MessageID = randomID("b-")
+	id, fresh, err := s.record(r.Context(), chat, "bot:"+key, "message", ev.MessageID, ev)
+	if err != nil {
+		writeLogError(w, err)
+		return
+	}
 	if fresh {
-		s.hub.publish(chat, "message", MessageEvent{MessageID: id, Text: m.Text, ThreadID: m.ThreadID, ReplyTo: m.ReplyTo, File: m.File})
+		ev.HTML = renderMarkdown(ev.Text)
+		s.hub.publish(chat, "message", ev)
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"message_id": id})
+}
+
+// record adds a message to the chat's log: the ID it has there (the
+// first one's for a key already recorded), and whether it is new.
+func (s *Server) record(ctx context.Context, chat, key, kind, id string, ev any) (string, bool, error) {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return "", false, err
+	}
+	return s.log.AddChatMessage(ctx, adapters.ChatLogMessage{Chat: chat, ID: id, Key: key, Kind: kind, Data: data})
+}
+
+// writeLogError answers a bot call whose change the chat's log could not
+// record: 503, which the worker retries, as the change is not shown yet.
+func writeLogError(w http.ResponseWriter, err error) {
+	writeError(w, http.StatusServiceUnavailable, "the web chat could not record this in the chat's history (is the store reachable? REPLYFLOW_STORE_DSN); retry: "+err.Error())
 }
 
 // ReactionBody is the body of PUT .../reaction; an empty emoji clears.
@@ -127,7 +161,12 @@ func (s *Server) putReaction(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.hub.publish(r.PathValue("chat"), "reaction", ReactionEvent{MessageID: message, Emoji: b.Emoji, State: b.State})
+	chat := r.PathValue("chat")
+	if err := s.log.SetChatReaction(r.Context(), chat, message, b.Emoji); err != nil {
+		writeLogError(w, err)
+		return
+	}
+	s.hub.publish(chat, "reaction", ReactionEvent{MessageID: message, Emoji: b.Emoji, State: b.State})
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -7,6 +7,7 @@
 //	                                    429 + Retry-After when the gateway's rate limits dropped it
 //	POST /api/chats/{chat}/actions      a user presses a button
 //	GET  /api/chats/{chat}/events       Server-Sent Events: message, reaction, typing
+//	GET  /api/chats/{chat}/history      what the chat shows now, from the store
 //	GET  /api/me                        who the caller is signed in as
 //	GET  /login?t=...                   a one-time login link: sets the sign-in cookie
 //	POST /logout                        clears it
@@ -28,9 +29,17 @@
 // connect a custom platform the same way: post user messages to the user API
 // and read what the bot does from the event stream.
 //
-// What lives only in the gateway's memory, and so is lost when it restarts:
-// the recent event backlog replayed to reconnecting streams, the
-// idempotency keys of recent bot sends, and the login links used. Durable state lives in Temporal.
+// What each chat shows (the users' messages, the bot's as last edited,
+// the reactions) is kept in the store (REPLYFLOW_STORE_DSN; ChatLog), so a
+// page reloaded after a restart, or served by another gateway, shows the
+// chat so far: the page opens its event stream, then reads the history,
+// then applies what the stream brought meanwhile. The store also holds the
+// idempotency keys of bot sends, so a send retried after a restart is
+// shown once. Bot messages are Markdown, rendered to sanitized HTML
+// (markdown.go). What lives only in the gateway's memory, and so is lost
+// when it restarts: the open streams, the recent event backlog replayed to
+// a stream reconnecting with Last-Event-ID (and to ?replay=all), and the
+// login links used. The conversation itself lives in Temporal.
 //
 // This package must not import Temporal or the workflow code: it hands
 // inbound messages to an adapters.Sink.

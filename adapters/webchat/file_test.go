@@ -33,7 +33,7 @@ func TestAFileReachesTheStreamOnceWithItsCaption(t *testing.T) {
 
 	events := readEvents(t, stream, 2)
 	data := base64.StdEncoding.EncodeToString(f.Data)
-	assert.Equal(t, `message {"message_id":"`+first+`","text":"The conversation so far","thread_id":"t1","reply_to":"e1","file":{"name":"transcript-room.md","content_type":"text/markdown","data":"`+data+`"}}`, events[0])
+	assert.Equal(t, `message {"message_id":"`+first+`","text":"The conversation so far","thread_id":"t1","reply_to":"e1","file":{"name":"transcript-room.md","content_type":"text/markdown","data":"`+data+`"},"html":"\u003cp\u003eThe conversation so far\u003c/p\u003e\n"}`, events[0])
 	assert.True(t, strings.HasPrefix(events[1], `message {"message_id":`), "the repeated file was not shown twice: %v", events)
 }
 

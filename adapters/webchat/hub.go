@@ -27,6 +27,10 @@ type (
 		ReplyTo   string            `json:"reply_to,omitempty"`
 		Buttons   []pipeline.Button `json:"buttons,omitempty"`
 		File      *FileEvent        `json:"file,omitempty"`
+		// HTML is Text rendered from Markdown and sanitized
+		// (renderMarkdown): what the page shows. It is rendered as the
+		// message is shown, never stored.
+		HTML string `json:"html,omitempty"`
 	}
 	ReactionEvent struct {
 		MessageID string `json:"message_id"`

@@ -106,7 +106,7 @@ func IsLoopback(addr net.Addr) bool {
 func (p *Platform) Serve(ctx context.Context, gw adapters.GatewaySide) (adapters.Serving, error) {
 	chat, err := NewServer(ServerConfig{
 		Sink: gw.Sink, BotToken: p.BotToken, Logger: gw.Logger, StreamWriteTimeout: gw.WriteTimeout, TrustedOrigins: p.Origins,
-		Auth: AuthMode(p.Auth), AuthKey: p.AuthKey,
+		Auth: AuthMode(p.Auth), AuthKey: p.AuthKey, ChatLog: gw.ChatLog,
 	})
 	if err != nil {
 		return adapters.Serving{}, err

@@ -1,8 +1,11 @@
 package webchat
 
 import (
+	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -50,15 +53,20 @@ type ServerConfig struct {
 	// AuthToken, which needs AuthKey (REPLYFLOW_WEBCHAT_AUTH_KEY).
 	Auth    AuthMode
 	AuthKey string
+	// ChatLog keeps what each chat shows, for a page that reloads (GET
+	// /api/chats/{chat}/history) and for the idempotency of bot sends: the
+	// store's, so that it outlives this gateway and is shared with any
+	// other. Nil keeps it in this process's memory (memoryLog).
+	ChatLog adapters.ChatLog
 }
 
 // Server is the web chat platform: the user API, the event stream, the page
 // and the bot API.
 type Server struct {
-	cfg   ServerConfig
-	hub   *hub
-	sends *recentKeys
-	mux   *http.ServeMux
+	cfg ServerConfig
+	hub *hub
+	log adapters.ChatLog
+	mux *http.ServeMux
 	// crossOrigin refuses a state-changing request a browser sends from
 	// another site's page (Sec-Fetch-Site, else Origin against Host).
 	crossOrigin *http.CrossOriginProtection
@@ -88,6 +96,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.ChatLog == nil {
+		cfg.ChatLog = newMemoryLog()
+	}
 	if cfg.StreamWriteTimeout <= 0 {
 		cfg.StreamWriteTimeout = 15 * time.Second
 	}
@@ -96,7 +107,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("webchat: %w", err)
 	}
 	cfg.Auth = mode
-	s := &Server{cfg: cfg, hub: newHub(randomID("")[:8]), sends: newRecentKeys(10000), mux: http.NewServeMux(),
+	s := &Server{cfg: cfg, hub: newHub(randomID("")[:8]), log: cfg.ChatLog, mux: http.NewServeMux(),
 		crossOrigin: http.NewCrossOriginProtection(), usedLinks: newUsedLinks(maxUsedLinks), instance: randomID("gw-"), streams: newStreamSlots()}
 	if mode == AuthToken {
 		if s.signer, err = NewSigner(cfg.AuthKey); err != nil {
@@ -110,6 +121,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	s.mux.HandleFunc("POST /api/chats/{chat}/messages", s.postUserMessage)
 	s.mux.HandleFunc("GET /api/chats/{chat}/events", s.streamEvents)
+	s.mux.HandleFunc("GET /api/chats/{chat}/history", s.getHistory)
 	s.mux.HandleFunc("POST /bot/chats/{chat}/messages", s.bot(s.postBotMessage))
 	s.mux.HandleFunc("POST /bot/chats/{chat}/files", s.botSized(maxFileBodyBytes, s.postBotFile))
 	s.mux.HandleFunc("PUT /bot/chats/{chat}/messages/{message}/reaction", s.bot(s.putReaction))
@@ -265,12 +277,21 @@ func (s *Server) postUserMessage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "the message was not accepted, retry with the same message_id: "+err.Error())
 		return
 	}
-	// A retried message (same message_id) is shown once.
-	if _, fresh := s.sends.claim("user\x00"+in.ChatID+"\x00"+in.MessageID, func() string { return in.MessageID }); fresh {
-		s.hub.publish(in.ChatID, "user", UserEvent{
-			MessageID: in.MessageID, SenderID: in.SenderID, SenderName: in.SenderName,
-			Text: in.Text, ThreadID: in.ThreadID, ReplyTo: in.ReplyTo,
-		})
+	// A retried message (same message_id) is shown once. The message is
+	// accepted whatever the log says: a log that fails costs the history
+	// this message, not the answer.
+	user := UserEvent{
+		MessageID: in.MessageID, SenderID: in.SenderID, SenderName: in.SenderName,
+		Text: in.Text, ThreadID: in.ThreadID, ReplyTo: in.ReplyTo,
+	}
+	_, fresh, err := s.record(r.Context(), chat, "user:"+in.MessageID, "user", in.MessageID, user)
+	if err != nil {
+		s.cfg.Logger.Warn("Web chat message accepted, but not recorded in the chat's history: a reloaded page will not show it (is the store reachable? REPLYFLOW_STORE_DSN)",
+			"session", in.Session().WorkflowID(), "message_id", in.MessageID, "error", err)
+		fresh = true
+	}
+	if fresh {
+		s.hub.publish(in.ChatID, "user", user)
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"message_id": in.MessageID})
 }
@@ -407,8 +428,29 @@ func (s *Server) postAction(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]string{"action_id": in.MessageID})
 }
 
+// pagePolicy is the page's Content-Security-Policy: its one inline
+// script (by its hash) is the only script that runs, so an inline handler
+// or script that got into a message by any way is refused by the browser
+// too, after the sanitizer (markdown.go); and no other site may frame the
+// page to trick a click on its buttons.
+var pagePolicy = func() string {
+	html, err := page.ReadFile("page.html")
+	if err != nil {
+		panic(err)
+	}
+	_, rest, ok1 := bytes.Cut(html, []byte("<script>"))
+	script, _, ok2 := bytes.Cut(rest, []byte("</script>"))
+	if !ok1 || !ok2 {
+		panic("webchat: page.html has no <script> element")
+	}
+	sum := sha256.Sum256(script)
+	return "default-src 'self'; script-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; style-src 'unsafe-inline'; " +
+		"img-src 'self' blob:; media-src blob:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'self'"
+}()
+
 func servePage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", pagePolicy)
 	http.ServeFileFS(w, r, page, "page.html")
 }
 

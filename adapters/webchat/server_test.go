@@ -211,7 +211,7 @@ func TestBotActionsReachTheEventStreamThroughTheClient(t *testing.T) {
 	assert.Equal(t, []string{
 		`reaction {"message_id":"m1","emoji":"👀","state":"received"}`,
 		`typing {"thread_id":"t1"}`,
-		`message {"message_id":"` + first + `","text":"hello","reply_to":"m1"}`,
+		`message {"message_id":"` + first + `","text":"hello","reply_to":"m1","html":"\u003cp\u003ehello\u003c/p\u003e\n"}`,
 		`reaction {"message_id":"m1","emoji":"","state":""}`,
 	}, readEvents(t, stream, 4), "the repeated send is not shown twice")
 }
@@ -312,8 +312,8 @@ func TestButtonsEditsAndActions(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Edit(context.Background(), pipeline.Edit{Session: session, PlatformMessageID: id, Text: "approved"}))
 	assert.Equal(t, []string{
-		`message {"message_id":"` + id + `","text":"approve?","buttons":[{"text":"Approve","action":"approve:p1"}]}`,
-		`edit {"message_id":"` + id + `","text":"approved"}`,
+		`message {"message_id":"` + id + `","text":"approve?","buttons":[{"text":"Approve","action":"approve:p1"}],"html":"\u003cp\u003eapprove?\u003c/p\u003e\n"}`,
+		`edit {"message_id":"` + id + `","text":"approved","html":"\u003cp\u003eapproved\u003c/p\u003e\n"}`,
 	}, readEvents(t, stream, 2))
 
 	code, body := post(t, ts.URL+"/api/chats/room/actions", "", `{"sender_id":"boss","message_id":"`+id+`","action":"approve:p1","action_id":"a1"}`)
@@ -349,7 +349,7 @@ func TestNewStreamAskingForReplayGetsTheWholeBacklog(t *testing.T) {
 	assert.Equal(t, []string{
 		`user {"message_id":"m1","sender_id":"alice","sender_name":"Alice","text":"hi"}`,
 		`reaction {"message_id":"m1","emoji":"👀","state":"received"}`,
-		`message {"message_id":"` + id + `","text":"hello Alice","reply_to":"m1"}`,
+		`message {"message_id":"` + id + `","text":"hello Alice","reply_to":"m1","html":"\u003cp\u003ehello Alice\u003c/p\u003e\n"}`,
 	}, readEvents(t, replayed, 3))
 
 	// Without replay=all a new stream starts from now; with a

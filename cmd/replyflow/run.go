@@ -294,6 +294,17 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 		Mux: http.NewServeMux(), Sink: inbound, Feedback: inbound, Health: status, Logger: logger, WriteTimeout: cfg.HTTPTimeout,
 		Sessions: &gateway.Sessions{Client: c},
 	}
+	if chat := webchatSettings(cfg); chat != nil && chat.On {
+		// The web chat keeps what each chat shows in the store, so a page
+		// reloaded after a restart, or served by another gateway, shows it.
+		db, err := store.Open(ctx, cfg.StoreDSN)
+		if err != nil {
+			return fmt.Errorf("the web chat keeps its chats' history in the store: %w", err)
+		}
+		defer db.Close()
+		db.SetRetention(cfg.retention())
+		side.ChatLog = db
+	}
 	side.Mux.Handle("GET /healthz", status)
 	side.Mux.Handle("GET /readyz", ready)
 	listeners, muxes := []net.Listener{ln}, []*http.ServeMux{side.Mux}

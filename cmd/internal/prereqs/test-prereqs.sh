@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Checks what `make test` needs before it spends minutes on downloads and
 # builds: Go as new as go.mod asks, a C compiler (the race detector is built
-# with cgo) and, unless REPLYFLOW_TEST_POSTGRES=off, the PostgreSQL the
-# store suites use. Each missing piece is one line saying how to get it.
+# with cgo), unless REPLYFLOW_TEST_POSTGRES=off the PostgreSQL the store
+# suites use, and unless REPLYFLOW_TEST_BROWSER=off the Chromium the web
+# chat page's test drives, which it installs when it can (Debian's package,
+# as root). Each missing piece is one line saying how to get it.
 set -uo pipefail
 cd "$(dirname "$0")/../../.." || exit 1 # the repository's root
 
@@ -74,6 +76,46 @@ on)
 	;;
 *)
 	missing "REPLYFLOW_TEST_POSTGRES to be unset or off (skip the PostgreSQL suites), not '$REPLYFLOW_TEST_POSTGRES'"
+	;;
+esac
+
+# have_chromium: is a Chromium the browser test finds there?
+have_chromium() {
+	if [ -n "${REPLYFLOW_TEST_CHROMIUM:-}" ]; then
+		[ -x "$REPLYFLOW_TEST_CHROMIUM" ]
+		return
+	fi
+	command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1
+}
+
+case "${REPLYFLOW_TEST_BROWSER:-on}" in
+off)
+	cat <<'BANNER'
+************************************************************************
+** REPLYFLOW_TEST_BROWSER=off: the web chat page's browser test is SKIPPED.
+************************************************************************
+BANNER
+	;;
+on)
+	how_browser="apt-get install chromium (Debian/Ubuntu), or set REPLYFLOW_TEST_CHROMIUM to a Chromium or Chrome binary; or REPLYFLOW_TEST_BROWSER=off to skip the web chat page's browser test"
+	if [ -n "${REPLYFLOW_TEST_CHROMIUM:-}" ] && ! have_chromium; then
+		missing "Chromium for the web chat page's browser test, and REPLYFLOW_TEST_CHROMIUM ($REPLYFLOW_TEST_CHROMIUM) is not an executable: $how_browser"
+	elif ! have_chromium; then
+		if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+			echo "==> installing Chromium for the web chat page's browser test (apt-get install chromium; first run only: about a minute)"
+			apt_log=$(mktemp)
+			if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >"$apt_log" 2>&1 || ! have_chromium; then
+				tail -n 5 "$apt_log" >&2
+				missing "Chromium for the web chat page's browser test, and apt-get install chromium failed (above): $how_browser"
+			fi
+			rm -f "$apt_log"
+		else
+			missing "Chromium for the web chat page's browser test, and none is on PATH (chromium, chromium-browser, google-chrome): $how_browser, as root; brew install --cask chromium on macOS"
+		fi
+	fi
+	;;
+*)
+	missing "REPLYFLOW_TEST_BROWSER to be unset or off (skip the web chat page's browser test), not '$REPLYFLOW_TEST_BROWSER'"
 	;;
 esac
 
