@@ -465,6 +465,8 @@ func (c Config) retention() store.Retention {
 		Transcripts: c.TranscriptRetention,
 		Feedback:    c.FeedbackRetention,
 		Spend:       c.BudgetRetention,
+		// The web chat's log keeps the store's own retention: no setting.
+		ChatLog: store.DefaultRetention().ChatLog,
 	}
 }
 

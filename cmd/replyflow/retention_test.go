@@ -31,7 +31,8 @@ func TestTheWorkersStoreKeepsWhatTheSettingsSay(t *testing.T) {
 	got := db.Retention()
 	assert.GreaterOrEqual(t, got.ToolResults, time.Duration(cfg.MaxSteps)*cfg.ProposalTTL, "a turn may wait a proposal TTL at each step")
 	assert.Equal(t, store.ToolResultsRetention(cfg.ProposalTTL, cfg.MaxSteps), got.ToolResults)
-	assert.Equal(t, store.Retention{ToolResults: got.ToolResults, Deliveries: 10 * 24 * time.Hour, Transcripts: 20 * 24 * time.Hour, Feedback: 30 * 24 * time.Hour, Spend: 40 * 24 * time.Hour}, got)
+	assert.Equal(t, store.Retention{ToolResults: got.ToolResults, Deliveries: 10 * 24 * time.Hour, Transcripts: 20 * 24 * time.Hour, Feedback: 30 * 24 * time.Hour, Spend: 40 * 24 * time.Hour,
+		ChatLog: store.DefaultRetention().ChatLog}, got)
 
 	cfg.DeliveryRetention = time.Hour
 	cfg.TranscriptRetention = 0
