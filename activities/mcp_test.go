@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -273,3 +276,42 @@ func TestMCPUnreachableServerIsNotFatal(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestMCPStreamableHTTPHeadersAndExpiredSession(t *testing.T) {
+	t.Setenv("REPLYFLOW_TEST_MCP_TOKEN", "Bearer h77p-secret")
+	srv := testMCPServer()
+	newHandler := func() http.Handler {
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	}
+	var current atomic.Pointer[http.Handler]
+	h := newHandler()
+	current.Store(&h)
+	var auth atomic.Value
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth.Store(r.Header.Get("Authorization"))
+		(*current.Load()).ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"servers":[{"name":"web","url":"`+hs.URL+`","headers":{"Authorization":"env:REPLYFLOW_TEST_MCP_TOKEN"}}]}`), 0o644))
+	m, err := LoadMCP(path, slog.Default())
+	require.NoError(t, err)
+	t.Cleanup(m.Close)
+	m.Start(t.Context())
+	tools, err := LoadTools("")
+	require.NoError(t, err)
+	acts := &Activities{Tools: tools.WithMCP(m), Logger: slog.Default()}
+
+	res, err := runMCP(t, acts, "web__lookup", `{"q":"a"}`)
+	require.NoError(t, err)
+	assert.Equal(t, "found a", res.Output)
+	assert.Equal(t, "Bearer h77p-secret", auth.Load())
+
+	// The server forgets its sessions (a restart): the next call, even a
+	// writing one, opens a new session, as the old one never saw it.
+	h = newHandler()
+	current.Store(&h)
+	res, err = runMCP(t, acts, "web__create", `{"q":"b"}`)
+	require.NoError(t, err)
+	assert.Equal(t, "created b", res.Output)
+}
