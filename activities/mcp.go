@@ -75,6 +75,11 @@ const (
 	maxMCPTools   = 128
 	// maxToolName is the model providers' limit on a tool's name.
 	maxToolName = 64
+	// maxMCPSchema and maxMCPDescription bound one tool's input schema (as
+	// JSON) and description: a server's list is not the operator's to
+	// size, and every turn's prompt carries it.
+	maxMCPSchema      = 16 << 10
+	maxMCPDescription = 1 << 10
 	// mcpConnectTimeout bounds starting or reaching a server and listing
 	// its tools.
 	mcpConnectTimeout = 30 * time.Second
@@ -416,7 +421,12 @@ func (s *mcpServer) list(ctx context.Context, cs *mcp.ClientSession) (map[string
 			approval = *over.RequiresApproval
 		}
 		params := map[string]any{}
-		if raw, err := json.Marshal(t.InputSchema); err == nil {
+		raw, err := json.Marshal(t.InputSchema)
+		if err == nil && len(raw) > maxMCPSchema {
+			s.m.logger.Warn("MCP tool left out: its input schema is too large for every prompt to carry", "server", s.def.Name, "tool", t.Name, "bytes", len(raw), "max", maxMCPSchema)
+			continue
+		}
+		if err == nil {
 			_ = json.Unmarshal(raw, &params)
 		}
 		if params["type"] == nil {
@@ -425,6 +435,9 @@ func (s *mcpServer) list(ctx context.Context, cs *mcp.ClientSession) (map[string
 		desc := t.Description
 		if desc == "" {
 			desc = t.Title
+		}
+		if len(desc) > maxMCPDescription {
+			desc = strings.ToValidUTF8(desc[:maxMCPDescription], "") + "..."
 		}
 		tools[name] = mcpTool{
 			spec:   models.Tool{Name: name, Description: desc, Parameters: params},

@@ -70,6 +70,15 @@ func testMCPServer() *mcp.Server {
 		func(context.Context, *mcp.CallToolRequest, noIn) (*mcp.CallToolResult, any, error) {
 			return nil, nil, fmt.Errorf("backend refused token %s", os.Getenv(mcpSecretEnv))
 		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "big", Annotations: readOnly},
+		func(context.Context, *mcp.CallToolRequest, noIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("b", 3*maxToolOutput)}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "huge_schema", Annotations: readOnly, InputSchema: map[string]any{
+		"type": "object", "description": strings.Repeat("s", maxMCPSchema),
+	}}, func(context.Context, *mcp.CallToolRequest, map[string]any) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{}, nil, nil
+	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "pid", Annotations: readOnly},
 		func(context.Context, *mcp.CallToolRequest, noIn) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(os.Getpid())}}}, nil, nil
@@ -179,6 +188,70 @@ func TestMCPCrashMidCall(t *testing.T) {
 	made, err := os.ReadFile(marker)
 	require.NoError(t, err)
 	assert.Equal(t, "x", string(made), "the writing call ran once")
+}
+
+func TestMCPResultAndSchemaAreBounded(t *testing.T) {
+	acts, _ := stdioMCP(t, nil)
+	assert.NotContains(t, specNames(acts.Tools), "t__huge_schema")
+	res, err := runMCP(t, acts, "t__big", `{}`)
+	require.NoError(t, err)
+	assert.Len(t, res.Output, maxToolOutput+len("\n[output truncated]"))
+	assert.True(t, strings.HasSuffix(res.Output, "[output truncated]"))
+}
+
+// TestMCPRestartBackoff: a server that fails to start again is not tried
+// at every call, but is once its backoff has passed.
+func TestMCPRestartBackoff(t *testing.T) {
+	srv := testMCPServer()
+	m := newMCP(slog.Default())
+	t.Cleanup(m.Close)
+	s := m.add(MCPServerDef{Name: "mem", Timeout: pipeline.Duration(10 * time.Second)})
+	var down atomic.Bool
+	var starts atomic.Int32
+	var serverSide atomic.Pointer[mcp.ServerSession]
+	s.transport = func() (mcp.Transport, error) {
+		starts.Add(1)
+		if down.Load() {
+			return nil, errors.New("exec: no such file")
+		}
+		client, server := mcp.NewInMemoryTransports()
+		ss, err := srv.Connect(t.Context(), server, nil)
+		serverSide.Store(ss)
+		return client, err
+	}
+	m.Start(t.Context())
+	tools, err := LoadTools("")
+	require.NoError(t, err)
+	acts := &Activities{Tools: tools.WithMCP(m), Logger: slog.Default()}
+
+	down.Store(true)
+	require.NoError(t, serverSide.Load().Close())
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		gone := s.session == nil
+		s.mu.Unlock()
+		if gone {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the ended session was not dropped")
+		time.Sleep(5 * time.Millisecond)
+	}
+	_, err = runMCP(t, acts, "mem__lookup", `{"q":"a"}`)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "next attempt in")
+	assert.Equal(t, int32(2), starts.Load(), "one attempt to start it again, then the backoff")
+
+	down.Store(false)
+	for {
+		res, err := runMCP(t, acts, "mem__lookup", `{"q":"a"}`)
+		if err == nil {
+			assert.Equal(t, "found a", res.Output)
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "not started again after its backoff: %v", err)
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func TestMCPErrorIsRedacted(t *testing.T) {
