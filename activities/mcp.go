@@ -263,10 +263,42 @@ func (s *mcpServer) defaultTransport() (mcp.Transport, error) {
 		if cmd.Env == nil {
 			cmd.Env = []string{}
 		}
+		cmd.Stderr = &stderrLines{s: s}
 		return &mcp.CommandTransport{Command: cmd}, nil
 	}
 	client := &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: s.def.Headers}}
 	return &mcp.StreamableClientTransport{Endpoint: s.def.URL, HTTPClient: client}, nil
+}
+
+// stderrLines logs a stdio server's standard error at debug level, line
+// by line, each redacted and cut like its errors; the line being read is
+// bounded by maxStderrLine.
+type stderrLines struct {
+	s   *mcpServer
+	buf []byte
+}
+
+const maxStderrLine = 4 << 10
+
+func (w *stderrLines) Write(p []byte) (int, error) {
+	for _, b := range p {
+		if b == '\n' || len(w.buf) == maxStderrLine {
+			w.flush()
+			if b == '\n' {
+				continue
+			}
+		}
+		w.buf = append(w.buf, b)
+	}
+	return len(p), nil
+}
+
+func (w *stderrLines) flush() {
+	if len(w.buf) > 0 {
+		// Debug only: a server may print its callers' arguments.
+		w.s.m.logger.Debug("MCP server stderr", "server", w.s.def.Name, "line", w.s.redact(string(w.buf)))
+	}
+	w.buf = w.buf[:0]
 }
 
 // headerTransport adds a server's configured headers, read from the

@@ -388,3 +388,18 @@ func TestMCPStreamableHTTPHeadersAndExpiredSession(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "created b", res.Output)
 }
+
+func TestMCPStderrIsLoggedRedactedAtDebug(t *testing.T) {
+	t.Setenv("REPLYFLOW_TEST_MCP_KEY", "k3y-value-123")
+	var logs strings.Builder
+	m := newMCP(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	s := m.add(MCPServerDef{Name: "e", Command: "x", Env: []string{"REPLYFLOW_TEST_MCP_KEY"}})
+	w := &stderrLines{s: s}
+	_, _ = w.Write([]byte("starting with k3y-value-123\nhalf a "))
+	_, _ = w.Write([]byte(strings.Repeat("z", 2*maxStderrLine)))
+	out := logs.String()
+	assert.Contains(t, out, `line="starting with [redacted]"`)
+	assert.NotContains(t, out, "k3y-value-123")
+	assert.Equal(t, 3, strings.Count(out, "MCP server stderr"), "a long line is logged in parts of its bound")
+	assert.LessOrEqual(t, len(w.buf), maxStderrLine)
+}
