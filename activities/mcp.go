@@ -613,8 +613,9 @@ func (m *MCP) call(ctx context.Context, s *mcpServer, t mcpTool, inv pipeline.To
 		safe := errors.Is(err, errMCPNotSent) || errors.Is(err, mcp.ErrSessionMissing)
 		switch {
 		case ctx.Err() != nil:
-			// The call's time ran out: the server may still act.
-			if t.readOnly {
+			// The call's time ran out: the server may still act, unless
+			// the call never reached it.
+			if t.readOnly || safe {
 				return "", false, temporal.NewApplicationError(s.callFailed(t, last), mcpErrorType)
 			}
 			return "", false, temporal.NewNonRetryableApplicationError(s.callFailed(t, last)+"; it may have run, so it is not made again", mcpErrorType, nil)

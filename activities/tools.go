@@ -247,7 +247,14 @@ func (t *Tools) specs() []models.Tool {
 		d := t.defs[name]
 		out = append(out, models.Tool{Name: d.Name, Description: d.Description, Parameters: d.Parameters})
 	}
-	return append(out, t.mcp.specs()...)
+	for _, spec := range t.mcp.specs() {
+		// The tools file's own tool keeps its name: two tools of one
+		// name would be refused by the model's provider.
+		if _, taken := t.defs[spec.Name]; !taken {
+			out = append(out, spec)
+		}
+	}
+	return out
 }
 
 func (t *Tools) requiresApproval(name string) bool {
