@@ -77,6 +77,21 @@ type Tools struct {
 	// publicAddr says which addresses the public client may dial; tests
 	// replace it to stand a loopback server in for a public one.
 	publicAddr func(netip.Addr) bool
+	// mcp are the tools of MCP servers (mcp.go); nil without any.
+	mcp *MCP
+}
+
+// WithMCP adds the tools of m's servers to t.
+func (t *Tools) WithMCP(m *MCP) *Tools {
+	t.mcp = m
+	return t
+}
+
+// Close ends the connections to MCP servers (stopping stdio servers).
+func (t *Tools) Close() {
+	if t != nil {
+		t.mcp.Close()
+	}
 }
 
 func newTools() *Tools {
@@ -232,11 +247,24 @@ func (t *Tools) specs() []models.Tool {
 		d := t.defs[name]
 		out = append(out, models.Tool{Name: d.Name, Description: d.Description, Parameters: d.Parameters})
 	}
+	for _, spec := range t.mcp.specs() {
+		// The tools file's own tool keeps its name: two tools of one
+		// name would be refused by the model's provider.
+		if _, taken := t.defs[spec.Name]; !taken {
+			out = append(out, spec)
+		}
+	}
 	return out
 }
 
 func (t *Tools) requiresApproval(name string) bool {
-	return t != nil && t.defs[name].RequiresApproval
+	if t == nil {
+		return false
+	}
+	if d, ok := t.defs[name]; ok {
+		return d.RequiresApproval
+	}
+	return t.mcp.requiresApproval(name)
 }
 
 // RunTool runs one tool call and returns its result. A failing tool is a
@@ -248,6 +276,21 @@ func (a *Activities) RunTool(ctx context.Context, inv pipeline.ToolInvocation) (
 	var def ToolDef
 	if a.Tools != nil {
 		def = a.Tools.defs[inv.Call.Name]
+	}
+	if def.Name == "" && a.Tools != nil {
+		if server, tool, ok := a.Tools.mcp.lookup(inv.Call.Name); ok {
+			var err error
+			res.Output, res.IsError, err = a.Tools.mcp.call(ctx, server, tool, inv)
+			if err != nil {
+				// Its text is bounded and redacted (callFailed).
+				a.Logger.Warn("MCP tool call failed", "session", inv.Session.WorkflowID(), "tool", inv.Call.Name, "error", err)
+				return res, err
+			}
+			if res.IsError {
+				a.Logger.Warn("MCP tool answered with an error", "session", inv.Session.WorkflowID(), "tool", inv.Call.Name, "bytes", len(res.Output))
+			}
+			return a.storeToolResult(ctx, inv, res), nil
+		}
 	}
 	if def.Name == "" {
 		res.Output, res.IsError = fmt.Sprintf("there is no tool named %q", inv.Call.Name), true
@@ -267,16 +310,22 @@ func (a *Activities) RunTool(ctx context.Context, inv pipeline.ToolInvocation) (
 	default:
 		res.Output = output
 	}
+	return a.storeToolResult(ctx, inv, res), nil
+}
+
+// storeToolResult keeps res in the store when the session asks, so that
+// history carries a reference rather than the output.
+func (a *Activities) storeToolResult(ctx context.Context, inv pipeline.ToolInvocation, res pipeline.ToolResult) pipeline.ToolResult {
 	if inv.StoreResult && a.Store != nil {
 		// Saved before the activity completes: once the session has the
 		// result, the store has it too, for the steps that follow.
 		if err := a.Store.SaveToolResult(ctx, inv.Session.WorkflowID(), inv.TurnID, inv.Call.ID, res.Output, res.IsError); err != nil {
-			a.Logger.Warn("Tool result not saved; the next model step gets it inline", "session", inv.Session.WorkflowID(), "tool", def.Name, "error", err)
-			return res, nil
+			a.Logger.Warn("Tool result not saved; the next model step gets it inline", "session", inv.Session.WorkflowID(), "tool", res.Name, "error", err)
+			return res
 		}
 		res.Stored = true
 	}
-	return res, nil
+	return res
 }
 
 func (t *Tools) call(ctx context.Context, d ToolDef, inv pipeline.ToolInvocation) (string, error) {

@@ -39,6 +39,8 @@ type Config struct {
 	SystemPromptFile string `envconfig:"SYSTEM_PROMPT_FILE"`
 	ContextTokens    int    `envconfig:"CONTEXT_TOKENS" default:"8000"`
 	ToolsFile        string `envconfig:"TOOLS_FILE"`
+	// MCPFile declares the MCP servers whose tools the model may call.
+	MCPFile string `envconfig:"MCP_FILE"`
 	// HeartbeatFile is the checklist a heartbeat turn looks at; without
 	// one (or with an empty one) heartbeat ticks are skipped.
 	HeartbeatFile string `envconfig:"HEARTBEAT_FILE"`

@@ -76,7 +76,7 @@ func newActivities(ctx context.Context, cfg Config, logger *slog.Logger) (*activ
 		return nil, nil, err
 	}
 	db.SetRetention(cfg.retention())
-	acts, err := buildActivities(cfg, db, logger)
+	acts, err := buildActivities(ctx, cfg, db, logger)
 	if err != nil {
 		db.Close()
 		return nil, nil, err
@@ -86,7 +86,7 @@ func newActivities(ctx context.Context, cfg Config, logger *slog.Logger) (*activ
 	return acts, db, nil
 }
 
-func buildActivities(cfg Config, ids adapters.IDMap, logger *slog.Logger) (*activities.Activities, error) {
+func buildActivities(ctx context.Context, cfg Config, ids adapters.IDMap, logger *slog.Logger) (*activities.Activities, error) {
 	var system string
 	if cfg.SystemPromptFile != "" {
 		data, err := os.ReadFile(cfg.SystemPromptFile)
@@ -103,6 +103,14 @@ func buildActivities(cfg Config, ids adapters.IDMap, logger *slog.Logger) (*acti
 	if err != nil {
 		return nil, err
 	}
+	servers, err := activities.LoadMCP(cfg.MCPFile, logger)
+	if err != nil {
+		return nil, err
+	}
+	// Each worker holds its own connections, listed before it takes a
+	// turn; runWorker closes them when it stops.
+	servers.Start(ctx)
+	tools.WithMCP(servers)
 	return &activities.Activities{
 		Settings:        cfg.settings(),
 		Models:          &models.Registry{MaxTokens: cfg.MaxTokens, DemoDelay: cfg.DemoModelDelay},
@@ -165,6 +173,8 @@ func location(name string) *time.Location {
 // then stops polling and lets the running activities finish for up to
 // REPLYFLOW_SHUTDOWN_GRACE before it returns.
 func runWorker(ctx context.Context, c client.Client, cfg Config, acts *activities.Activities) error {
+	// Last, once the worker has stopped and its tool calls have ended.
+	defer acts.Tools.Close()
 	// The sessions of a worker that was killed move on as soon as their
 	// next task comes, to whichever worker polls: released first, as
 	// the lost model attempts time out within seconds of a crash.

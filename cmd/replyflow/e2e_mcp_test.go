@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/replyflow/replyflow/activities/models"
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// callingModel calls one tool until the prompt holds its result, then
+// answers with what came back.
+type callingModel struct{ tool, args string }
+
+func (callingModel) Name() string { return "test/calling" }
+
+func (m callingModel) Complete(_ context.Context, p models.Prompt) (models.Completion, error) {
+	for _, msg := range p.Messages {
+		if msg.Role == "tool" {
+			return models.Completion{Text: "done: " + msg.Text}, nil
+		}
+	}
+	return models.Completion{ToolCalls: []pipeline.ToolCall{{ID: "call-1", Name: m.tool, Arguments: m.args}}}, nil
+}
+
+type mcpQuery struct {
+	Q string `json:"q"`
+}
+
+// mcpDocsServer is a Streamable HTTP MCP server with a read-only tool
+// (lookup) and a writing one (create), counting the calls of each.
+func mcpDocsServer(t *testing.T) (url string, lookups, creates *atomic.Int32) {
+	lookups, creates = new(atomic.Int32), new(atomic.Int32)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "docs", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "lookup", Description: "Look a page up", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in mcpQuery) (*mcp.CallToolResult, any, error) {
+			lookups.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "page " + in.Q}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "create", Description: "Create a page"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in mcpQuery) (*mcp.CallToolResult, any, error) {
+			creates.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "created " + in.Q}}}, nil, nil
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	return hs.URL, lookups, creates
+}
+
+func mcpConfig(t *testing.T, url string) Config {
+	cfg := testConfig(t)
+	cfg.MCPFile = filepath.Join(t.TempDir(), "mcp.json")
+	require.NoError(t, os.WriteFile(cfg.MCPFile, []byte(`{"servers":[{"name":"docs","url":"`+url+`"}]}`), 0o644))
+	cfg.Owners = []string{"webchat:boss"}
+	return cfg
+}
+
+// TestMCPToolsInATurn: a read-only MCP tool runs without approval; a
+// writing one waits for a proposal's approval and then runs once, or,
+// rejected, never.
+func TestMCPToolsInATurn(t *testing.T) {
+	url, lookups, creates := mcpDocsServer(t)
+	s := startStack(t, mcpConfig(t, url))
+
+	stop := s.startWorker(callingModel{tool: "docs__lookup", args: `{"q":"faq"}`})
+	events := subscribe(t, s.baseURL, "mcp-read")
+	code, _ := s.post("mcp-read", `{"message_id":"r1","sender_id":"alice","text":"find the faq"}`)
+	require.Equal(t, http.StatusAccepted, code)
+	seen := events.collectUntil(t, 30*time.Second, func(ev sseEvent) bool { return ev.Type == "message" && strings.HasPrefix(ev.Text, "done:") })
+	assert.Equal(t, "done: page faq", seen[len(seen)-1].Text)
+	assert.Equal(t, int32(1), lookups.Load())
+	stop()
+
+	s.startWorker(callingModel{tool: "docs__create", args: `{"q":"news"}`})
+	events = subscribe(t, s.baseURL, "mcp-write")
+	code, _ = s.post("mcp-write", `{"message_id":"w1","sender_id":"alice","text":"create a news page"}`)
+	require.Equal(t, http.StatusAccepted, code)
+	seen = events.collectUntil(t, 30*time.Second, isButtonsMessage)
+	proposalMsg := seen[len(seen)-1].MessageID
+	assert.Contains(t, seen[len(seen)-1].Text, "docs__create")
+	assert.Zero(t, creates.Load(), "a writing MCP tool waits for approval")
+
+	assert.Equal(t, http.StatusAccepted, s.press("mcp-write", "boss", proposalMsg, "approve:p1"))
+	seen = events.collectUntil(t, 30*time.Second, func(ev sseEvent) bool { return ev.Type == "message" && strings.HasPrefix(ev.Text, "done:") })
+	assert.Equal(t, "done: created news", seen[len(seen)-1].Text)
+	assert.Equal(t, int32(1), creates.Load(), "approved, it runs once")
+
+	events = subscribe(t, s.baseURL, "mcp-reject")
+	code, _ = s.post("mcp-reject", `{"message_id":"x1","sender_id":"alice","text":"create another"}`)
+	require.Equal(t, http.StatusAccepted, code)
+	seen = events.collectUntil(t, 30*time.Second, isButtonsMessage)
+	assert.Equal(t, http.StatusAccepted, s.press("mcp-reject", "boss", seen[len(seen)-1].MessageID, "reject:p1"))
+	events.collectUntil(t, 30*time.Second, func(ev sseEvent) bool { return ev.Type == "message" && strings.HasPrefix(ev.Text, "done:") })
+	assert.Equal(t, int32(1), creates.Load(), "rejected, it never runs")
+}
