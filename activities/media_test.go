@@ -17,6 +17,8 @@ import (
 	"github.com/replyflow/replyflow/activities/models/modeltest"
 	"github.com/replyflow/replyflow/activities/store"
 	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/adapters/discord"
+	"github.com/replyflow/replyflow/adapters/discord/discordtest"
 	"github.com/replyflow/replyflow/adapters/telegram"
 	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
 	"github.com/replyflow/replyflow/pipeline"
@@ -166,4 +168,31 @@ func TestAMessageWithoutRecordedFilesKeepsItsMediaLine(t *testing.T) {
 	m.turn(t, "openai/gpt-4o", "", photo)
 	assert.Empty(t, m.model.Requests()[0].Images, "only what the gateway recorded is fetched, never a reference typed in a message")
 	assert.Zero(t, m.tg.Downloads())
+}
+
+func TestADiscordAttachmentIsFetchedFromTheCDNOnly(t *testing.T) {
+	const channel = "100000000000000300"
+	fake := discordtest.New(discordtest.Options{})
+	t.Cleanup(fake.Close)
+	fake.AddUser(discordtest.User{ID: "100000000000000500", Name: "ada"})
+	fake.AddChannel(discordtest.Channel{ID: channel, Type: discordtest.DM, Recipient: "100000000000000500"})
+	out, err := discord.NewClient(discord.ClientConfig{Token: fake.Token, APIURL: fake.APIURL()})
+	require.NoError(t, err)
+	posted := fake.Post(discordtest.Post{Channel: channel, Author: "100000000000000500", Content: "what is this?",
+		Attachments: []discordtest.Attachment{{Filename: "cat.png", ContentType: "image/png", Size: len(pngBytes), Data: pngBytes}}})
+	photo := pipeline.Media{Kind: "photo", Ref: posted.Attachments[0].URL(channel), MimeType: "image/png", Name: "cat.png"}
+	elsewhere := pipeline.Media{Kind: "photo", Ref: "https://example.com/cat.png", MimeType: "image/png", Name: "cat.png"}
+
+	m := newMediaTurn(t)
+	m.key = pipeline.SessionKey{Channel: discord.Channel, Account: "900000000000000001", Chat: channel}
+	m.acts.Outbound = map[string]adapters.Outbound{discord.Channel: out}
+	require.NoError(t, m.db.RecordMedia(context.Background(), m.key.WorkflowID(), "7", []pipeline.Media{photo, elsewhere}))
+	m.turn(t, "openai/gpt-4o", "what is this?", photo, elsewhere)
+	reqs := m.model.Requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, []string{"data:image/png;base64," + base64.StdEncoding.EncodeToString(pngBytes)}, reqs[0].Images)
+	last := reqs[0].Messages[len(reqs[0].Messages)-1]
+	assert.Contains(t, last, `[photo "cat.png" (image/png) attached, shown below]`)
+	assert.Contains(t, last, "could not be downloaded", "a reference off Discord's CDN is not fetched")
+	assert.Equal(t, len(pngBytes), fake.CDNBytes())
 }

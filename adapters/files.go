@@ -3,6 +3,10 @@ package adapters
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 
 	"github.com/replyflow/replyflow/pipeline"
 )
@@ -25,4 +29,45 @@ var ErrFileTooLarge = errors.New("the file is larger than REPLYFLOW_MEDIA_MAX_BY
 // ride in workflow history only as the message's text.
 type MediaLog interface {
 	RecordMedia(ctx context.Context, sessionID, messageID string, media []pipeline.Media) error
+}
+
+// Download reads the file at address through hc, at most max bytes: a
+// larger one is ErrFileTooLarge. A 403, 404 or 410 is Permanent (the file
+// is gone, or its signed address expired), other failures Transient. No
+// error names the address, which may hold a token or a signature.
+func Download(ctx context.Context, hc *http.Client, address string, max int64, op string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, address, nil)
+	if err != nil {
+		return nil, &Error{Kind: Permanent, Op: op, Err: errors.New("the file's download address is not a URL")}
+	}
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err // without the address
+		}
+		return nil, &Error{Kind: Transient, Op: op, Err: err}
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusForbidden, http.StatusNotFound, http.StatusGone:
+		return nil, &Error{Kind: Permanent, Op: op, Err: fmt.Errorf("the platform no longer serves the file (%s)", resp.Status)}
+	default:
+		return nil, &Error{Kind: Transient, Op: op, Err: fmt.Errorf("the platform answered %s", resp.Status)}
+	}
+	if resp.ContentLength > max {
+		return nil, &Error{Kind: Permanent, Op: op, Err: fmt.Errorf("%w: %d bytes, the limit is %d", ErrFileTooLarge, resp.ContentLength, max)}
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return nil, &Error{Kind: Transient, Op: op, Err: err}
+	}
+	if int64(len(data)) > max {
+		return nil, &Error{Kind: Permanent, Op: op, Err: fmt.Errorf("%w: more than %d bytes", ErrFileTooLarge, max)}
+	}
+	return data, nil
 }
