@@ -19,6 +19,8 @@ import (
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/discord"
 	"github.com/replyflow/replyflow/adapters/discord/discordtest"
+	"github.com/replyflow/replyflow/adapters/slack"
+	"github.com/replyflow/replyflow/adapters/slack/slacktest"
 	"github.com/replyflow/replyflow/adapters/telegram"
 	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
 	"github.com/replyflow/replyflow/pipeline"
@@ -195,4 +197,28 @@ func TestADiscordAttachmentIsFetchedFromTheCDNOnly(t *testing.T) {
 	assert.Contains(t, last, `[photo "cat.png" (image/png) attached, shown below]`)
 	assert.Contains(t, last, "could not be downloaded", "a reference off Discord's CDN is not fetched")
 	assert.Equal(t, len(pngBytes), fake.CDNBytes())
+}
+
+func TestASlackFileIsFetchedWithTheBotTokenFromItsPrivateURL(t *testing.T) {
+	fake := slacktest.New(slacktest.Options{})
+	t.Cleanup(fake.Close)
+	fake.AddChannel(slacktest.Channel{ID: "D1", Members: 2})
+	out, err := slack.NewClient(slack.ClientConfig{Token: fake.BotToken, APIURL: fake.APIURL(), PostInterval: -1})
+	require.NoError(t, err)
+	fake.AddMessage(slacktest.Post{Channel: "D1", User: "U1", Text: "what is this?", Subtype: "file_share",
+		Files: []slacktest.File{{ID: "F1", Name: "cat.png", Mimetype: "image/png", Data: pngBytes}}})
+	photo := pipeline.Media{Kind: "photo", Ref: "F1", MimeType: "image/png", Name: "cat.png"}
+	gone := pipeline.Media{Kind: "photo", Ref: "F404", MimeType: "image/png", Name: "gone.png"}
+
+	m := newMediaTurn(t)
+	m.key = pipeline.SessionKey{Channel: slack.Channel, Account: fake.TeamID, Chat: "D1"}
+	m.acts.Outbound = map[string]adapters.Outbound{slack.Channel: out}
+	require.NoError(t, m.db.RecordMedia(context.Background(), m.key.WorkflowID(), "7", []pipeline.Media{photo, gone}))
+	m.turn(t, "openai/gpt-4o", "what is this?", photo, gone)
+	reqs := m.model.Requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, []string{"data:image/png;base64," + base64.StdEncoding.EncodeToString(pngBytes)}, reqs[0].Images)
+	last := reqs[0].Messages[len(reqs[0].Messages)-1]
+	assert.Contains(t, last, `[photo "cat.png" (image/png) attached, shown below]`)
+	assert.Contains(t, last, `[photo "gone.png" (image/png) attached, but it could not be downloaded`)
 }

@@ -31,14 +31,18 @@ type MediaLog interface {
 	RecordMedia(ctx context.Context, sessionID, messageID string, media []pipeline.Media) error
 }
 
-// Download reads the file at address through hc, at most max bytes: a
+// Download reads the file at address through hc, with header (the
+// platform's authorization, or nil), at most max bytes: a
 // larger one is ErrFileTooLarge. A 403, 404 or 410 is Permanent (the file
 // is gone, or its signed address expired), other failures Transient. No
 // error names the address, which may hold a token or a signature.
-func Download(ctx context.Context, hc *http.Client, address string, max int64, op string) ([]byte, error) {
+func Download(ctx context.Context, hc *http.Client, address string, max int64, op string, header http.Header) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, address, nil)
 	if err != nil {
 		return nil, &Error{Kind: Permanent, Op: op, Err: errors.New("the file's download address is not a URL")}
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	if hc == nil {
 		hc = http.DefaultClient

@@ -23,5 +23,5 @@ func (c *Client) FetchFile(ctx context.Context, m pipeline.Media, max int64) ([]
 	if err != nil || u.Scheme != "https" || !cdnHosts[u.Host] {
 		return nil, &adapters.Error{Kind: adapters.Permanent, Op: "download", Err: errors.New("the attachment's reference is not a Discord CDN URL")}
 	}
-	return adapters.Download(ctx, c.dg.Client, m.Ref, max, "download")
+	return adapters.Download(ctx, c.dg.Client, m.Ref, max, "download", nil)
 }

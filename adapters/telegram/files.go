@@ -28,5 +28,5 @@ func (c *Client) FetchFile(ctx context.Context, m pipeline.Media, max int64) ([]
 	if f.FilePath == "" {
 		return nil, &adapters.Error{Kind: adapters.Permanent, Op: "getFile", Err: errors.New("Telegram gave no path for the file")}
 	}
-	return adapters.Download(ctx, c.cfg.HTTPClient, c.bot.FileDownloadLink(f), max, "download")
+	return adapters.Download(ctx, c.cfg.HTTPClient, c.bot.FileDownloadLink(f), max, "download", nil)
 }
