@@ -64,7 +64,10 @@ type Activities struct {
 	Heartbeats *Heartbeats
 	// Spend holds the budgets and breakers of model calls (spend.go);
 	// nil runs without.
-	Spend  *Spend
+	Spend *Spend
+	// Media shows the model the files users send (media.go); nil shows
+	// them as lines of text.
+	Media  *Media
 	Logger *slog.Logger
 }
 
@@ -171,7 +174,9 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 		// Unwrapped: an ApplicationError keeps its type only at the top.
 		return pipeline.TurnResult{}, err
 	}
+	full, images := a.withMedia(turnCtx, out, full)
 	prompt := a.prompt(full, history, time.Now())
+	withImages(&prompt, images)
 	prompt.Think = req.Think
 	if !req.NoTools {
 		prompt.Tools = a.Tools.specs()
@@ -220,7 +225,7 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 		// and this reply (tool rounds stay within the turn), without the
 		// late note, which is for the chat only.
 		now := time.Now()
-		if err := a.remember(turnCtx, transcriptID, req, answer.Text, now); err != nil {
+		if err := a.remember(turnCtx, transcriptID, full, answer.Text, now); err != nil {
 			return pipeline.TurnResult{}, fmt.Errorf("save the turn of %s: %w", req.Session.WorkflowID(), err)
 		}
 		result.Reply = a.withStaleNote(req, result.Shown, answer.Text, now)

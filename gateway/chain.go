@@ -21,6 +21,8 @@ type ChainConfig struct {
 	Client    client.Client
 	TaskQueue string
 	Scope     func(channel string) pipeline.SessionScope
+	// Media is the Ingress's: where the files of messages are recorded.
+	Media adapters.MediaLog
 	// Limits are the Limiter's (REPLYFLOW_RATE_*, the allow lists).
 	Limits Limits
 	// Metrics counts each inbound message's outcome (replyflow_inbound);
@@ -56,7 +58,7 @@ var (
 // NewChain builds the inbound chain from cfg and logs the rate limits it
 // runs with.
 func NewChain(cfg ChainConfig) *Chain {
-	limiter := NewLimiter(&Ingress{Client: cfg.Client, TaskQueue: cfg.TaskQueue, Scope: cfg.Scope}, cfg.Limits, cfg.Logger)
+	limiter := NewLimiter(&Ingress{Client: cfg.Client, TaskQueue: cfg.TaskQueue, Scope: cfg.Scope, Media: cfg.Media}, cfg.Limits, cfg.Logger)
 	var limited adapters.Sink = limiter
 	if cfg.Metrics != nil {
 		limited = &Counted{Next: limiter, Metrics: cfg.Metrics}
@@ -102,6 +104,10 @@ type Ingress struct {
 	// Scope is the session scope of a channel's group chats
 	// (REPLYFLOW_SESSION_SCOPE); nil shares one session per chat.
 	Scope func(channel string) pipeline.SessionScope
+	// Media records the files of a message before its signal, for the
+	// turn's activity to fetch (adapters.MediaLog); nil records none, and
+	// the model then sees files only as lines of text.
+	Media adapters.MediaLog
 	// WorkflowType is the workflow type a new session starts on; empty
 	// is this build's (retiring.StartedWorkflow). A benchmark sets it to
 	// measure a release that a build older than this one started.
@@ -115,7 +121,16 @@ var (
 
 // Accept signals the session's workflow, starting it if it is not running.
 func (i *Ingress) Accept(ctx context.Context, in pipeline.Inbound) error {
-	return i.signal(ctx, i.SessionOf(in), workflows.SignalInbound, in)
+	key := i.SessionOf(in)
+	if i.Media != nil && len(in.Media) > 0 {
+		// Before the signal: a turn that reads the message finds its
+		// files. A failure refuses the message, and the platform
+		// delivers it again.
+		if err := i.Media.RecordMedia(ctx, key.WorkflowID(), in.MessageID, in.Media); err != nil {
+			return fmt.Errorf("record the files of message %s: %w", in.MessageID, err)
+		}
+	}
+	return i.signal(ctx, key, workflows.SignalInbound, in)
 }
 
 // SessionOf is the session a message goes to: under per-sender scope, a

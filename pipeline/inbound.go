@@ -213,16 +213,27 @@ func (in Inbound) TextWithMedia() string {
 		lines = append(lines, in.Text)
 	}
 	for _, m := range in.Media {
-		desc := m.Kind
-		if m.Name != "" {
-			desc += " " + strconv.Quote(m.Name)
-		}
-		if m.MimeType != "" {
-			desc += " (" + m.MimeType + ")"
-		}
-		lines = append(lines, "["+desc+" attached, ref "+m.Ref+"]")
+		lines = append(lines, m.Line())
 	}
 	return strings.Join(lines, "\n")
+}
+
+// Line is the attachment's line in TextWithMedia; a worker that shows the
+// model the file itself finds the line by it and replaces it.
+func (m Media) Line() string {
+	return "[" + m.Describe() + " attached, ref " + m.Ref + "]"
+}
+
+// Describe names the attachment: its kind, name and type.
+func (m Media) Describe() string {
+	desc := m.Kind
+	if m.Name != "" {
+		desc += " " + strconv.Quote(m.Name)
+	}
+	if m.MimeType != "" {
+		desc += " (" + m.MimeType + ")"
+	}
+	return desc
 }
 
 // TruncatedMark ends a message text an adapter cut to MaxTextBytes, so

@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -86,7 +87,11 @@ func (m *anthropicModel) params(p Prompt) anthropic.MessageNewParams {
 		}
 		flushResults()
 		if msg.Role != "assistant" {
-			params.Messages = append(params.Messages, anthropic.NewUserMessage(anthropic.NewTextBlock(msg.Text)))
+			blocks := []anthropic.ContentBlockParamUnion{anthropic.NewTextBlock(msg.Text)}
+			for _, img := range msg.Images {
+				blocks = append(blocks, anthropic.NewImageBlockBase64(img.MimeType, base64.StdEncoding.EncodeToString(img.Data)))
+			}
+			params.Messages = append(params.Messages, anthropic.NewUserMessage(blocks...))
 			continue
 		}
 		var blocks []anthropic.ContentBlockParamUnion

@@ -11,6 +11,7 @@ package models
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -33,6 +34,20 @@ type Message struct {
 	// For Role "tool": the call answered and whether it failed.
 	ToolCallID string
 	IsError    bool
+	// Images go with a "user" message, after its text: the model sees
+	// them as image content.
+	Images []Image
+}
+
+// Image is a picture a user sent: its bytes, sniffed type and all.
+type Image struct {
+	MimeType string // image/jpeg, image/png, image/gif or image/webp
+	Data     []byte
+}
+
+// DataURL is the image as a data: URL, how OpenAI's image parts take it.
+func (i Image) DataURL() string {
+	return "data:" + i.MimeType + ";base64," + base64.StdEncoding.EncodeToString(i.Data)
 }
 
 // Tool is a tool offered to the model.

@@ -137,3 +137,20 @@ func TestToolCallsAndResultsRoundTrip(t *testing.T) {
 	last := oa.Requests()[len(oa.Requests())-1]
 	assert.Equal(t, []string{"user: weather in Oslo?", "assistant: let me look", `tool: {"temp":-3}`}, last.Messages)
 }
+
+func TestImagesGoAsImageContentToBothProviders(t *testing.T) {
+	r, oa, an := fakes(t)
+	img := Image{MimeType: "image/png", Data: []byte("\x89PNG\r\n\x1a\nfake")}
+	p := Prompt{Messages: []Message{{Role: "user", Text: "what is this?", Images: []Image{img}}}}
+	want := []string{"data:image/png;base64,iVBORw0KGgpmYWtl"}
+	for name, server := range map[string]*modeltest.Server{"openai/gpt-4o": oa, "anthropic/claude-sonnet-4-5": an} {
+		m, err := r.Get(name)
+		require.NoError(t, err)
+		_, err = m.Complete(context.Background(), p)
+		require.NoError(t, err, name)
+		reqs := server.Requests()
+		require.Len(t, reqs, 1, name)
+		assert.Equal(t, want, reqs[0].Images, name)
+		assert.Equal(t, []string{"user: what is this?"}, reqs[0].Messages, name)
+	}
+}

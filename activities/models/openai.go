@@ -85,6 +85,12 @@ func (m *openAIModel) params(p Prompt) openai.ChatCompletionNewParams {
 			msgs = append(msgs, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
 		case msg.Role == "assistant":
 			msgs = append(msgs, openai.AssistantMessage(msg.Text))
+		case len(msg.Images) > 0:
+			parts := []openai.ChatCompletionContentPartUnionParam{openai.TextContentPart(msg.Text)}
+			for _, img := range msg.Images {
+				parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: img.DataURL()}))
+			}
+			msgs = append(msgs, openai.UserMessage(parts))
 		default:
 			msgs = append(msgs, openai.UserMessage(msg.Text))
 		}

@@ -16,6 +16,8 @@ import (
 // What is kept, and for how long (the README's "What the store keeps"
 // says the same):
 //   - tool_results, stream_shown: ToolResults after they were written.
+//   - inbound_media (the files of users' messages, media.go): ToolResults
+//     after the message arrived, at most pipeline.MaxMedia a message.
 //   - message_ids (the delivery ledger): Deliveries after the chunk was sent.
 //   - export_documents: Deliveries after the export started, as long as
 //     the ledger entries of its parts.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/replyflow/replyflow/pipeline"
 )
 
 // Every table the store prunes is pruned by its retention, on both
@@ -33,6 +35,27 @@ func retentionSuite(t *testing.T, dsn func(*testing.T) string) {
 		s.SetRetention(r)
 		return s
 	}
+
+	t.Run("the files of messages are recorded once and kept as long as the tool results", func(t *testing.T) {
+		s := open(t, Retention{ToolResults: 10 * day})
+		files := []pipeline.Media{{Kind: "photo", Ref: "p1", MimeType: "image/jpeg"}, {Kind: "voice", Ref: "v1", MimeType: "audio/ogg"}}
+		require.NoError(t, s.RecordMedia(ctx, "sess", "m1", files))
+		require.NoError(t, s.RecordMedia(ctx, "sess", "m1", files), "a redelivered message records nothing new")
+		require.NoError(t, s.SaveMediaContent(ctx, "sess", "m1", 1, "", "hello"))
+		got, err := s.MessageMedia(ctx, "sess", []string{"m1", "m2"})
+		require.NoError(t, err)
+		require.Len(t, got["m1"], 2)
+		assert.Equal(t, "p1", got["m1"][0].Ref)
+		assert.Equal(t, "hello", got["m1"][1].Transcript)
+		assert.Error(t, s.RecordMedia(ctx, "sess", "m3", make([]pipeline.Media, pipeline.MaxMedia+1)))
+
+		backdate(t, s, "inbound_media", "created_at", 10*day+time.Hour)
+		require.NoError(t, s.RecordMedia(ctx, "sess", "m2", files[:1]))
+		got, err = s.MessageMedia(ctx, "sess", []string{"m1", "m2"})
+		require.NoError(t, err)
+		assert.Empty(t, got["m1"], "pruned by the next write")
+		assert.Len(t, got["m2"], 1)
+	})
 
 	t.Run("a turn's tool results outlive 48 h while its proposals may still wait", func(t *testing.T) {
 		// A week to decide, eight steps: a turn may read a result written

@@ -133,13 +133,21 @@ func rebased(base *http.Client, apiURL string) (*http.Client, error) {
 	return out, nil
 }
 
-// rebase moves requests under from (Discord's API) to under to.
+// rebase moves requests under from (Discord's API) to under to, and
+// those to Discord's CDN to to's host.
 type rebase struct {
 	from, to *url.URL
 	next     http.RoundTripper
 }
 
 func (r rebase) RoundTrip(req *http.Request) (*http.Response, error) {
+	if cdnHosts[req.URL.Host] {
+		// Attachments come from the CDN: under to's host, path kept.
+		out := req.Clone(req.Context())
+		out.Host = ""
+		out.URL.Scheme, out.URL.Host = r.to.Scheme, r.to.Host
+		return r.next.RoundTrip(out)
+	}
 	if req.URL.Host != r.from.Host || !strings.HasPrefix(req.URL.Path, r.from.Path) {
 		return r.next.RoundTrip(req)
 	}

@@ -74,6 +74,16 @@ type Config struct {
 	Timezone           string        `envconfig:"TIMEZONE" default:"UTC"`
 	// StoreDSN is a SQLite file path or a postgres:// URL.
 	StoreDSN string `envconfig:"STORE_DSN" default:".replyflow/replyflow.db"`
+	// Media: the gateway records the files of users' messages in the
+	// store and the worker shows them to the model (activities.Media):
+	// images up to MediaMaxBytes to the models that take them
+	// (ImageModels, else models.SeesImages' families), voice notes
+	// transcribed with TranscribeModel ("" leaves them lines of text).
+	Media           bool     `envconfig:"MEDIA" default:"false"`
+	MediaMaxBytes   int64    `envconfig:"MEDIA_MAX_BYTES" default:"5242880"`
+	TranscribeModel string   `envconfig:"TRANSCRIBE_MODEL" default:"gpt-4o-mini-transcribe"`
+	ImageModels     []string `envconfig:"IMAGE_MODELS"`
+
 	// DeliveryRetention, TranscriptRetention and FeedbackRetention are how
 	// long the store keeps the delivery ledger, a transcript after the
 	// session left it, and reaction feedback (store.Retention). Tool
@@ -310,6 +320,7 @@ func (c Config) validate() error {
 	check(c.ProposalTTL >= time.Minute, "REPLYFLOW_PROPOSAL_TTL must be at least 1m, got %s", c.ProposalTTL)
 	// The ledger is what keeps a retried chunk from being sent twice, a
 	// parked one retried by hand included: a day at least.
+	check(c.MediaMaxBytes > 0 && c.MediaMaxBytes <= 20<<20, "REPLYFLOW_MEDIA_MAX_BYTES must be between 1 and 20971520 (20 MiB, the largest image a provider takes), got %d", c.MediaMaxBytes)
 	check(c.DeliveryRetention >= 24*time.Hour, "REPLYFLOW_DELIVERY_RETENTION must be at least 24h, got %s", c.DeliveryRetention)
 	check(c.TranscriptRetention >= time.Hour, "REPLYFLOW_TRANSCRIPT_RETENTION must be at least 1h, got %s", c.TranscriptRetention)
 	check(c.FeedbackRetention >= time.Hour, "REPLYFLOW_FEEDBACK_RETENTION must be at least 1h, got %s", c.FeedbackRetention)
@@ -490,4 +501,20 @@ func (c Config) streaming() activities.Streaming {
 		s.ByChannel[channel], _ = pipeline.ParseStreamMode(m)
 	}
 	return s
+}
+
+// media is how turns show the model the files users send; nil without
+// REPLYFLOW_MEDIA.
+func (c Config) media() *activities.Media {
+	if !c.Media {
+		return nil
+	}
+	m := &activities.Media{MaxBytes: c.MediaMaxBytes}
+	if c.TranscribeModel != "" {
+		m.Transcriber = models.NewOpenAITranscriber(c.TranscribeModel)
+	}
+	if len(c.ImageModels) > 0 {
+		m.SeesImages = func(model string) bool { return slices.Contains(c.ImageModels, model) }
+	}
+	return m
 }

@@ -126,6 +126,7 @@ func buildActivities(ctx context.Context, cfg Config, ids adapters.IDMap, logger
 		StaleAfter:      cfg.StaleAfter,
 		Streaming:       cfg.streaming(),
 		ChannelSettings: cfg.channelSettings,
+		Media:           cfg.media(),
 		Logger:          logger,
 	}, nil
 }
@@ -293,6 +294,22 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 	if cfg.tel != nil {
 		chain.Metrics = cfg.tel.MetricsHandler()
 	}
+	var db *store.Store
+	if chat := webchatSettings(cfg); cfg.Media || (chat != nil && chat.On) {
+		// The web chat keeps what each chat shows in the store, so a page
+		// reloaded after a restart, or served by another gateway, shows it;
+		// with REPLYFLOW_MEDIA, the files of messages are recorded there
+		// for the worker to fetch.
+		var err error
+		if db, err = store.Open(ctx, cfg.StoreDSN); err != nil {
+			return fmt.Errorf("the gateway keeps the web chat's history and the files of messages (REPLYFLOW_MEDIA) in the store: %w", err)
+		}
+		defer db.Close()
+		db.SetRetention(cfg.retention())
+		if cfg.Media {
+			chain.Media = db
+		}
+	}
 	inbound := gateway.NewChain(chain)
 	defer inbound.Wait() // the slow-down notices in flight, a few seconds at most
 	status := gateway.NewStatus()
@@ -305,14 +322,6 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 		Sessions: &gateway.Sessions{Client: c},
 	}
 	if chat := webchatSettings(cfg); chat != nil && chat.On {
-		// The web chat keeps what each chat shows in the store, so a page
-		// reloaded after a restart, or served by another gateway, shows it.
-		db, err := store.Open(ctx, cfg.StoreDSN)
-		if err != nil {
-			return fmt.Errorf("the web chat keeps its chats' history in the store: %w", err)
-		}
-		defer db.Close()
-		db.SetRetention(cfg.retention())
 		side.ChatLog = db
 	}
 	side.Mux.Handle("GET /healthz", status)

@@ -59,6 +59,18 @@ type Request struct {
 	ReasoningEffort string
 	ThinkingBudget  int
 	MaxTokens       int
+	// Images are the image contents of the user messages, in order:
+	// OpenAI's image_url (a data: URL) or Anthropic's image source as
+	// "data:<media type>;base64,<data>".
+	Images []string
+}
+
+// Transcription is one audio file the fake's transcription endpoint
+// (/v1/audio/transcriptions) was sent.
+type Transcription struct {
+	Model    string
+	FileName string
+	Audio    []byte
 }
 
 // Server is a fake provider.
@@ -68,6 +80,46 @@ type Server struct {
 	mu        sync.Mutex
 	script    []Step
 	requests  []Request
+	// transcript answers every transcription (SetTranscript).
+	transcript     string
+	transcriptions []Transcription
+}
+
+// maxAudioBytes bounds an audio upload the fake reads.
+const maxAudioBytes = 32 << 20
+
+// SetTranscript sets the text the transcription endpoint answers.
+func (s *Server) SetTranscript(text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.transcript = text
+}
+
+// Transcriptions returns the audio files the fake was asked to
+// transcribe so far.
+func (s *Server) Transcriptions() []Transcription {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Transcription(nil), s.transcriptions...)
+}
+
+func (s *Server) transcribe(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseMultipartForm(maxAudioBytes); err != nil {
+		http.Error(w, `{"error":{"message":"bad multipart form"}}`, http.StatusBadRequest)
+		return
+	}
+	f, h, err := r.FormFile("file")
+	if err != nil {
+		http.Error(w, `{"error":{"message":"no file"}}`, http.StatusBadRequest)
+		return
+	}
+	audio, _ := io.ReadAll(io.LimitReader(f, maxAudioBytes))
+	s.mu.Lock()
+	s.transcriptions = append(s.transcriptions, Transcription{Model: r.FormValue("model"), FileName: h.Filename, Audio: audio})
+	text := s.transcript
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"text": text})
 }
 
 // NewOpenAI starts a fake OpenAI-compatible server; point the client's base
@@ -125,6 +177,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if s.anthropic {
 		wantPath = "/v1/messages"
 	}
+	if !s.anthropic && r.Method == http.MethodPost && r.URL.Path == "/v1/audio/transcriptions" {
+		s.transcribe(w, r)
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != wantPath {
 		http.Error(w, `{"error":{"message":"no such route"}}`, http.StatusNotFound)
 		return
@@ -147,6 +203,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		seen.Messages = append(seen.Messages, m.Role+": "+t)
+		seen.Images = append(seen.Images, images(m.Content)...)
 		if m.Role == "user" && t != "" {
 			last = t
 		}
@@ -374,4 +431,32 @@ func text(raw json.RawMessage) string {
 		parts[i] = b.Text
 	}
 	return strings.Join(parts, "")
+}
+
+// images reads the image blocks of a content list: OpenAI's image_url
+// parts and Anthropic's base64 image blocks.
+func images(raw json.RawMessage) []string {
+	var blocks []struct {
+		Type     string `json:"type"`
+		ImageURL struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
+		Source struct {
+			MediaType string `json:"media_type"`
+			Data      string `json:"data"`
+		} `json:"source"`
+	}
+	if json.Unmarshal(raw, &blocks) != nil {
+		return nil
+	}
+	var out []string
+	for _, b := range blocks {
+		switch b.Type {
+		case "image_url":
+			out = append(out, b.ImageURL.URL)
+		case "image":
+			out = append(out, "data:"+b.Source.MediaType+";base64,"+b.Source.Data)
+		}
+	}
+	return out
 }

@@ -112,6 +112,7 @@ type Server struct {
 	http *httptest.Server
 
 	mu           sync.Mutex
+	cdnServed    int          // bytes served by the CDN route (cdn.go)
 	feed         changes.Feed // wakes WaitFor on every change
 	lastID       uint64       // the last snowflake handed out
 	guilds       map[string]*Guild
@@ -206,6 +207,7 @@ func New(opts Options) *Server {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", stripVersion(api))
 	mux.HandleFunc("/gateway", s.serveGateway)
+	mux.HandleFunc("/attachments/", s.serveCDN) // cdn.go
 	mux.HandleFunc("/gateway/", s.serveGateway)
 	s.http = httptest.NewServer(mux)
 	return s

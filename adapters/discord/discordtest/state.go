@@ -48,7 +48,8 @@ type User struct {
 type Attachment struct {
 	ID, Filename, ContentType string
 	Size                      int
-	// Data is an uploaded file's content (the bot's uploads only).
+	// Data is the file's content: the bot's uploads', and a user's
+	// post's where the test gives it (the CDN route serves it).
 	Data []byte
 }
 

@@ -47,7 +47,8 @@ type Metadata struct {
 // File is a file shared in a message.
 type File struct {
 	ID, Name, Mimetype string
-	// Data is an uploaded file's content (the bot's uploads only).
+	// Data is the file's content: the bot's uploads', and a user's
+	// message's where the test gives it (url_private serves it).
 	Data []byte
 }
 
@@ -222,7 +223,7 @@ func (s *Server) wire(st *channelState, m *Message, withMetadata bool) map[strin
 		w["metadata"] = m.Metadata
 	}
 	if len(m.Files) > 0 {
-		w["files"] = wireFiles(m.Files)
+		w["files"] = s.wireFiles(m.Files)
 	}
 	if m.ThreadTS == m.TS {
 		replies := 0
@@ -243,10 +244,10 @@ func (s *Server) wire(st *channelState, m *Message, withMetadata bool) map[strin
 	return w
 }
 
-func wireFiles(files []File) []map[string]any {
+func (s *Server) wireFiles(files []File) []map[string]any {
 	var out []map[string]any
 	for _, f := range files {
-		out = append(out, map[string]any{"id": f.ID, "name": f.Name, "mimetype": f.Mimetype, "url_private": "https://files.slack.test/" + f.ID + "/" + f.Name})
+		out = append(out, map[string]any{"id": f.ID, "name": f.Name, "mimetype": f.Mimetype, "url_private": s.privateURL(f)})
 	}
 	return out
 }

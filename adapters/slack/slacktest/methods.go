@@ -31,6 +31,8 @@ func (s *Server) dispatch(method string, p map[string]string) answer {
 		return s.reactionsOf(p)
 	case "assistant.threads.setStatus":
 		return s.setStatus(p)
+	case "files.info":
+		return s.fileInfo(p) // files.go
 	case "files.getUploadURLExternal":
 		return s.getUploadURL(p)
 	case "files.completeUploadExternal":

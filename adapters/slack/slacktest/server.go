@@ -154,6 +154,7 @@ func New(opts Options) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.serveAPI)
 	mux.HandleFunc("POST /upload/{file}", s.serveUpload)
+	mux.HandleFunc("GET /files-pri/", s.serveFile) // files.go
 	mux.HandleFunc("/socket", s.serveSocket)
 	s.http = httptest.NewServer(mux)
 	go s.redeliverLoop()

@@ -48,6 +48,7 @@ type Message struct {
 	caption  bool
 	photo    string
 	document *wireDocument
+	voice    string
 	entities []wireEntity
 }
 
@@ -200,6 +201,9 @@ func (st *chatState) wire(m *Message, depth int) *wireMessage {
 		}
 	}
 	w.Document = m.document
+	if m.voice != "" {
+		w.Voice = &wireVoice{FileID: m.voice, FileUniqueID: m.voice + "-u", Duration: 3, MimeType: "audio/ogg"}
+	}
 	if len(m.Buttons) > 0 {
 		w.ReplyMarkup = markupOf(m.Buttons)
 	}

@@ -42,6 +42,8 @@ func (s *Server) dispatch(ctx context.Context, method string, p map[string]strin
 		return ok(true)
 	case "sendMessage":
 		return s.sendMessage(p)
+	case "getFile":
+		return s.getFile(p)
 	case "sendDocument":
 		return s.sendDocument(p)
 	case "editMessageText":

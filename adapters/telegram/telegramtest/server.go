@@ -43,7 +43,9 @@ type Server struct {
 	limited    int      // calls answered 429 by limits
 	callbacks  map[string]*callbackState
 	nextQuery  int
-	waiting    int // long polls waiting for an update
+	waiting    int               // long polls waiting for an update
+	files      map[string][]byte // file ID → bytes served by getFile (AddFile)
+	downloads  int               // files downloaded from the file route
 }
 
 // Call is one request the fake received, with its fields decoded.
@@ -170,6 +172,10 @@ func (s *Server) WaitFor(ctx context.Context, cond func() bool) error {
 func (s *Server) touch() { s.feed.Touch() }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/file/bot"); ok {
+		s.serveFile(w, rest)
+		return
+	}
 	token, method, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/bot"), "/")
 	if !ok || !strings.HasPrefix(r.URL.Path, "/bot") {
 		writeJSON(w, http.StatusNotFound, wireResponse{ErrorCode: http.StatusNotFound, Description: "Not Found"})

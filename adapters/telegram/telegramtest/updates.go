@@ -29,6 +29,8 @@ type Incoming struct {
 	// Photo is the photo's file ID.
 	Photo    string
 	Document *Document
+	// Voice is a voice note's file ID (audio/ogg).
+	Voice string
 }
 
 // Document is an attached file.
@@ -67,7 +69,7 @@ func (s *Server) AddMessage(in Incoming) int {
 	if first := st.messages[in.Topic]; in.Topic != 0 && (first == nil || !first.topic) {
 		panic("telegramtest: no topic " + strconv.Itoa(in.Topic) + " in this chat; open it with CreateTopic")
 	}
-	m := &Message{From: in.From, ThreadID: in.Topic, Text: in.Text, ReplyTo: in.ReplyTo, photo: in.Photo, date: s.now().Unix()}
+	m := &Message{From: in.From, ThreadID: in.Topic, Text: in.Text, ReplyTo: in.ReplyTo, photo: in.Photo, voice: in.Voice, date: s.now().Unix()}
 	if in.Text == "" && in.Caption != "" {
 		m.Text, m.caption = in.Caption, true
 	}
@@ -75,7 +77,7 @@ func (s *Server) AddMessage(in Incoming) int {
 		m.document = &wireDocument{FileID: d.FileID, FileUniqueID: d.FileID + "-u", FileName: d.FileName, MimeType: d.MimeType}
 		m.caption = m.Text != ""
 	}
-	if m.photo != "" {
+	if m.photo != "" || m.voice != "" {
 		m.caption = m.Text != ""
 	}
 	m.entities = entitiesOf(m.Text)

@@ -40,6 +40,20 @@ type wireDocument struct {
 	MimeType     string `json:"mime_type,omitempty"`
 }
 
+type wireVoice struct {
+	FileID       string `json:"file_id"`
+	FileUniqueID string `json:"file_unique_id"`
+	Duration     int    `json:"duration"`
+	MimeType     string `json:"mime_type,omitempty"`
+}
+
+type wireFile struct {
+	FileID       string `json:"file_id"`
+	FileUniqueID string `json:"file_unique_id"`
+	FileSize     int64  `json:"file_size,omitempty"`
+	FilePath     string `json:"file_path,omitempty"`
+}
+
 type wireButton struct {
 	Text         string `json:"text"`
 	CallbackData string `json:"callback_data,omitempty"`
@@ -64,6 +78,7 @@ type wireMessage struct {
 	CaptionEntities   []wireEntity    `json:"caption_entities,omitempty"`
 	Photo             []wirePhotoSize `json:"photo,omitempty"`
 	Document          *wireDocument   `json:"document,omitempty"`
+	Voice             *wireVoice      `json:"voice,omitempty"`
 	ReplyMarkup       *wireMarkup     `json:"reply_markup,omitempty"`
 	ForumTopicCreated *struct {
 		Name string `json:"name"`

@@ -1,0 +1,224 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	openaiopt "github.com/openai/openai-go/v3/option"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/replyflow/replyflow/activities/models"
+	"github.com/replyflow/replyflow/activities/models/modeltest"
+	"github.com/replyflow/replyflow/activities/store"
+	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/adapters/discord"
+	"github.com/replyflow/replyflow/adapters/discord/discordtest"
+	"github.com/replyflow/replyflow/adapters/slack"
+	"github.com/replyflow/replyflow/adapters/slack/slacktest"
+	"github.com/replyflow/replyflow/adapters/telegram"
+	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// pngBytes is a 1×1 PNG: what http.DetectContentType sniffs as image/png.
+var pngBytes, _ = base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=")
+
+// mediaTurn is a worker's activities over the fake Telegram and the fake
+// OpenAI, with a store in which the gateway recorded message "7"'s files.
+type mediaTurn struct {
+	acts  *Activities
+	db    *store.Store
+	tg    *telegramtest.Server
+	model *modeltest.Server
+	key   pipeline.SessionKey
+}
+
+func newMediaTurn(t *testing.T, media ...pipeline.Media) mediaTurn {
+	ctx := context.Background()
+	tg := telegramtest.New("1000:secret")
+	t.Cleanup(tg.Close)
+	out, err := telegram.NewClient(telegram.ClientConfig{Token: "1000:secret", APIURL: tg.URL()})
+	require.NoError(t, err)
+	oa := modeltest.NewOpenAI()
+	t.Cleanup(oa.Close)
+	opts := []openaiopt.RequestOption{openaiopt.WithBaseURL(oa.URL + "/v1"), openaiopt.WithAPIKey("test")}
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	key := pipeline.SessionKey{Channel: telegram.Channel, Account: "1000", Chat: "42"}
+	require.NoError(t, db.RecordMedia(ctx, key.WorkflowID(), "7", media))
+	acts := &Activities{
+		Store:    db,
+		Models:   &models.Registry{OpenAIOptions: opts},
+		Outbound: map[string]adapters.Outbound{telegram.Channel: out},
+		Media:    &Media{MaxBytes: 1 << 20, Transcriber: models.NewOpenAITranscriber("whisper-1", opts...)},
+		Logger:   slog.Default(),
+	}
+	return mediaTurn{acts: acts, db: db, tg: tg, model: oa, key: key}
+}
+
+// turn runs one AgentTurn of message "7", whose text is what the session
+// renders of it (pipeline.Inbound.TextWithMedia), with model.
+func (m mediaTurn) turn(t *testing.T, model, caption string, media ...pipeline.Media) pipeline.TurnResult {
+	in := pipeline.Inbound{Text: caption, Media: media}
+	v, err := newActivityEnv(m.acts).ExecuteActivity(m.acts.AgentTurn, pipeline.TurnRequest{
+		Session: m.key, TurnID: "t1", Model: model, Text: in.TextWithMedia(),
+		Messages: []pipeline.TurnMessage{{MessageID: "7", SenderID: "42", SenderName: "Alice", Text: in.TextWithMedia()}},
+	})
+	require.NoError(t, err)
+	var res pipeline.TurnResult
+	require.NoError(t, v.Get(&res))
+	return res
+}
+
+func TestAnImageReachesTheModelAsAnImagePartWithItsCaption(t *testing.T) {
+	photo := pipeline.Media{Kind: "photo", Ref: "photo-1", MimeType: "image/jpeg"}
+	m := newMediaTurn(t, photo)
+	m.tg.AddFile("photo-1", pngBytes)
+
+	m.turn(t, "openai/gpt-4o", "what is this?", photo)
+	reqs := m.model.Requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, []string{"data:image/png;base64," + base64.StdEncoding.EncodeToString(pngBytes)}, reqs[0].Images, "the bytes as downloaded, their type sniffed")
+	last := reqs[0].Messages[len(reqs[0].Messages)-1]
+	assert.Contains(t, last, "what is this?")
+	assert.Contains(t, last, "[photo (image/jpeg) attached, shown below]")
+	assert.NotContains(t, last, "photo-1", "the reference is not the model's business once it sees the image")
+
+	// A later step or attempt reads the image from the store.
+	m.turn(t, "openai/gpt-4o", "what is this?", photo)
+	assert.Equal(t, 1, m.tg.Downloads(), "downloaded once")
+	require.Len(t, m.model.Requests(), 2)
+	assert.Len(t, m.model.Requests()[1].Images, 1)
+
+	// The transcript keeps the text, not the bytes.
+	entry, err := m.db.SessionEntry(context.Background(), m.key.WorkflowID())
+	require.NoError(t, err)
+	msgs, err := m.db.Recent(context.Background(), entry.TranscriptID, 10)
+	require.NoError(t, err)
+	require.NotEmpty(t, msgs)
+	assert.Contains(t, msgs[0].Body, "[photo (image/jpeg) attached, shown below]")
+}
+
+func TestAModelThatTakesNoImagesGetsTheTextAndANote(t *testing.T) {
+	photo := pipeline.Media{Kind: "photo", Ref: "photo-1", MimeType: "image/jpeg"}
+	m := newMediaTurn(t, photo)
+	m.tg.AddFile("photo-1", pngBytes)
+
+	m.turn(t, "openai/some-local-model", "what is this?", photo)
+	reqs := m.model.Requests()
+	require.Len(t, reqs, 1)
+	assert.Empty(t, reqs[0].Images)
+	assert.Contains(t, reqs[0].Messages[len(reqs[0].Messages)-1], "not shown: this model does not take images")
+	assert.Zero(t, m.tg.Downloads(), "nothing downloaded for a model that cannot see it")
+}
+
+func TestAVoiceNoteIsTranscribedOnceAndTheTranscriptIsWhatTheModelReads(t *testing.T) {
+	voice := pipeline.Media{Kind: "voice", Ref: "voice-1", MimeType: "audio/ogg"}
+	m := newMediaTurn(t, voice)
+	audio := []byte("OggS fake voice note")
+	m.tg.AddFile("voice-1", audio)
+	m.model.SetTranscript("book a table for two at eight")
+
+	m.turn(t, "openai/gpt-4o", "", voice)
+	m.turn(t, "openai/gpt-4o", "", voice)
+	got := m.model.Transcriptions()
+	require.Len(t, got, 1, "a second attempt reads the transcript from the store")
+	assert.Equal(t, "whisper-1", got[0].Model)
+	assert.Equal(t, "voice.ogg", got[0].FileName)
+	assert.True(t, bytes.Equal(audio, got[0].Audio))
+	for _, r := range m.model.Requests() {
+		last := r.Messages[len(r.Messages)-1]
+		assert.Contains(t, last, "[voice (audio/ogg), transcribed: book a table for two at eight]")
+		assert.NotContains(t, last, "voice-1")
+	}
+}
+
+func TestAFileThatCannotBeFetchedIsSaidSoAndTheTextIsStillAnswered(t *testing.T) {
+	big := pipeline.Media{Kind: "photo", Ref: "big", MimeType: "image/jpeg"}
+	gone := pipeline.Media{Kind: "photo", Ref: "gone", MimeType: "image/jpeg"}
+	notImage := pipeline.Media{Kind: "photo", Ref: "svg", MimeType: "image/jpeg"}
+	m := newMediaTurn(t, big, gone, notImage)
+	m.acts.Media.MaxBytes = 1000
+	m.tg.AddFile("big", bytes.Repeat([]byte{0xff}, 2000))
+	m.tg.AddFile("gone", pngBytes)
+	m.tg.RemoveFile("gone")
+	m.tg.AddFile("svg", []byte(`<svg xmlns="http://www.w3.org/2000/svg"></svg>`))
+
+	m.turn(t, "openai/gpt-4o", "look", big, gone, notImage)
+	reqs := m.model.Requests()
+	require.Len(t, reqs, 1)
+	assert.Empty(t, reqs[0].Images)
+	last := reqs[0].Messages[len(reqs[0].Messages)-1]
+	assert.Contains(t, last, "look")
+	assert.Equal(t, 1, strings.Count(last, "could not be downloaded: it is too large"), last)
+	assert.Equal(t, 1, strings.Count(last, "could not be downloaded: the platform no longer has it"), last)
+	assert.Contains(t, last, "not an image the model can take")
+	assert.Zero(t, m.tg.Downloads()-1, "the large one was refused from getFile's size, before its download")
+}
+
+func TestAMessageWithoutRecordedFilesKeepsItsMediaLine(t *testing.T) {
+	m := newMediaTurn(t)
+	photo := pipeline.Media{Kind: "photo", Ref: "forged", MimeType: "image/jpeg"}
+	m.tg.AddFile("forged", pngBytes)
+	m.turn(t, "openai/gpt-4o", "", photo)
+	assert.Empty(t, m.model.Requests()[0].Images, "only what the gateway recorded is fetched, never a reference typed in a message")
+	assert.Zero(t, m.tg.Downloads())
+}
+
+func TestADiscordAttachmentIsFetchedFromTheCDNOnly(t *testing.T) {
+	const channel = "100000000000000300"
+	fake := discordtest.New(discordtest.Options{})
+	t.Cleanup(fake.Close)
+	fake.AddUser(discordtest.User{ID: "100000000000000500", Name: "ada"})
+	fake.AddChannel(discordtest.Channel{ID: channel, Type: discordtest.DM, Recipient: "100000000000000500"})
+	out, err := discord.NewClient(discord.ClientConfig{Token: fake.Token, APIURL: fake.APIURL()})
+	require.NoError(t, err)
+	posted := fake.Post(discordtest.Post{Channel: channel, Author: "100000000000000500", Content: "what is this?",
+		Attachments: []discordtest.Attachment{{Filename: "cat.png", ContentType: "image/png", Size: len(pngBytes), Data: pngBytes}}})
+	photo := pipeline.Media{Kind: "photo", Ref: posted.Attachments[0].URL(channel), MimeType: "image/png", Name: "cat.png"}
+	elsewhere := pipeline.Media{Kind: "photo", Ref: "https://example.com/cat.png", MimeType: "image/png", Name: "cat.png"}
+
+	m := newMediaTurn(t)
+	m.key = pipeline.SessionKey{Channel: discord.Channel, Account: "900000000000000001", Chat: channel}
+	m.acts.Outbound = map[string]adapters.Outbound{discord.Channel: out}
+	require.NoError(t, m.db.RecordMedia(context.Background(), m.key.WorkflowID(), "7", []pipeline.Media{photo, elsewhere}))
+	m.turn(t, "openai/gpt-4o", "what is this?", photo, elsewhere)
+	reqs := m.model.Requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, []string{"data:image/png;base64," + base64.StdEncoding.EncodeToString(pngBytes)}, reqs[0].Images)
+	last := reqs[0].Messages[len(reqs[0].Messages)-1]
+	assert.Contains(t, last, `[photo "cat.png" (image/png) attached, shown below]`)
+	assert.Contains(t, last, "could not be downloaded", "a reference off Discord's CDN is not fetched")
+	assert.Equal(t, len(pngBytes), fake.CDNBytes())
+}
+
+func TestASlackFileIsFetchedWithTheBotTokenFromItsPrivateURL(t *testing.T) {
+	fake := slacktest.New(slacktest.Options{})
+	t.Cleanup(fake.Close)
+	fake.AddChannel(slacktest.Channel{ID: "D1", Members: 2})
+	out, err := slack.NewClient(slack.ClientConfig{Token: fake.BotToken, APIURL: fake.APIURL(), PostInterval: -1})
+	require.NoError(t, err)
+	fake.AddMessage(slacktest.Post{Channel: "D1", User: "U1", Text: "what is this?", Subtype: "file_share",
+		Files: []slacktest.File{{ID: "F1", Name: "cat.png", Mimetype: "image/png", Data: pngBytes}}})
+	photo := pipeline.Media{Kind: "photo", Ref: "F1", MimeType: "image/png", Name: "cat.png"}
+	gone := pipeline.Media{Kind: "photo", Ref: "F404", MimeType: "image/png", Name: "gone.png"}
+
+	m := newMediaTurn(t)
+	m.key = pipeline.SessionKey{Channel: slack.Channel, Account: fake.TeamID, Chat: "D1"}
+	m.acts.Outbound = map[string]adapters.Outbound{slack.Channel: out}
+	require.NoError(t, m.db.RecordMedia(context.Background(), m.key.WorkflowID(), "7", []pipeline.Media{photo, gone}))
+	m.turn(t, "openai/gpt-4o", "what is this?", photo, gone)
+	reqs := m.model.Requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, []string{"data:image/png;base64," + base64.StdEncoding.EncodeToString(pngBytes)}, reqs[0].Images)
+	last := reqs[0].Messages[len(reqs[0].Messages)-1]
+	assert.Contains(t, last, `[photo "cat.png" (image/png) attached, shown below]`)
+	assert.Contains(t, last, `[photo "gone.png" (image/png) attached, but it could not be downloaded`)
+}

@@ -1,0 +1,77 @@
+package adapters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// FileFetcher is what an Outbound implements when it can download the
+// files users send: a turn's activity reads the bytes of the message's
+// media (pipeline.Media, the platform's references) through it. Fetch
+// reads at most max bytes: a larger file is ErrFileTooLarge, refused
+// before the download where the platform gives the size.
+type FileFetcher interface {
+	FetchFile(ctx context.Context, m pipeline.Media, max int64) ([]byte, error)
+}
+
+// ErrFileTooLarge is the error of a file over the fetch's limit.
+var ErrFileTooLarge = errors.New("the file is larger than REPLYFLOW_MEDIA_MAX_BYTES")
+
+// MediaLog records the media references of an accepted message, keyed by
+// its session and message ID, before the session hears of it; the turn's
+// activity reads them back (the store is the real one). The references
+// ride in workflow history only as the message's text.
+type MediaLog interface {
+	RecordMedia(ctx context.Context, sessionID, messageID string, media []pipeline.Media) error
+}
+
+// Download reads the file at address through hc, with header (the
+// platform's authorization, or nil), at most max bytes: a
+// larger one is ErrFileTooLarge. A 403, 404 or 410 is Permanent (the file
+// is gone, or its signed address expired), other failures Transient. No
+// error names the address, which may hold a token or a signature.
+func Download(ctx context.Context, hc *http.Client, address string, max int64, op string, header http.Header) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, address, nil)
+	if err != nil {
+		return nil, &Error{Kind: Permanent, Op: op, Err: errors.New("the file's download address is not a URL")}
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err // without the address
+		}
+		return nil, &Error{Kind: Transient, Op: op, Err: err}
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusForbidden, http.StatusNotFound, http.StatusGone:
+		return nil, &Error{Kind: Permanent, Op: op, Err: fmt.Errorf("the platform no longer serves the file (%s)", resp.Status)}
+	default:
+		return nil, &Error{Kind: Transient, Op: op, Err: fmt.Errorf("the platform answered %s", resp.Status)}
+	}
+	if resp.ContentLength > max {
+		return nil, &Error{Kind: Permanent, Op: op, Err: fmt.Errorf("%w: %d bytes, the limit is %d", ErrFileTooLarge, resp.ContentLength, max)}
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return nil, &Error{Kind: Transient, Op: op, Err: err}
+	}
+	if int64(len(data)) > max {
+		return nil, &Error{Kind: Permanent, Op: op, Err: fmt.Errorf("%w: more than %d bytes", ErrFileTooLarge, max)}
+	}
+	return data, nil
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	openaiopt "github.com/openai/openai-go/v3/option"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/replyflow/replyflow/activities"
+	"github.com/replyflow/replyflow/activities/models"
+	"github.com/replyflow/replyflow/activities/models/modeltest"
+	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
+)
+
+// A photo with a caption reaches the model as an image part beside the
+// caption, and a voice note as its transcript; the session's history
+// holds neither the image's bytes nor the transcript.
+func TestTelegramPhotoAndVoiceNoteReachTheModel(t *testing.T) {
+	t.Parallel()
+	oa := modeltest.NewOpenAI()
+	t.Cleanup(oa.Close)
+	opts := []openaiopt.RequestOption{openaiopt.WithBaseURL(oa.URL + "/v1"), openaiopt.WithAPIKey("test")}
+	cfg := testConfig(t)
+	cfg.Model, cfg.Media, cfg.TranscribeModel = "openai/gpt-4o", true, "whisper-1"
+	s := startTelegramStack(t, cfg)
+	s.startWorkerWith(func(acts *activities.Activities) {
+		acts.Models = &models.Registry{MaxTokens: 256, OpenAIOptions: opts}
+		acts.Media.Transcriber = models.NewOpenAITranscriber(cfg.TranscribeModel, opts...)
+	})
+	chat := telegramtest.Private(tgAlice.ID)
+
+	// A PNG header and 200 KB after it: sniffed as a PNG, and large
+	// enough that history would show it.
+	png, err := base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=")
+	require.NoError(t, err)
+	png = append(png, bytes.Repeat([]byte("image-bytes."), 200<<10/12)...)
+	s.fake.AddFile("photo-e2e", png)
+	oa.Push(modeltest.Step{Text: "a picture of a cat"})
+	photo := s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Caption: "what is this?", Photo: "photo-e2e"})
+	waitFor(t, s.fake, "the answer to the photo", func() bool { return slicesContains(sentTexts(s.fake, chat), "a picture of a cat") })
+	reqs := oa.Requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, []string{"data:image/png;base64," + base64.StdEncoding.EncodeToString(png)}, reqs[0].Images)
+	assert.Contains(t, reqs[0].Messages[len(reqs[0].Messages)-1], "what is this?")
+	waitFor(t, s.fake, "the photo's reaction cleared", cleared(s.fake, chat, photo))
+
+	s.fake.AddFile("voice-e2e", []byte("OggS a voice note"))
+	oa.SetTranscript("remind me to water the plants")
+	oa.Push(modeltest.Step{Text: "noted"})
+	voice := s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Voice: "voice-e2e"})
+	waitFor(t, s.fake, "the answer to the voice note", func() bool { return slicesContains(sentTexts(s.fake, chat), "noted") })
+	require.Len(t, oa.Transcriptions(), 1)
+	reqs = oa.Requests()
+	require.Len(t, reqs, 2)
+	assert.Contains(t, reqs[1].Messages[len(reqs[1].Messages)-1], "transcribed: remind me to water the plants")
+	waitFor(t, s.fake, "the voice note's reaction cleared", cleared(s.fake, chat, voice))
+
+	raw := rawHistory(t, sessionHistory(t, s.client, tgKey(chat).WorkflowID()))
+	assert.NotContains(t, raw, "image-bytes.")
+	assert.NotContains(t, raw, base64.StdEncoding.EncodeToString(png[:300]))
+	assert.NotContains(t, raw, "water the plants", "the transcript stays in the store")
+	assert.Less(t, len(raw), 200<<10, "history does not grow with the file")
+}
+
+func slicesContains(texts []string, want string) bool {
+	for _, t := range texts {
+		if strings.Contains(t, want) {
+			return true
+		}
+	}
+	return false
+}
