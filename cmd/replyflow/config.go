@@ -132,12 +132,19 @@ type Config struct {
 	// minutes is still one call, and a live worker is taken for lost only
 	// when three heartbeats in a row do not get through.
 	TurnHeartbeatTimeout time.Duration `envconfig:"TURN_HEARTBEAT_TIMEOUT" default:"2s"`
-	TurnAttempts         int           `envconfig:"TURN_ATTEMPTS" default:"3"`
-	DeliveryTimeout      time.Duration `envconfig:"DELIVERY_TIMEOUT" default:"30s"`
-	DeliveryDeadline     time.Duration `envconfig:"DELIVERY_DEADLINE" default:"10m"`
-	MaxHistoryEvents     int           `envconfig:"MAX_HISTORY_EVENTS" default:"10000"`
-	WorkflowCacheSize    int           `envconfig:"WORKFLOW_CACHE_SIZE" default:"2000"`
-	ShutdownGrace        time.Duration `envconfig:"SHUTDOWN_GRACE" default:"30s"`
+	// ReleaseSessionsOnStart: a starting worker sends the task queue's
+	// open sessions to the shared queue, away from earlier workers' sticky
+	// queues, so a killed worker's sessions move on at once. Each release
+	// costs the server a write, and a session a live worker held replays
+	// its history once: a deployment that rolls many workers at a time
+	// may turn it off and wait the sticky timeout (1 s) after a crash.
+	ReleaseSessionsOnStart bool          `envconfig:"RELEASE_SESSIONS_ON_START" default:"true"`
+	TurnAttempts           int           `envconfig:"TURN_ATTEMPTS" default:"3"`
+	DeliveryTimeout        time.Duration `envconfig:"DELIVERY_TIMEOUT" default:"30s"`
+	DeliveryDeadline       time.Duration `envconfig:"DELIVERY_DEADLINE" default:"10m"`
+	MaxHistoryEvents       int           `envconfig:"MAX_HISTORY_EVENTS" default:"10000"`
+	WorkflowCacheSize      int           `envconfig:"WORKFLOW_CACHE_SIZE" default:"2000"`
+	ShutdownGrace          time.Duration `envconfig:"SHUTDOWN_GRACE" default:"30s"`
 	// WorkerVersioning, DeploymentName, BuildID and Promote place the
 	// worker in a Worker Deployment (versioning.go, workers.Deployment).
 	WorkerVersioning bool                     `envconfig:"WORKER_VERSIONING" default:"true"`

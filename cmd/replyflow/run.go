@@ -183,7 +183,9 @@ func runWorker(ctx context.Context, c client.Client, cfg Config, acts *activitie
 	unstuck := make(chan struct{})
 	go func() {
 		defer close(unstuck)
-		workers.UnstickAfterStart(unstickCtx, workers.ClientSticky{Client: c, Namespace: temporalNamespace()}, cfg.TaskQueue, acts.Logger)
+		if cfg.ReleaseSessionsOnStart {
+			workers.UnstickAfterStart(unstickCtx, workers.ClientSticky{Client: c, Namespace: temporalNamespace()}, cfg.TaskQueue, acts.Logger)
+		}
 	}()
 	defer func() { stopUnstick(); <-unstuck }()
 	if acts.Heartbeats == nil {
