@@ -19,6 +19,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/replyflow/replyflow/activities/models/modeltest"
 	"github.com/replyflow/replyflow/adapters/telegram"
 	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
 	"github.com/replyflow/replyflow/cmd/internal/harness"
@@ -61,11 +62,15 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 	fake := telegramtest.New("4343:upgrade")
 	defer fake.Close()
 
+	// The model answers at once, except the turns the upgrade must catch
+	// in flight: the test holds those until B is current.
+	model := modeltest.NewOpenAI()
+	defer model.Close()
+
 	const deployment = "upgrade-test"
 	common := map[string]string{
 		"DEPLOYMENT_NAME": deployment, "REPLY_PREFIX": "[{model}] ",
-		// A turn long enough to be caught in flight by the upgrade.
-		"DEMO_MODEL_DELAY": "3s", "DEBOUNCE": "0", "TYPING_INTERVAL": "1s",
+		"MODEL": "openai/gpt-test", "STREAM": "off", "DEBOUNCE": "0", "TYPING_INTERVAL": "1s",
 		// Clears owed across the upgrade, for the carried state to keep.
 		"REACTION_CLEAR_DELAY": "10m",
 		"LOG_LEVEL":            "info",
@@ -73,7 +78,7 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 	env := func(build, promote string) []string {
 		vars := maps.Clone(common)
 		vars["BUILD_ID"], vars["PROMOTE"] = build, promote
-		return harness.Env(cluster.Address, "upgrade", store, fake, vars)
+		return append(harness.Env(cluster.Address, "upgrade", store, fake, vars), "OPENAI_BASE_URL="+model.URL+"/v1", "OPENAI_API_KEY=test")
 	}
 	var workersA []*harness.Proc
 	for _, name := range []string{"a1", "a2"} {
@@ -101,23 +106,19 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 		assert.True(t, usageFooter(reply.Text), "/usage tokens holds on A: %q", reply.Text)
 	}
 
-	// Each session has a turn in flight on A ...
+	// Each session has a turn in flight on A: its model call waits for
+	// the release below, which comes once B is current; the answers
+	// then take a moment more, so A's workers are stopped with the
+	// calls still running.
+	release := make(chan struct{})
+	model.Push(slices.Repeat([]modeltest.Step{{Hold: release, Latency: time.Second}}, len(chats))...)
+	asked := len(model.Requests())
 	inFlight := make([]int, len(chats))
-	typed := make([]int, len(chats))
 	for i, chat := range chats {
-		typed[i] = chat.typingCalls()
 		inFlight[i] = chat.say("two")
 	}
-	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	require.NoError(t, fake.WaitFor(waitCtx, func() bool {
-		for i, chat := range chats {
-			if chat.typingCalls() == typed[i] {
-				return false
-			}
-		}
-		return true
-	}), "every session's second turn is running on A")
+	require.Eventually(t, func() bool { return len(model.Requests()) == asked+len(chats) }, 30*time.Second, 50*time.Millisecond,
+		"every session's second turn is asking the model on A")
 
 	// ... when B starts, is made current, and A is drained. B's workers
 	// are not ready (/readyz) until B is current: an orchestrator's
@@ -137,6 +138,7 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 	for _, url := range readyz {
 		assert.Equal(t, http.StatusOK, awaitStatus(t, url, http.StatusOK), "once current, it is")
 	}
+	close(release)
 	for _, p := range workersA {
 		p.Stop() // SIGTERM: the running model calls finish first
 		assert.False(t, p.Running())
@@ -151,7 +153,7 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 	// The turns in flight end on B, on the workflow type they began on.
 	for i, chat := range chats {
 		reply := chat.awaitAnswer(t, inFlight[i])
-		assert.Contains(t, reply.Text, "You said: two")
+		assert.Contains(t, reply.Text, "echo: two")
 		assert.True(t, usageFooter(reply.Text), "the chat's setting holds: %q", reply.Text)
 	}
 	// Then each run moves on into the chat session workflow, with what
@@ -171,7 +173,7 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 	// A session that starts now starts on the chat session workflow.
 	fresh := telegramChat{fake, telegramtest.Private(8_199_999)}
 	reply := fresh.awaitAnswer(t, fresh.say("hello"))
-	assert.Contains(t, reply.Text, "You said: hello")
+	assert.Contains(t, reply.Text, "echo: hello")
 
 	if *recordTo != "" {
 		// A session's history that began on A and goes on on B: the replay

@@ -24,6 +24,10 @@ type Step struct {
 	Text         string // the reply on success; "" echoes the last user text
 	FinishReason string // OpenAI finish_reason / Anthropic stop_reason
 	Latency      time.Duration
+	// Hold, when set, keeps the request unanswered until it is closed
+	// (Latency counts from then): a test decides the moment a model
+	// call in flight ends instead of guessing how long it needs.
+	Hold <-chan struct{}
 	// ToolCalls are returned instead of (or with) text.
 	ToolCalls []ToolCall
 	// InputTokens and OutputTokens are the usage reported (1 and 1 when
@@ -216,6 +220,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 
+	if step.Hold != nil {
+		select {
+		case <-step.Hold:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	if step.Latency > 0 {
 		select {
 		case <-time.After(step.Latency):

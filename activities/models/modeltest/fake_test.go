@@ -3,6 +3,7 @@ package modeltest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	anthropicopt "github.com/anthropics/anthropic-sdk-go/option"
@@ -74,4 +75,35 @@ func TestFakeAnthropicToolUseAndStreaming(t *testing.T) {
 	require.Len(t, got.Content, 1)
 	assert.Equal(t, "sunny and cold", got.Content[0].Text)
 	assert.Equal(t, anthropic.StopReason("end_turn"), got.StopReason)
+}
+
+func TestFakeHoldsAnAnswerUntilReleased(t *testing.T) {
+	s := NewOpenAI()
+	defer s.Close()
+	c := openaiClient(s)
+	params := openai.ChatCompletionNewParams{Model: "gpt-test", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}
+	release := make(chan struct{})
+	s.Push(Step{Hold: release, Text: "released"})
+	answered := make(chan string, 1)
+	go func() {
+		resp, err := c.Chat.Completions.New(context.Background(), params)
+		if err != nil {
+			answered <- "error: " + err.Error()
+			return
+		}
+		answered <- resp.Choices[0].Message.Content
+	}()
+	require.Eventually(t, func() bool { return len(s.Requests()) == 1 }, 5*time.Second, 10*time.Millisecond, "the request arrived")
+	select {
+	case got := <-answered:
+		t.Fatalf("answered before the release: %q", got)
+	default:
+	}
+	close(release)
+	select {
+	case got := <-answered:
+		assert.Equal(t, "released", got)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no answer after the release")
+	}
 }
