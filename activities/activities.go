@@ -218,7 +218,7 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 		result.Usage = &answer.Usage
 	}
 	for i := range result.ToolCalls {
-		result.ToolCalls[i].RequiresApproval = a.Tools.requiresApproval(result.ToolCalls[i].Name)
+		a.Tools.declare(&result.ToolCalls[i])
 	}
 	if len(result.ToolCalls) == 0 {
 		// The turn's final answer: the transcript keeps the user's text

@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -53,9 +54,14 @@ type MCPServerDef struct {
 // MCPToolOverride relaxes or tightens one tool of a server.
 type MCPToolOverride struct {
 	// ReadOnly replaces the server's readOnlyHint: a read-only call is
-	// retried when the connection fails under it; any other is not, as
-	// the server may have acted.
+	// made again by Temporal when an attempt fails after it reached the
+	// server (up to Attempts); any other is not, as the server may have
+	// acted.
 	ReadOnly *bool `json:"read_only"`
+	// Attempts bounds how often Temporal makes a read-only call
+	// (mcpReadOnlyAttempts by default, 1 to 10); a tool that is not
+	// read-only is made once, and setting it there is an error.
+	Attempts int `json:"attempts"`
 	// RequiresApproval replaces the default, which is "not read-only".
 	RequiresApproval *bool `json:"requires_approval"`
 	// Hidden keeps the tool from the model.
@@ -87,9 +93,17 @@ const (
 	// that keeps failing to start.
 	mcpBackoffMax = 30 * time.Second
 	mcpBackoffMin = 250 * time.Millisecond
-	// mcpReadOnlyAttempts bounds how often a read-only call is made when
-	// the connection fails under it (each on a fresh connection).
+	// mcpReadOnlyAttempts is how often Temporal makes a read-only call
+	// by default (MCPToolOverride.Attempts), each attempt on the
+	// server's connection or a fresh one.
 	mcpReadOnlyAttempts = 3
+	// maxMCPAttempts bounds what the file may set.
+	maxMCPAttempts = 10
+	// mcpReconnects bounds the connections one attempt opens when the
+	// call never reached the server (a server that died between calls,
+	// an HTTP session that expired): making it again then is safe for
+	// every tool.
+	mcpReconnects = 3
 	// mcpErrorType names the failures of MCP calls in Temporal.
 	mcpErrorType = "MCPToolError"
 )
@@ -105,6 +119,7 @@ type mcpTool struct {
 	remote           string // the server's name for it
 	readOnly         bool
 	requiresApproval bool
+	attempts         int // how often Temporal may make a call (1 unless read-only)
 }
 
 // MCP holds the worker's connections to its MCP servers. Each worker has
@@ -178,6 +193,14 @@ func LoadMCP(path string, logger *slog.Logger) (*MCP, error) {
 		for k, v := range d.Headers {
 			if _, ok := strings.CutPrefix(v, "env:"); !ok {
 				return nil, fmt.Errorf("MCP file %s: server %q: header %s must be \"env:NAME\": secrets come from the environment, not the file", path, d.Name, k)
+			}
+		}
+		for tool, over := range d.Tools {
+			if over.Attempts < 0 || over.Attempts > maxMCPAttempts {
+				return nil, fmt.Errorf("MCP file %s: server %q tool %s: attempts is %d, it must be between 1 and %d", path, d.Name, tool, over.Attempts, maxMCPAttempts)
+			}
+			if over.Attempts > 1 && over.ReadOnly != nil && !*over.ReadOnly {
+				return nil, fmt.Errorf("MCP file %s: server %q tool %s: a tool that is not read-only is made once (the server may have acted), so it takes no attempts", path, d.Name, tool)
 			}
 		}
 		if d.Timeout <= 0 {
@@ -452,6 +475,13 @@ func (s *mcpServer) list(ctx context.Context, cs *mcp.ClientSession) (map[string
 		if over.RequiresApproval != nil {
 			approval = *over.RequiresApproval
 		}
+		attempts := 1
+		switch {
+		case readOnly:
+			attempts = cmp.Or(over.Attempts, mcpReadOnlyAttempts)
+		case over.Attempts > 1:
+			s.m.logger.Warn("MCP tool made once although the file asks for more attempts: the server does not say it is read-only (set read_only in the file to let Temporal make it again)", "server", s.def.Name, "tool", t.Name)
+		}
 		params := map[string]any{}
 		raw, err := json.Marshal(t.InputSchema)
 		if err == nil && len(raw) > maxMCPSchema {
@@ -473,7 +503,7 @@ func (s *mcpServer) list(ctx context.Context, cs *mcp.ClientSession) (map[string
 		}
 		tools[name] = mcpTool{
 			spec:   models.Tool{Name: name, Description: desc, Parameters: params},
-			remote: t.Name, readOnly: readOnly, requiresApproval: approval,
+			remote: t.Name, readOnly: readOnly, requiresApproval: approval, attempts: attempts,
 		}
 		order = append(order, name)
 	}
@@ -586,6 +616,17 @@ func (m *MCP) requiresApproval(name string) bool {
 	return ok && t.requiresApproval
 }
 
+// declare fills in an MCP call's approval, attempts, timeout and label
+// ("mcp <server>.<tool>", the server's own name for the tool).
+func (m *MCP) declare(call *pipeline.ToolCall) {
+	s, t, ok := m.lookup(call.Name)
+	if !ok {
+		return
+	}
+	call.RequiresApproval, call.Attempts, call.Timeout = t.requiresApproval, t.attempts, s.def.Timeout
+	call.Label = "mcp " + s.def.Name + "." + t.remote
+}
+
 // errMCPNotSent marks a failure before the call reached the server: it is
 // safe to make again, whatever the tool does.
 var errMCPNotSent = errors.New("not sent")
@@ -603,32 +644,32 @@ func (m *MCP) call(ctx context.Context, s *mcpServer, t mcpTool, inv pipeline.To
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.def.Timeout.D())
 	defer cancel()
-	var last error
-	for attempt := 1; ; attempt++ {
+	for reconnect := 1; ; reconnect++ {
 		res, err := s.callOnce(ctx, t, args)
 		if err == nil {
 			return s.resultText(res)
 		}
-		last = err
 		safe := errors.Is(err, errMCPNotSent) || errors.Is(err, mcp.ErrSessionMissing)
 		switch {
-		case ctx.Err() != nil:
-			// The call's time ran out: the server may still act, unless
-			// the call never reached it.
-			if t.readOnly || safe {
-				return "", false, temporal.NewApplicationError(s.callFailed(t, last), mcpErrorType)
-			}
-			return "", false, temporal.NewNonRetryableApplicationError(s.callFailed(t, last)+"; it may have run, so it is not made again", mcpErrorType, nil)
-		case !mcpConnectionFailure(err) && !errors.Is(err, errMCPNotSent):
+		case !safe && !mcpConnectionFailure(err):
 			// The server answered with a protocol error (unknown tool,
 			// bad arguments): the model reads it.
 			return s.callFailed(t, err), true, nil
-		case !t.readOnly && !safe:
-			return "", false, temporal.NewNonRetryableApplicationError(s.callFailed(t, last)+"; it may have run, so it is not made again", mcpErrorType, nil)
-		case attempt >= mcpReadOnlyAttempts:
-			return "", false, temporal.NewApplicationError(s.callFailed(t, last), mcpErrorType)
+		case safe && ctx.Err() == nil && reconnect < mcpReconnects:
+			// Never reached the server: made again at once on a new
+			// connection, whatever the tool does.
+		case t.readOnly:
+			// Temporal makes it again, as the call's declaration says
+			// (Attempts), on this connection or a fresh one.
+			return "", false, temporal.NewApplicationError(s.callFailed(t, err), mcpErrorType)
+		case !safe:
+			// It reached the server, or its time ran out there: the
+			// server may have acted.
+			return "", false, temporal.NewNonRetryableApplicationError(s.callFailed(t, err)+"; it may have run, so it is not made again", mcpErrorType, nil)
+		default:
+			return "", false, temporal.NewNonRetryableApplicationError(s.callFailed(t, err)+"; the server could not be reached, so it did not run", mcpErrorType, nil)
 		}
-		m.logger.Info("MCP call made again on a new connection", "server", s.def.Name, "tool", t.remote, "attempt", attempt+1, "error", s.redact(err.Error()))
+		m.logger.Info("MCP call made on a new connection: the call never reached the server", "server", s.def.Name, "tool", t.remote, "connection", reconnect+1, "error", s.redact(err.Error()))
 	}
 }
 
@@ -653,8 +694,14 @@ func (s *mcpServer) callOnce(ctx context.Context, t mcpTool, args map[string]any
 // the server (a JSON-RPC error: unknown tool, bad arguments).
 func mcpConnectionFailure(err error) bool {
 	var answered *jsonrpc.Error
-	return !errors.As(err, &answered)
+	return !errors.As(err, &answered) || answered.Code == mcpRejectedByTransport
 }
+
+// mcpRejectedByTransport is the code the SDK's Streamable HTTP client
+// gives a request whose HTTP exchange failed (a dropped connection, a
+// refused one): not the server's answer, and not proof that the server
+// never read the request either.
+const mcpRejectedByTransport = -32005
 
 // resultText renders a result for the model, bounded by maxToolOutput.
 func (s *mcpServer) resultText(res *mcp.CallToolResult) (string, bool, error) {

@@ -1,10 +1,12 @@
 package activities
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -155,6 +157,21 @@ func TestMCPReadOnlyCallAndApprovals(t *testing.T) {
 	assert.True(t, acts.Tools.requiresApproval("t__create"), "not read-only: approval by default")
 	assert.True(t, acts.Tools.requiresApproval("t__pid"), "the file tightens a read-only tool")
 	assert.False(t, acts.Tools.requiresApproval("t__nope"))
+
+	// What the session reads of each call's tool: the retry policy and
+	// the name in the UI.
+	for _, c := range []struct {
+		name     string
+		approval bool
+		attempts int
+	}{{"t__lookup", false, mcpReadOnlyAttempts}, {"t__create", true, 1}, {"t__pid", true, mcpReadOnlyAttempts}} {
+		call := pipeline.ToolCall{Name: c.name}
+		acts.Tools.declare(&call)
+		assert.Equal(t, c.approval, call.RequiresApproval, c.name)
+		assert.Equal(t, c.attempts, call.Attempts, c.name)
+		assert.Equal(t, "mcp t."+strings.TrimPrefix(c.name, "t__"), call.Label)
+		assert.Equal(t, pipeline.Duration(30*time.Second), call.Timeout, c.name)
+	}
 }
 
 func TestMCPServerKilledIsRestartedOnNextCall(t *testing.T) {
@@ -165,15 +182,33 @@ func TestMCPServerKilledIsRestartedOnNextCall(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
 
-	res, err = runMCP(t, acts, "t__pid", `{}`)
-	require.NoError(t, err)
+	// The next call may still go to the dead process (its end not yet
+	// seen); the read-only call then fails as retryable, and the
+	// attempts its declaration gives Temporal reach a new process.
+	call := pipeline.ToolCall{Name: "t__pid"}
+	acts.Tools.declare(&call)
+	for attempt := 1; ; attempt++ {
+		res, err = runMCP(t, acts, "t__pid", `{}`)
+		if err == nil {
+			break
+		}
+		var appErr *temporal.ApplicationError
+		require.ErrorAs(t, err, &appErr)
+		require.False(t, appErr.NonRetryable(), "attempt %d: %v", attempt, err)
+		require.Less(t, attempt, call.Attempts, "no attempt Temporal would make reached a new process: %v", err)
+	}
 	assert.NotEqual(t, strconv.Itoa(pid), res.Output, "a new process answers")
 	assert.False(t, res.IsError)
 }
 
 func TestMCPCrashMidCall(t *testing.T) {
 	acts, marker := stdioMCP(t, nil)
-	// Read-only: made again on a new process, which answers.
+	// Read-only: the attempt fails as retryable, and Temporal's next
+	// attempt is answered by a new process.
+	_, err := runMCP(t, acts, "t__crash_once", `{}`)
+	var retryable *temporal.ApplicationError
+	require.ErrorAs(t, err, &retryable)
+	assert.False(t, retryable.NonRetryable(), "a read-only call is made again: %v", err)
 	res, err := runMCP(t, acts, "t__crash_once", `{}`)
 	require.NoError(t, err)
 	assert.Equal(t, "survived", res.Output)
@@ -319,6 +354,8 @@ func TestMCPFileRules(t *testing.T) {
 		"bad name":        `{"servers":[{"name":"a__b","command":"x"}]}`,
 		"twice":           `{"servers":[{"name":"a","command":"x"},{"name":"a","command":"y"}]}`,
 		"unknown setting": `{"servers":[{"name":"a","command":"x","envs":["A"]}]}`,
+		"writing retried": `{"servers":[{"name":"a","command":"x","tools":{"send":{"read_only":false,"attempts":3}}}]}`,
+		"attempts range":  `{"servers":[{"name":"a","command":"x","tools":{"get":{"attempts":11}}}]}`,
 	} {
 		_, err := LoadMCP(write(body), nil)
 		assert.Error(t, err, name)
@@ -387,6 +424,51 @@ func TestMCPStreamableHTTPHeadersAndExpiredSession(t *testing.T) {
 	res, err = runMCP(t, acts, "web__create", `{"q":"b"}`)
 	require.NoError(t, err)
 	assert.Equal(t, "created b", res.Output)
+}
+
+// A Streamable HTTP call whose connection drops under it may have reached
+// the server: a read-only call fails for Temporal to make again, a
+// writing one fails for good, and the model is never told the server
+// answered.
+func TestMCPDroppedHTTPCallIsRetriedOnlyWhenReadOnly(t *testing.T) {
+	srv := testMCPServer()
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var drop atomic.Bool
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if drop.Load() && strings.Contains(string(body), `"tools/call"`) {
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+			}
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"servers":[{"name":"web","url":"`+hs.URL+`"}]}`), 0o644))
+	m, err := LoadMCP(path, slog.Default())
+	require.NoError(t, err)
+	t.Cleanup(m.Close)
+	m.Start(t.Context())
+	tools, err := LoadTools("")
+	require.NoError(t, err)
+	acts := &Activities{Tools: tools.WithMCP(m), Logger: slog.Default()}
+	_, err = runMCP(t, acts, "web__lookup", `{"q":"a"}`)
+	require.NoError(t, err, "connected")
+
+	drop.Store(true)
+	for name, retryable := range map[string]bool{"web__lookup": true, "web__create": false} {
+		_, err := runMCP(t, acts, name, `{"q":"b"}`)
+		var appErr *temporal.ApplicationError
+		require.ErrorAs(t, err, &appErr, name)
+		assert.Equal(t, retryable, !appErr.NonRetryable(), "%s: %v", name, err)
+	}
+	drop.Store(false)
+	res, err := runMCP(t, acts, "web__lookup", `{"q":"c"}`)
+	require.NoError(t, err)
+	assert.Equal(t, "found c", res.Output, "the next attempt is answered")
 }
 
 func TestMCPStderrIsLoggedRedactedAtDebug(t *testing.T) {

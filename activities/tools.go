@@ -267,6 +267,21 @@ func (t *Tools) requiresApproval(name string) bool {
 	return t.mcp.requiresApproval(name)
 }
 
+// declare fills in what the session needs of a call's tool: whether a
+// person approves it, how often and how long Temporal may run it, and
+// its name in the UI. An HTTP tool's call is made once (a failing one
+// is an answer the model reads, not an activity failure).
+func (t *Tools) declare(call *pipeline.ToolCall) {
+	if t == nil {
+		return
+	}
+	if d, ok := t.defs[call.Name]; ok {
+		call.RequiresApproval, call.Timeout = d.RequiresApproval, d.Timeout
+		return
+	}
+	t.mcp.declare(call)
+}
+
 // RunTool runs one tool call and returns its result. A failing tool is a
 // result the model reads (IsError), not an activity failure, and the call is
 // made once: tools are not assumed idempotent, so each request carries an

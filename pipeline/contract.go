@@ -182,6 +182,15 @@ type ToolCall struct {
 	Arguments string `json:"arguments"` // a JSON object
 	// RequiresApproval is set from the tool's declaration.
 	RequiresApproval bool `json:"requires_approval,omitempty"`
+	// Attempts, Timeout and Label are set from the tool's declaration
+	// too: how often Temporal may make the call (more than once only for
+	// a read-only tool, whose repetition changes nothing; zero is once),
+	// how long one attempt may take (zero: the turn's timeout), and
+	// what the Temporal UI calls it ("mcp docs.search"; empty names it
+	// by the tool).
+	Attempts int      `json:"attempts,omitempty"`
+	Timeout  Duration `json:"timeout,omitempty"`
+	Label    string   `json:"label,omitempty"`
 }
 
 // ToolResult is what running a tool call gave.

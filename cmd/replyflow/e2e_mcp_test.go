@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/pipeline"
@@ -39,9 +42,11 @@ type mcpQuery struct {
 }
 
 // mcpDocsServer is a Streamable HTTP MCP server with a read-only tool
-// (lookup) and a writing one (create), counting the calls of each.
-func mcpDocsServer(t *testing.T) (url string, lookups, creates *atomic.Int32) {
-	lookups, creates = new(atomic.Int32), new(atomic.Int32)
+// (lookup) and a writing one (create), counting the calls of each. While
+// dropLookups is above zero, a lookup's request is cut off (its
+// connection closed, the tool not run) and the count goes down.
+func mcpDocsServer(t *testing.T) (url string, lookups, creates, dropLookups *atomic.Int32) {
+	lookups, creates, dropLookups = new(atomic.Int32), new(atomic.Int32), new(atomic.Int32)
 	srv := mcp.NewServer(&mcp.Implementation{Name: "docs", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "lookup", Description: "Look a page up", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(_ context.Context, _ *mcp.CallToolRequest, in mcpQuery) (*mcp.CallToolResult, any, error) {
@@ -53,9 +58,28 @@ func mcpDocsServer(t *testing.T) (url string, lookups, creates *atomic.Int32) {
 			creates.Add(1)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "created " + in.Q}}}, nil, nil
 		})
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && dropLookups.Load() > 0 {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			if strings.Contains(string(body), `"tools/call"`) && strings.Contains(string(body), `"lookup"`) {
+				dropLookups.Add(-1)
+				conn, _, err := http.NewResponseController(w).Hijack()
+				if err == nil {
+					conn.Close()
+				}
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		handler.ServeHTTP(w, r)
+	}))
 	t.Cleanup(hs.Close)
-	return hs.URL, lookups, creates
+	return hs.URL, lookups, creates, dropLookups
 }
 
 func mcpConfig(t *testing.T, url string) Config {
@@ -66,20 +90,37 @@ func mcpConfig(t *testing.T, url string) Config {
 	return cfg
 }
 
-// TestMCPToolsInATurn: a read-only MCP tool runs without approval; a
+// TestMCPToolsInATurn: a read-only MCP tool runs without approval, and
+// an attempt whose connection dropped is made again by Temporal; a
 // writing one waits for a proposal's approval and then runs once, or,
 // rejected, never.
 func TestMCPToolsInATurn(t *testing.T) {
-	url, lookups, creates := mcpDocsServer(t)
+	url, lookups, creates, dropLookups := mcpDocsServer(t)
 	s := startStack(t, mcpConfig(t, url))
 
 	stop := s.startWorker(callingModel{tool: "docs__lookup", args: `{"q":"faq"}`})
+	dropLookups.Store(1)
 	events := subscribe(t, s.baseURL, "mcp-read")
 	code, _ := s.post("mcp-read", `{"message_id":"r1","sender_id":"alice","text":"find the faq"}`)
 	require.Equal(t, http.StatusAccepted, code)
 	seen := events.collectUntil(t, 30*time.Second, func(ev sseEvent) bool { return ev.Type == "message" && strings.HasPrefix(ev.Text, "done:") })
 	assert.Equal(t, "done: page faq", seen[len(seen)-1].Text)
-	assert.Equal(t, int32(1), lookups.Load())
+	assert.Equal(t, int32(1), lookups.Load(), "the dropped attempt never reached the tool")
+	assert.Zero(t, dropLookups.Load(), "the first attempt was dropped")
+	key := pipeline.SessionKey{Channel: "webchat", Chat: "mcp-read"}
+	var summary string
+	var attempt int32
+	for _, ev := range s.history(key) {
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == pipeline.ActivityRunTool {
+			require.NoError(t, converter.GetDefaultDataConverter().FromPayload(ev.GetUserMetadata().GetSummary(), &summary))
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && summary != "" && attempt == 0 {
+			attempt = a.GetAttempt()
+		}
+	}
+	assert.True(t, strings.HasPrefix(summary, "mcp docs.lookup "), "the UI names the call: %q", summary)
+	assert.Equal(t, int32(2), attempt, "Temporal's second attempt ran it")
+	recordHistoryOf(t, s.client, key, "mcp_read_only_retried")
 	stop()
 
 	s.startWorker(callingModel{tool: "docs__create", args: `{"q":"news"}`})

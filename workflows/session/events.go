@@ -117,10 +117,14 @@ func (ReactionsWanted) isEvent() {}
 // ApplicationError type ("RateLimited", "PlatformRejected", "Timeout",
 // "Canceled", ...), whether Temporal may retry it, and its message.
 type Failure struct {
-	Type         string        `json:"type"`
-	NonRetryable bool          `json:"non_retryable,omitempty"`
-	Message      string        `json:"message"`
-	RetryAfter   time.Duration `json:"retry_after,omitempty"`
+	Type         string `json:"type"`
+	NonRetryable bool   `json:"non_retryable,omitempty"`
+	Message      string `json:"message"`
+	// Cause is what the effect itself said (an application error's own
+	// message, or which timeout ran out), without Temporal's wrapping:
+	// what a model reads of a failed tool call.
+	Cause      string        `json:"cause,omitempty"`
+	RetryAfter time.Duration `json:"retry_after,omitempty"`
 	// Shown is what a failed streaming attempt already showed.
 	Shown *pipeline.Shown `json:"shown,omitempty"`
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -30,6 +31,8 @@ type fakeWorld struct {
 	reactions []pipeline.ReactionChange
 	toolCalls []pipeline.ToolCall
 	agent     func(pipeline.TurnRequest) pipeline.TurnResult
+	// tool, when set, answers the tool calls (each attempt).
+	tool func(pipeline.ToolInvocation) (pipeline.ToolResult, error)
 }
 
 func loopSettings() pipeline.Settings {
@@ -83,6 +86,9 @@ func newLoopEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeWorld) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		w.toolCalls = append(w.toolCalls, inv.Call)
+		if w.tool != nil {
+			return w.tool(inv)
+		}
 		return pipeline.ToolResult{CallID: inv.Call.ID, Name: inv.Call.Name, Output: "done"}, nil
 	}, activity.RegisterOptions{Name: pipeline.ActivityRunTool})
 	env.RegisterActivityWithOptions(func(context.Context, pipeline.SessionKey, pipeline.SessionSettings) error { return nil },
@@ -201,4 +207,60 @@ func TestATurnThatStartsAtOnceSendsNoReceivedReaction(t *testing.T) {
 		assert.NotEqual(t, pipeline.ReactionReceived, r.State, "with no debounce window, ✍️ replaces 👀 before it goes out")
 	}
 	assert.Len(t, w.reactions, 1, "the clear of ✅ alone: %+v", w.reactions)
+}
+
+// A failed attempt of a tool call is made again by Temporal only when the
+// call's declaration allows it (a read-only tool); any other call is made
+// once, and the model reads that it could not be run.
+func TestAFailedToolAttemptIsMadeAgainOnlyWhenItsDeclarationAllows(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		attempts int
+		calls    int
+		answer   string
+	}{
+		{"read-only", 3, 2, "got: done"},
+		{"writing", 0, 1, "got: the tool could not be run: the server went away"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			env, w := newLoopEnv(t)
+			w.agent = func(req pipeline.TurnRequest) pipeline.TurnResult {
+				if len(req.Rounds) == 0 {
+					return pipeline.TurnResult{Model: req.Model, ToolCalls: []pipeline.ToolCall{{ID: "c1", Name: "docs__search", Arguments: `{}`,
+						Attempts: c.attempts, Timeout: pipeline.Duration(10 * time.Second), Label: "mcp docs.search"}}}
+				}
+				return pipeline.TurnResult{Model: req.Model, Reply: "got: " + req.Rounds[0].Results[0].Output}
+			}
+			failed := false
+			w.tool = func(inv pipeline.ToolInvocation) (pipeline.ToolResult, error) {
+				if !failed {
+					failed = true
+					return pipeline.ToolResult{}, temporal.NewApplicationError("the server went away", "MCPToolError")
+				}
+				return pipeline.ToolResult{CallID: inv.Call.ID, Name: inv.Call.Name, Output: "done"}, nil
+			}
+			signalAt(env, time.Second, workflows.SignalInbound, inbound("m1", "alice", "look it up"))
+			runFor(t, env)
+			assert.Len(t, w.toolCalls, c.calls)
+			texts := w.texts()
+			require.Len(t, texts, 1)
+			assert.Contains(t, texts[0], c.answer)
+		})
+	}
+}
+
+func TestAToolCallsActivityOptionsFollowItsDeclaration(t *testing.T) {
+	call := func(c pipeline.ToolCall) RunTool {
+		return RunTool{TurnID: "t1", Step: 0, Invocation: pipeline.ToolInvocation{Call: c}}
+	}
+	opts := toolOptions(call(pipeline.ToolCall{Name: "pay"}), time.Minute)
+	assert.Equal(t, int32(1), opts.RetryPolicy.MaximumAttempts, "once, unless declared otherwise")
+	assert.Equal(t, time.Minute, opts.StartToCloseTimeout)
+	assert.Equal(t, "tool pay (turn t1 step 1)", opts.Summary)
+
+	opts = toolOptions(call(pipeline.ToolCall{Name: "docs__search", Attempts: 50, Timeout: pipeline.Duration(10 * time.Second), Label: "mcp docs.search"}), time.Minute)
+	assert.Equal(t, int32(maxToolAttempts), opts.RetryPolicy.MaximumAttempts, "bounded")
+	assert.Equal(t, 10*time.Second+toolGrace, opts.StartToCloseTimeout, "the tool's own timeout, with room to report it")
+	assert.Equal(t, time.Minute+queueAllowance, opts.ScheduleToCloseTimeout, "all attempts within the turn's time")
+	assert.Equal(t, "mcp docs.search (turn t1 step 1)", opts.Summary)
 }

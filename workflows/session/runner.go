@@ -1,9 +1,11 @@
 package session
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -100,20 +102,14 @@ func (r *runner) start(e Effect) {
 	case AskModel:
 		r.askModel(e)
 	case RunTool:
-		ctx := workflow.WithActivityOptions(r.turnCtx(e.TurnID), workflow.ActivityOptions{
-			StartToCloseTimeout:    r.settings.TurnTimeout.D(),
-			ScheduleToCloseTimeout: r.settings.TurnTimeout.D() + queueAllowance,
-			// Once: a tool is not assumed idempotent.
-			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
-			Summary:     fmt.Sprintf("tool %s (turn %s step %d)", e.Invocation.Call.Name, e.TurnID, e.Step+1),
-		})
+		ctx := workflow.WithActivityOptions(r.turnCtx(e.TurnID), toolOptions(e, r.settings.TurnTimeout.D()))
 		r.await(workflow.ExecuteActivity(ctx, pipeline.ActivityRunTool, e.Invocation), new(pipeline.ToolResult), func(out any, f *Failure) Event {
 			if f == nil {
 				return ToolRan{TurnID: e.TurnID, Step: e.Step, Result: *out.(*pipeline.ToolResult)}
 			}
 			call := e.Invocation.Call
 			return ToolRan{TurnID: e.TurnID, Step: e.Step, Result: pipeline.ToolResult{
-				CallID: call.ID, Name: call.Name, Output: "the tool could not be run: " + f.Error(), IsError: true,
+				CallID: call.ID, Name: call.Name, Output: "the tool could not be run: " + cmp.Or(f.Cause, f.Error()), IsError: true,
 			}}
 		})
 	case Deliver:
@@ -297,13 +293,13 @@ func failureOf(err error) *Failure {
 	var canceled *temporal.CanceledError
 	switch {
 	case errors.As(err, &app):
-		f.Type, f.NonRetryable, f.RetryAfter = app.Type(), app.NonRetryable(), app.NextRetryDelay()
+		f.Type, f.NonRetryable, f.RetryAfter, f.Cause = app.Type(), app.NonRetryable(), app.NextRetryDelay(), app.Message()
 		var shown pipeline.Shown
 		if app.HasDetails() && app.Details(&shown) == nil && !shown.Empty() {
 			f.Shown = &shown
 		}
 	case errors.As(err, &timeout):
-		f.Type = "Timeout"
+		f.Type, f.Cause = "Timeout", "it ran out of time ("+strings.ToLower(strings.TrimPrefix(timeout.TimeoutType().String(), "TIMEOUT_TYPE_"))+")"
 		if timeout.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT {
 			f.Type = FailureWorkerLost
 		}
@@ -320,3 +316,38 @@ func failureOf(err error) *Failure {
 // FailureWorkerLost: the worker running the effect stopped heartbeating,
 // which says nothing of the effect itself.
 const FailureWorkerLost = "WorkerLost"
+
+// toolGrace is what a tool's attempt gets beyond the tool's own timeout,
+// which the activity applies itself: the attempt reports its timeout as
+// the tool's answer before Temporal gives up on it.
+const toolGrace = 5 * time.Second
+
+// maxToolAttempts bounds the attempts a tool's declaration may ask for.
+const maxToolAttempts = 10
+
+// toolOptions are a tool call's activity options, from its declaration
+// (pipeline.ToolCall): a call is made once unless its tool is read-only
+// and declares more attempts, an attempt takes at most the tool's own
+// timeout, and all of them at most the turn's; the UI names the call by
+// its label ("mcp docs.search") or its tool.
+func toolOptions(e RunTool, turnTimeout time.Duration) workflow.ActivityOptions {
+	call := e.Invocation.Call
+	attempt := turnTimeout
+	if t := call.Timeout.D() + toolGrace; call.Timeout > 0 && t < attempt {
+		attempt = t
+	}
+	retry := &temporal.RetryPolicy{MaximumAttempts: 1}
+	if call.Attempts > 1 {
+		retry = &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: int32(min(call.Attempts, maxToolAttempts))}
+	}
+	label := call.Label
+	if label == "" {
+		label = "tool " + call.Name
+	}
+	return workflow.ActivityOptions{
+		StartToCloseTimeout:    attempt,
+		ScheduleToCloseTimeout: turnTimeout + queueAllowance,
+		RetryPolicy:            retry,
+		Summary:                fmt.Sprintf("%s (turn %s step %d)", label, e.TurnID, e.Step+1),
+	}
+}
