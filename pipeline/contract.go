@@ -166,6 +166,18 @@ type TurnResult struct {
 	// delivery replaces the preview, or sends only what follows the
 	// blocks. nil when nothing was shown.
 	Shown *Shown `json:"shown,omitempty"`
+	// Held is set when the step was answered without the model because
+	// the session may not call it for now (a spent budget, a breaker's
+	// cool-off); nil once a step was let through.
+	Held *Hold `json:"held,omitempty"`
+}
+
+// Hold says why and until when a session gets no model call.
+type Hold struct {
+	// Reason is "budget:chat", "budget:sender", "budget:deployment" or
+	// "cooloff".
+	Reason string    `json:"reason"`
+	Until  time.Time `json:"until"`
 }
 
 // Built-in tools: staying silent this turn, and stepping back from a

@@ -75,13 +75,19 @@ var (
 	AttrQueueDepth       = temporal.NewSearchAttributeKeyInt64("ReplyflowQueueDepth")
 	AttrPendingProposals = temporal.NewSearchAttributeKeyInt64("ReplyflowPendingProposals")
 	AttrLastInboundAt    = temporal.NewSearchAttributeKeyTime("ReplyflowLastInboundAt")
+	// AttrHeldUntil and AttrHeldReason say until when and why a session
+	// gets no model call (pipeline.Hold); a session whose hold ended
+	// keeps the past time until its next step is let through, so a
+	// query compares with now: ReplyflowHeldUntil > "<now>".
+	AttrHeldUntil  = temporal.NewSearchAttributeKeyTime("ReplyflowHeldUntil")
+	AttrHeldReason = temporal.NewSearchAttributeKeyKeyword("ReplyflowHeldReason")
 )
 
 // SearchAttributes lists every custom attribute with its type name as the
 // Temporal CLI spells it, for `temporal operator search-attribute create` and
 // `temporal server start-dev --search-attribute`.
 func SearchAttributes() []string {
-	keys := []temporal.SearchAttributeKey{AttrChannel, AttrChat, AttrState, AttrQueueDepth, AttrPendingProposals, AttrLastInboundAt}
+	keys := []temporal.SearchAttributeKey{AttrChannel, AttrChat, AttrState, AttrQueueDepth, AttrPendingProposals, AttrLastInboundAt, AttrHeldUntil, AttrHeldReason}
 	out := make([]string, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, fmt.Sprintf("%s=%s", k.GetName(), cliTypeName(k)))

@@ -39,6 +39,9 @@ type Snapshot struct {
 	// totals and the last heartbeat (runs with changeControl).
 	Chat          *ChatView `json:"chat,omitempty"`
 	HistoryLength int       `json:"history_length"`
+	// Held says why and until when the session gets no model call (a
+	// spent budget, a breaker's cool-off), as its last model step said.
+	Held *pipeline.Hold `json:"held,omitempty"`
 }
 
 // BufferView, BatchView and ActiveView show messages by ID and sender only.

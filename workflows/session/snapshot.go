@@ -45,6 +45,7 @@ func SnapshotOf(env Env, st *State, historyLength int) workflows.Snapshot {
 			UsageTotal: c.UsageTotal, IdleFrom: c.IdleFrom,
 		},
 		HistoryLength: historyLength,
+		Held:          st.Turn.Held,
 	}
 	if t := st.Turn.Last; t != nil {
 		rec := workflows.TurnRecord(*t)

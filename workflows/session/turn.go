@@ -63,6 +63,10 @@ type TurnState struct {
 	Deliveries []DeliveryRecord `json:"deliveries,omitempty"`
 	Models     ModelsState      `json:"models"`
 	Resets     int              `json:"resets,omitempty"`
+	// Held is what the last model step said of the session's budgets
+	// and breakers: set while it gets no model call, nil once a step
+	// was let through.
+	Held *pipeline.Hold `json:"held,omitempty"`
 }
 
 // ActiveTurn is the running turn.
@@ -241,6 +245,7 @@ func (s *TurnState) Answered(env Env, ev ModelAnswered) []Effect {
 		return append(out, s.ask(env, next)...)
 	}
 	s.Models.Succeeded(ev.Model)
+	s.Held = ev.Result.Held
 	a.NewTranscript = false
 	if ev.Result.Shown != nil {
 		a.Attempts.Shown = ev.Result.Shown

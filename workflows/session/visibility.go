@@ -112,6 +112,7 @@ type PublishedAttributes struct {
 	QueueDepth       int
 	PendingProposals int
 	LastInboundAt    time.Time
+	Held             pipeline.Hold
 }
 
 // Updates are the search attributes that changed since the last publish,
@@ -142,6 +143,7 @@ func (v *VisibilityState) Updates(env Env, st *State) []temporal.SearchAttribute
 		QueueDepth:       len(st.Queue.Queue),
 		PendingProposals: st.Proposals.Pending(),
 		LastInboundAt:    was.LastInboundAt,
+		Held:             heldOf(st),
 	}
 	if first || now.State != was.State {
 		updates = append(updates, workflows.AttrState.ValueSet(string(now.State)))
@@ -152,12 +154,29 @@ func (v *VisibilityState) Updates(env Env, st *State) []temporal.SearchAttribute
 	if first || now.PendingProposals != was.PendingProposals {
 		updates = append(updates, workflows.AttrPendingProposals.ValueSet(int64(now.PendingProposals)))
 	}
+	if now.Held != was.Held {
+		// Not at a run's first publish unless held: a session never held
+		// upserts nothing for it.
+		if now.Held.Until.IsZero() {
+			updates = append(updates, workflows.AttrHeldUntil.ValueUnset(), workflows.AttrHeldReason.ValueUnset())
+		} else {
+			updates = append(updates, workflows.AttrHeldUntil.ValueSet(now.Held.Until), workflows.AttrHeldReason.ValueSet(now.Held.Reason))
+		}
+	}
 	if last := st.Intake.LastInboundAt; !last.IsZero() && !last.Equal(was.LastInboundAt) && (len(updates) > 0 || !passesByItself(env, st)) {
 		updates = append(updates, workflows.AttrLastInboundAt.ValueSet(last))
 		now.LastInboundAt = last
 	}
 	v.Published = &now
 	return updates
+}
+
+// heldOf is the session's hold, the zero Hold when it has none.
+func heldOf(st *State) pipeline.Hold {
+	if h := st.Turn.Held; h != nil {
+		return *h
+	}
+	return pipeline.Hold{}
 }
 
 // passesByItself reports whether the session's status is one that the
