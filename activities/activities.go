@@ -124,21 +124,18 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 	if err != nil {
 		return pipeline.TurnResult{}, err
 	}
-	// Before typing shows: a refused step answers at once.
+	// Before typing shows: /budget, and a refused step, answer at once.
+	if reply, ok, err := a.budgetCommand(ctx, req); err != nil {
+		return pipeline.TurnResult{}, err
+	} else if ok {
+		return a.answeredWithoutModel(ctx, out, req, pipeline.TurnResult{Reply: reply, Model: req.Model})
+	}
 	admitted, err := a.Spend.admit(ctx, a.Logger, req)
 	if err != nil {
 		return pipeline.TurnResult{}, err
 	}
 	if admitted.refused != nil {
-		// A /new the session asked of this step still happens: the
-		// session does not ask again.
-		if req.NewTranscript && a.Store != nil {
-			if _, err := a.Store.StartTranscript(ctx, req.Session.WorkflowID(), req.TurnID); err != nil {
-				return pipeline.TurnResult{}, fmt.Errorf("start a new transcript for %s: %w", req.Session.WorkflowID(), err)
-			}
-		}
-		a.clearSilentTurn(ctx, out, req, *admitted.refused)
-		return *admitted.refused, nil
+		return a.answeredWithoutModel(ctx, out, req, *admitted.refused)
 	}
 	turnCtx, stop := context.WithCancel(ctx)
 	refresherDone := make(chan struct{})
@@ -229,6 +226,20 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 			return pipeline.TurnResult{}, fmt.Errorf("save the turn of %s: %w", req.Session.WorkflowID(), err)
 		}
 		result.Reply = a.withStaleNote(req, result.Shown, answer.Text, now)
+	}
+	a.clearSilentTurn(ctx, out, req, result)
+	return result, nil
+}
+
+// answeredWithoutModel ends a step the activity answers itself, without
+// the model: nothing is counted and nothing written to the transcript.
+func (a *Activities) answeredWithoutModel(ctx context.Context, out adapters.Outbound, req pipeline.TurnRequest, result pipeline.TurnResult) (pipeline.TurnResult, error) {
+	// A /new the session asked of this step still happens: the session
+	// does not ask again.
+	if req.NewTranscript && a.Store != nil {
+		if _, err := a.Store.StartTranscript(ctx, req.Session.WorkflowID(), req.TurnID); err != nil {
+			return pipeline.TurnResult{}, fmt.Errorf("start a new transcript for %s: %w", req.Session.WorkflowID(), err)
+		}
 	}
 	a.clearSilentTurn(ctx, out, req, result)
 	return result, nil

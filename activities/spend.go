@@ -97,6 +97,7 @@ type Price struct {
 type SpendStore interface {
 	BudgetUsage(ctx context.Context, keys []store.BudgetKey) (map[store.BudgetKey]store.BudgetUsage, error)
 	AddSpend(ctx context.Context, keys []store.BudgetKey, tokens int64, costUSD float64, now time.Time) error
+	RaiseBudgetOnce(ctx context.Context, k store.BudgetKey, raise string, tokens int64, usd float64, now time.Time) (bool, error)
 	Refused(ctx context.Context, day, sessionID, turnID string, now time.Time) (bool, error)
 	Guard(ctx context.Context, sessionID string) (store.Guard, error)
 	UpdateGuard(ctx context.Context, sessionID string, now time.Time, change func(*store.Guard) bool) (store.Guard, error)

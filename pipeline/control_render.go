@@ -22,6 +22,7 @@ func RenderHelp(owner bool, closed []string) string {
 		"/think off|low|medium|high — reasoning effort",
 		"/verbose on|off — show tool calls as short lines",
 		"/usage [off|tokens|full] — a usage footer under each reply; alone: this session's totals",
+		"/budget — what is left of today's budgets: this chat's, yours, the agent's",
 		"/context — what the next prompt holds",
 		"/compact [focus] — summarize the conversation and go on from the summary",
 		"/export — the conversation as a Markdown document",
@@ -33,9 +34,10 @@ func RenderHelp(owner bool, closed []string) string {
 			"/activation mention|smart|gated|always — when the bot answers in groups",
 			"/send on|off — unmute or mute every reply in this chat",
 			"/heartbeat every 30m [08:00-22:00] [time zone] | off | now — the checklist heartbeat",
+			"/budget raise N — add N tokens (50000, 50k) or dollars ($2) to this chat's budget for today",
 		)
 	} else {
-		lines = append(lines, "Owners may also use /activation, /send and /heartbeat.")
+		lines = append(lines, "Owners may also use /activation, /send, /heartbeat and /budget raise.")
 		if len(closed) > 0 {
 			lines = append(lines, "Only owners raise "+strings.Join(closed, ", ")+" here; anyone may turn them down.")
 		}
@@ -78,7 +80,7 @@ func RenderUsageTotals(total Usage, turns int, mode UsageMode) string {
 	if total.HasCost {
 		text += fmt.Sprintf(" · $%.4f", total.CostUSD)
 	}
-	return text + ". Footer: " + string(mode) + " (/usage off|tokens|full)."
+	return text + ". Footer: " + string(mode) + " (/usage off|tokens|full).\nWhat is left of today's budgets: /budget"
 }
 
 // MaxHeartbeatAckRunes is how much a heartbeat reply may say besides

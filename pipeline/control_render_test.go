@@ -68,7 +68,7 @@ func TestUsageFooterAndTotals(t *testing.T) {
 	assert.Equal(t, "— 1200 in · 80 out tokens · cost not reported by the provider", UsageFooter(u, UsageFull))
 	u.CostUSD, u.HasCost = 0.01234, true
 	assert.Equal(t, "— 1200 in · 80 out tokens · $0.0123", UsageFooter(u, UsageFull))
-	assert.Equal(t, "This session: 3 answered turn(s), 1200 in · 80 out tokens · $0.0123. Footer: off (/usage off|tokens|full).", RenderUsageTotals(u, 3, ""))
+	assert.Equal(t, "This session: 3 answered turn(s), 1200 in · 80 out tokens · $0.0123. Footer: off (/usage off|tokens|full).\nWhat is left of today's budgets: /budget", RenderUsageTotals(u, 3, ""))
 
 	withCost := Usage{InputTokens: 1, CostUSD: 0.5, HasCost: true}
 	assert.True(t, Usage{}.Add(withCost).HasCost, "nothing plus a known cost is known")
@@ -90,6 +90,8 @@ func TestHelpSaysWhatIsOpenToTheSender(t *testing.T) {
 			assert.Contains(t, help, cmd)
 		}
 		assert.Equal(t, owner, strings.Contains(help, "/send on|off —"))
+		assert.Contains(t, help, "/budget — what is left of today's budgets")
+		assert.Equal(t, owner, strings.Contains(help, "/budget raise N — add N tokens"), "owners see how to raise it")
 		assert.Equal(t, !owner, strings.Contains(help, "Only owners raise /think, /verbose on, /usage full, /queue debounce, cap and drop here"), help)
 	}
 	assert.NotContains(t, RenderHelp(false, ClosedToMembers(MemberSettingNames)), "Only owners raise")

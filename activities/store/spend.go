@@ -10,13 +10,17 @@ import (
 
 // The scopes of a budget row: a chat (its workflow ID without a sender),
 // a sender ("<channel>:<sender ID>"), the deployment (its task queue),
-// and a session, whose row counts its refused turns and holds the day's
-// notice.
+// a session, whose row counts its refused turns and holds the day's
+// notice, and a raise an owner asked in a chat ("<session ID>#<turn
+// ID>"), whose row holds what it added, so that the turn's retries add
+// nothing more. Raise rows are one per owner's raise, kept as long as the
+// others.
 const (
 	ScopeChat       = "chat"
 	ScopeSender     = "sender"
 	ScopeDeployment = "deployment"
 	ScopeSession    = "session"
+	ScopeRaise      = "raise"
 )
 
 // BudgetKey names one budget-day row.
@@ -78,7 +82,38 @@ ON CONFLICT (day, scope, subject) DO UPDATE SET tokens = budget_usage.tokens + e
 // the deployment, whose sessions the store cannot name; the chat's own
 // sessions for a chat), so that a budget spent again is told again.
 func (s *Store) RaiseBudget(ctx context.Context, k BudgetKey, tokens int64, usd float64, now time.Time) error {
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO budget_usage (day, scope, subject, raised_tokens, raised_usd, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+	return s.raiseBudget(ctx, s.db, k, tokens, usd, now)
+}
+
+// RaiseBudgetOnce is RaiseBudget for a raise asked once and maybe tried
+// again (an activity's retry): raise names it, and only its first call
+// adds, in one transaction with a row (scope ScopeRaise, subject raise)
+// that records what it added. It is true when this call added.
+func (s *Store) RaiseBudgetOnce(ctx context.Context, k BudgetKey, raise string, tokens int64, usd float64, now time.Time) (bool, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("raise the budget of %s %s on %s: %w", k.Scope, k.Subject, k.Day, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	res, err := tx.ExecContext(ctx, s.q(`INSERT INTO budget_usage (day, scope, subject, raised_tokens, raised_usd, updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (day, scope, subject) DO NOTHING`),
+		k.Day, ScopeRaise, raise, tokens, usd, now.UTC())
+	if err != nil {
+		return false, fmt.Errorf("record the raise %s of %s %s on %s: %w", raise, k.Scope, k.Subject, k.Day, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return false, err // raised before: its retry adds nothing
+	}
+	if err := s.raiseBudget(ctx, tx, k, tokens, usd, now); err != nil {
+		return false, err
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("raise the budget of %s %s on %s: %w", k.Scope, k.Subject, k.Day, err)
+	}
+	return true, nil
+}
+
+func (s *Store) raiseBudget(ctx context.Context, db execer, k BudgetKey, tokens int64, usd float64, now time.Time) error {
+	_, err := db.ExecContext(ctx, s.q(`INSERT INTO budget_usage (day, scope, subject, raised_tokens, raised_usd, updated_at) VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (day, scope, subject) DO UPDATE SET raised_tokens = budget_usage.raised_tokens + excluded.raised_tokens, raised_usd = budget_usage.raised_usd + excluded.raised_usd, updated_at = excluded.updated_at`),
 		k.Day, k.Scope, k.Subject, tokens, usd, now.UTC())
 	if err != nil {
@@ -89,7 +124,7 @@ ON CONFLICT (day, scope, subject) DO UPDATE SET raised_tokens = budget_usage.rai
 		query += ` AND (subject = ? OR subject LIKE ?)`
 		args = append(args, k.Subject, k.Subject+":~%")
 	}
-	if _, err := s.db.ExecContext(ctx, s.q(query), args...); err != nil {
+	if _, err := db.ExecContext(ctx, s.q(query), args...); err != nil {
 		return fmt.Errorf("take back the notices of %s %s on %s: %w", k.Scope, k.Subject, k.Day, err)
 	}
 	return nil

@@ -70,6 +70,29 @@ func spendSuite(t *testing.T, dsn func(*testing.T) string) {
 		assert.Equal(t, int64(4), rows[0].Refused)
 	})
 
+	t.Run("a raise asked again adds once, and takes the notice back", func(t *testing.T) {
+		s := open(t)
+		_, err := s.Refused(ctx, chat.Day, chat.Subject, "t1", now)
+		require.NoError(t, err)
+		raised, err := s.RaiseBudgetOnce(ctx, chat, chat.Subject+"#t2", 500, 0.5, now)
+		require.NoError(t, err)
+		assert.True(t, raised)
+		again, err := s.RaiseBudgetOnce(ctx, chat, chat.Subject+"#t2", 500, 0.5, now)
+		require.NoError(t, err)
+		assert.False(t, again, "the same raise tried again")
+		other, err := s.RaiseBudgetOnce(ctx, chat, chat.Subject+"#t3", 100, 0, now)
+		require.NoError(t, err)
+		assert.True(t, other, "another raise adds")
+		got, err := s.BudgetUsage(ctx, []BudgetKey{chat, {Day: chat.Day, Scope: ScopeRaise, Subject: chat.Subject + "#t2"}})
+		require.NoError(t, err)
+		assert.Equal(t, int64(600), got[chat].RaisedTokens)
+		assert.InDelta(t, 0.5, got[chat].RaisedUSD, 1e-9)
+		assert.Equal(t, int64(500), got[BudgetKey{Day: chat.Day, Scope: ScopeRaise, Subject: chat.Subject + "#t2"}].RaisedTokens, "the raise's row records what it added")
+		told, err := s.Refused(ctx, chat.Day, chat.Subject, "t4", now)
+		require.NoError(t, err)
+		assert.True(t, told, "a budget spent again after the raise is told again")
+	})
+
 	t.Run("concurrent counts lose nothing", func(t *testing.T) {
 		s := open(t)
 		var wg sync.WaitGroup

@@ -17,8 +17,8 @@ import (
 const budgetUsage = `usage:
   replyflow budget list [--day 2006-01-02] [--all] [--limit 100]
       a budget-day's spend by chat, sender and deployment (--all: every row,
-      not only those over budget or refused), the breakers in force and the
-      trips of the last day
+      not only those over budget or refused, and the owners' /budget raise
+      in chats), the breakers in force and the trips of the last day
   replyflow budget raise [<chat> | --sender <channel>:<id> | --deployment] (--tokens N | --usd X) [--day 2006-01-02]
       add to a budget for one budget-day (today by default); the chat is its
       session ID (session:webchat:demo) or <channel>:<chat>
@@ -97,8 +97,13 @@ func budgetList(ctx context.Context, spend *activities.Spend, db *store.Store, a
 		case u.Refused > 0:
 			state = "refused turns"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%.4f\t%s\t%d\t%s\n", u.Scope, u.Subject, u.Tokens, limitText(float64(tokens), float64(u.RaisedTokens), "%.0f"),
-			u.CostUSD, limitText(usd, u.RaisedUSD, "%.2f"), u.Refused, state)
+		tokenLimit, usdLimit := limitText(float64(tokens), float64(u.RaisedTokens), "%.0f"), limitText(usd, u.RaisedUSD, "%.2f")
+		if u.Scope == store.ScopeRaise {
+			// What an owner's /budget raise in a chat (the subject's
+			// session and turn) added to the chat's row.
+			tokenLimit, usdLimit, state = fmt.Sprintf("+%d", u.RaisedTokens), fmt.Sprintf("+%.2f", u.RaisedUSD), "/budget raise in the chat"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%.4f\t%s\t%d\t%s\n", u.Scope, u.Subject, u.Tokens, tokenLimit, u.CostUSD, usdLimit, u.Refused, state)
 		shown++
 	}
 	if shown == 0 {

@@ -51,6 +51,16 @@ func TestBudgetVerbsListAndRaise(t *testing.T) {
 	assert.Regexp(t, `chat\s+session:webchat:room\s+1200\s+1000 \+500\s`, out.String())
 	assert.Contains(t, out.String(), "session:webchat:quiet")
 
+	db, err = store.Open(ctx, cfg.StoreDSN)
+	require.NoError(t, err)
+	_, err = db.RaiseBudgetOnce(ctx, chat, "session:webchat:room#c.7", 300, 0, now)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	out.Reset()
+	require.NoError(t, budgetCommand(ctx, cfg, []string{"list", "--all"}, &out, now))
+	assert.Regexp(t, `chat\s+session:webchat:room\s+1200\s+1000 \+800\s`, out.String(), "an owner's /budget raise in the chat adds to its row")
+	assert.Regexp(t, `raise\s+session:webchat:room#c\.7\s+0\s+\+300\s+0\.0000\s+\+0\.00\s+0\s+/budget raise in the chat`, out.String(), "and is listed with --all")
+
 	assert.Error(t, budgetCommand(ctx, cfg, []string{"raise", "webchat:room"}, &out, now), "something to add")
 	assert.Error(t, budgetCommand(ctx, cfg, []string{"raise", "--sender", "42", "--tokens", "5"}, &out, now), "a sender names its channel")
 	require.NoError(t, budgetCommand(ctx, cfg, []string{"raise", "--deployment", "--usd", "2.5"}, &out, now))

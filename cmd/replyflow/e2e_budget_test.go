@@ -78,3 +78,55 @@ func TestASpentBudgetEndToEnd(t *testing.T) {
 	assert.Equal(t, 1, countMessages(seen), "nothing was sent for the silent turns before it")
 	assert.Len(t, oa.Requests(), 4)
 }
+
+// An owner raises a spent chat budget from the chat, end to end: /budget
+// shows what is left, a member's /budget raise is refused, the owner's
+// raises today's chat budget, and the next message is answered by the
+// model again. The /budget turns never reach the model.
+func TestAnOwnerRaisesTheBudgetFromTheChat(t *testing.T) {
+	t.Parallel()
+	oa := modeltest.NewOpenAI()
+	t.Cleanup(oa.Close)
+	cfg := testConfig(t)
+	cfg.Model = "openai/gpt-test"
+	cfg.Stream = "off"
+	cfg.BudgetChatTokens = 250
+	cfg.Owners = []string{"webchat:boss"}
+	s := startStack(t, cfg)
+	s.startWorkerWith(func(acts *activities.Activities) {
+		acts.Models = &models.Registry{MaxTokens: 256,
+			OpenAIOptions:    []openaiopt.RequestOption{openaiopt.WithBaseURL(oa.URL + "/v1"), openaiopt.WithAPIKey("test")},
+			AnthropicOptions: []anthropicopt.RequestOption{anthropicopt.WithAPIKey("test")},
+		}
+	})
+	for range 3 {
+		oa.Push(modeltest.Step{Text: "fine", InputTokens: 60, OutputTokens: 40})
+	}
+	chat := "budget-raise-e2e"
+	events := subscribe(t, s.baseURL, chat)
+	for _, id := range []string{"r1", "r2", "r3"} {
+		assert.Equal(t, "fine", s.command(events, chat, id, "alice", "question "+id))
+	}
+	assert.Contains(t, s.command(events, chat, "r4", "alice", "one more"), "This chat's daily budget is spent")
+	require.Len(t, oa.Requests(), 3)
+
+	shown := s.command(events, chat, "r5", "alice", "/budget")
+	assert.Contains(t, shown, "This chat: 300 of 250 tokens spent, none left.")
+	assert.Contains(t, shown, "You, in all chats: 300 of 500,000 tokens spent, 499,700 left.", "the default sender budget")
+	assert.Contains(t, shown, "The budget-day resets at 00:00 UTC")
+	assert.Equal(t, "⚠️ Only owners may raise this chat's budget. /budget shows what is left today.",
+		s.command(events, chat, "r6", "alice", "/budget raise 100k"))
+	raised := s.command(events, chat, "r7", "boss", "/budget raise 100k")
+	assert.Contains(t, raised, "Raised this chat's budget for today by 100,000 tokens.")
+	assert.Contains(t, raised, "This chat: 300 of 100,250 tokens spent (250 + 100,000 raised by an owner), 99,950 left.")
+	assert.Len(t, oa.Requests(), 3, "no model request for the /budget turns")
+	assert.Contains(t, s.command(events, chat, "r8", "alice", "/usage"), "What is left of today's budgets: /budget")
+
+	oa.Push(modeltest.Step{Text: "back", InputTokens: 60, OutputTokens: 40})
+	assert.Equal(t, "back", s.command(events, chat, "r9", "alice", "still there?"), "raised: the model answers again")
+	require.Len(t, oa.Requests(), 4)
+
+	var out bytes.Buffer
+	require.NoError(t, budgetCommand(context.Background(), s.cfg, []string{"list", "--all"}, &out, time.Now()))
+	assert.Regexp(t, `chat\s+session:webchat:budget-raise-e2e\s+400\s+250 \+100000\s`, out.String(), "the same row `replyflow budget raise` adds to")
+}

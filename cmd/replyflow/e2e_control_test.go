@@ -86,7 +86,7 @@ func TestChatControlEndToEnd(t *testing.T) {
 	quiet := events.collectUntil(t, 30*time.Second, isReaction("q1", "✅"))
 	assert.Zero(t, countMessages(quiet), "nothing is sent while muted")
 	assert.Equal(t, "Unmuted: replies are sent here again.", s.command(events, chat, "o2", "boss", "/send on"))
-	assert.Equal(t, "This session: 3 answered turn(s), 30 in · 9 out tokens. Footer: tokens (/usage off|tokens|full).",
+	assert.Equal(t, "This session: 3 answered turn(s), 30 in · 9 out tokens. Footer: tokens (/usage off|tokens|full).\nWhat is left of today's budgets: /budget",
 		s.command(events, chat, "u2", "alice", "/usage"))
 
 	snap := s.state(chat)
