@@ -153,7 +153,7 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 	// The turns in flight end on B, on the workflow type they began on.
 	for i, chat := range chats {
 		reply := chat.awaitAnswer(t, inFlight[i])
-		assert.Contains(t, reply.Text, "echo: two")
+		assert.Regexp(t, `^\[openai/gpt-test\] echo: \[telegram [^]]*\] two\n`, reply.Text)
 		assert.True(t, usageFooter(reply.Text), "the chat's setting holds: %q", reply.Text)
 	}
 	// Then each run moves on into the chat session workflow, with what
@@ -173,7 +173,7 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 	// A session that starts now starts on the chat session workflow.
 	fresh := telegramChat{fake, telegramtest.Private(8_199_999)}
 	reply := fresh.awaitAnswer(t, fresh.say("hello"))
-	assert.Contains(t, reply.Text, "echo: hello")
+	assert.Regexp(t, `^\[openai/gpt-test\] echo: \[telegram [^]]*\] hello$`, reply.Text)
 
 	if *recordTo != "" {
 		// A session's history that began on A and goes on on B: the replay
