@@ -128,7 +128,12 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 	if reply, ok, err := a.budgetCommand(ctx, req); err != nil {
 		return pipeline.TurnResult{}, err
 	} else if ok {
-		return a.answeredWithoutModel(ctx, out, req, pipeline.TurnResult{Reply: reply, Model: req.Model})
+		// The session keeps its hold (or learns a raise ended it).
+		held, err := a.Spend.currentHold(ctx, req)
+		if err != nil {
+			return pipeline.TurnResult{}, err
+		}
+		return a.answeredWithoutModel(ctx, out, req, pipeline.TurnResult{Reply: reply, Model: req.Model, Held: held})
 	}
 	admitted, err := a.Spend.admit(ctx, a.Logger, req)
 	if err != nil {

@@ -270,8 +270,9 @@ func (s *Spend) admit(ctx context.Context, logger *slog.Logger, req pipeline.Tur
 	}
 	now, sid := s.now(), req.Session.WorkflowID()
 	heartbeat := isHeartbeatTurn(req)
+	var held *pipeline.Hold
 	answer := func(text string) (admission, error) {
-		return admission{refused: &pipeline.TurnResult{Reply: text, Model: req.Model}}, nil
+		return admission{refused: &pipeline.TurnResult{Reply: text, Model: req.Model, Held: held}}, nil
 	}
 	if n := s.Breakers.MaxSteps; n > 0 && req.Step >= n {
 		s.trip(ctx, logger, store.Trip{SessionID: sid, TurnID: req.TurnID, Kind: TripSteps, Detail: fmt.Sprintf("step %d of the turn, at most %d", req.Step+1, n), At: now})
@@ -286,6 +287,7 @@ func (s *Spend) admit(ctx context.Context, logger *slog.Logger, req pipeline.Tur
 		return answer(pipeline.HeartbeatToken)
 	}
 	if now.Before(guard.CooloffUntil) {
+		held = &pipeline.Hold{Reason: HoldCooloff, Until: guard.CooloffUntil.UTC()}
 		if heartbeat {
 			return answer(pipeline.HeartbeatToken)
 		}
@@ -311,6 +313,7 @@ func (s *Spend) admit(ctx context.Context, logger *slog.Logger, req pipeline.Tur
 		return admission{guard: guard}, err
 	}
 	metricsOf(ctx).WithTags(map[string]string{"scope": spent.key.Scope}).Counter(MetricBudgetRefused).Inc(1)
+	held = &pipeline.Hold{Reason: holdBudget + spent.key.Scope, Until: resets.UTC()}
 	if heartbeat {
 		return answer(pipeline.HeartbeatToken)
 	}
@@ -325,6 +328,36 @@ func (s *Spend) admit(ctx context.Context, logger *slog.Logger, req pipeline.Tur
 	logger.Warn("Budget spent: the session's turns get no model call until the budget-day ends or an owner raises it (replyflow budget raise)",
 		"session", sid, "turn", req.TurnID, "scope", spent.key.Scope, "subject", spent.key.Subject, "day", day, "resets", resets)
 	return answer(s.budgetNotice(spent, resets))
+}
+
+// The reasons of a hold (pipeline.Hold): a breaker's cool-off, or a
+// spent budget, by its scope ("budget:chat").
+const (
+	HoldCooloff = "cooloff"
+	holdBudget  = "budget:"
+)
+
+// currentHold is the session's hold now, for a step answered without the
+// model that is not a refusal (/budget): nil when the session may call
+// the model.
+func (s *Spend) currentHold(ctx context.Context, req pipeline.TurnRequest) (*pipeline.Hold, error) {
+	if s == nil || s.Store == nil {
+		return nil, nil
+	}
+	now, sid := s.now(), req.Session.WorkflowID()
+	guard, err := s.Store.Guard(ctx, sid)
+	if err != nil {
+		return nil, fmt.Errorf("check the breakers of %s (is the store reachable? REPLYFLOW_STORE_DSN): %w", sid, err)
+	}
+	if now.Before(guard.CooloffUntil) {
+		return &pipeline.Hold{Reason: HoldCooloff, Until: guard.CooloffUntil.UTC()}, nil
+	}
+	day, resets := s.BudgetDay(now)
+	spent, err := s.spentBudget(ctx, s.subjects(req.Session, turnSender(req), day))
+	if err != nil || spent == nil {
+		return nil, err
+	}
+	return &pipeline.Hold{Reason: holdBudget + spent.key.Scope, Until: resets.UTC()}, nil
 }
 
 // budgetNotice is the one notice of a spent budget.

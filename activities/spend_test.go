@@ -145,12 +145,16 @@ func heartbeatTurn(tick string, at time.Time) pipeline.TurnRequest {
 func TestASpentBudgetGivesOneNoticeThenSilenceAndResetsAtTheHour(t *testing.T) {
 	f := newSpendFixture(t, sqliteDSN(t), Spend{Budgets: Budgets{ChatTokens: 250}})
 	for range 3 {
-		assert.Equal(t, "hello", f.turn(t, "alice").Reply, "within the budget: 100 tokens a turn, 300 counted after the third")
+		within := f.turn(t, "alice")
+		assert.Equal(t, "hello", within.Reply, "within the budget: 100 tokens a turn, 300 counted after the third")
+		assert.Nil(t, within.Held, "a step let through holds nothing")
 	}
 	require.EqualValues(t, 3, f.model.calls.Load())
 
 	notice := f.turn(t, "bob")
 	assert.Contains(t, notice.Reply, "This chat's daily budget is spent")
+	require.NotNil(t, notice.Held, "the session learns it is held, and until when")
+	assert.Equal(t, pipeline.Hold{Reason: "budget:chat", Until: time.Date(2026, 11, 28, 5, 0, 0, 0, time.UTC)}, *notice.Held)
 	assert.Contains(t, notice.Reply, "06:00 CET, Nov 28", "says when it resets, in the budgets' time zone")
 	assert.Empty(t, notice.ToolCalls)
 	for range 3 {
@@ -334,6 +338,9 @@ func TestTurnsFailingTheSameWayCoolOff(t *testing.T) {
 	calls := f.model.calls.Load()
 	notice := f.turn(t, "alice")
 	assert.Contains(t, notice.Reply, "The model kept failing here (Format)")
+	require.NotNil(t, notice.Held)
+	assert.Equal(t, HoldCooloff, notice.Held.Reason)
+	assert.True(t, f.clock.Now().Add(10*time.Minute).Equal(notice.Held.Until), "held until %s", notice.Held.Until)
 	assert.Equal(t, pipeline.SilentToken, f.turn(t, "alice").Reply, "one notice per cool-off")
 	assert.Equal(t, calls, f.model.calls.Load(), "no model call while cooling off")
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +64,20 @@ func TestASpentBudgetEndToEnd(t *testing.T) {
 	}
 	assert.Len(t, oa.Requests(), 3, "no model call once the budget is spent")
 
+	// The session is found in one query, and its state says why.
+	held := s.state(chat).Held
+	require.NotNil(t, held, "the state says the session is held")
+	assert.Equal(t, "budget:chat", held.Reason)
+	assert.True(t, held.Until.After(time.Now()), "until the budget-day ends: %s", held.Until)
+	overBudget := func() string {
+		var out bytes.Buffer
+		require.NoError(t, listSessions(context.Background(), s.client, sessionsOptions{held: true, limit: 100}, &out))
+		return out.String()
+	}
+	require.Eventually(t, func() bool { return strings.Contains(overBudget(), "session:webchat:budget-e2e") }, 30*time.Second, 100*time.Millisecond,
+		"replyflow sessions --over-budget lists it")
+	assert.Regexp(t, `session:webchat:budget-e2e\s+\S+\s+\S+\s+.*budget:chat for `, overBudget())
+
 	var out bytes.Buffer
 	require.NoError(t, budgetCommand(context.Background(), s.cfg, []string{"list"}, &out, time.Now()))
 	assert.Regexp(t, `chat\s+session:webchat:budget-e2e\s+300\s+250\s+0\.0030\s+off\s+0\s+over budget`, out.String(), "the provider's cost is counted too")
@@ -77,6 +92,10 @@ func TestASpentBudgetEndToEnd(t *testing.T) {
 	assert.Equal(t, "back", lastText(seen), "raised: the model answers again")
 	assert.Equal(t, 1, countMessages(seen), "nothing was sent for the silent turns before it")
 	assert.Len(t, oa.Requests(), 4)
+	assert.Nil(t, s.state(chat).Held, "a step let through ends the hold")
+	require.Eventually(t, func() bool { return !strings.Contains(overBudget(), "budget-e2e") }, 30*time.Second, 100*time.Millisecond,
+		"no longer listed once it talks again")
+	recordHistory(t, s.client, chat, "budget_held")
 }
 
 // An owner raises a spent chat budget from the chat, end to end: /budget

@@ -31,6 +31,9 @@ type sessionsOptions struct {
 	chat string
 	// state is one ReplyflowState value, e.g. waiting_user.
 	state string
+	// held finds the sessions that get no model call now: a spent
+	// budget or a breaker's cool-off (ReplyflowHeldUntil).
+	held  bool
 	all   bool
 	limit int
 }
@@ -51,6 +54,9 @@ func sessionsQuery(o sessionsOptions, now time.Time) string {
 	if o.state != "" {
 		parts = append(parts, fmt.Sprintf("%s = %q", workflows.AttrState.GetName(), o.state))
 	}
+	if o.held {
+		parts = append(parts, fmt.Sprintf("%s > %q", workflows.AttrHeldUntil.GetName(), now.UTC().Format(time.RFC3339)))
+	}
 	if o.stuck {
 		cutoff := now.Add(-o.stuckAfter).UTC().Format(time.RFC3339)
 		parts = append(parts, fmt.Sprintf(
@@ -68,6 +74,7 @@ func sessionsCommand(ctx context.Context, cfg Config, args []string, out io.Writ
 	fs.StringVar(&o.channel, "channel", "", "only this channel (webchat, telegram, ...)")
 	fs.StringVar(&o.chat, "chat", "", "only this chat's sessions (each sender's too, under per-sender scope)")
 	fs.StringVar(&o.state, "state", "", "only sessions in this state: idle, thinking, waiting_user (a proposal waits), delivering, delivery_failed (parked)")
+	fs.BoolVar(&o.held, "over-budget", false, "only sessions that get no model call now: a daily budget is spent, or the failure breaker cools them off (see HELD)")
 	fs.BoolVar(&o.all, "all", false, "include sessions that completed or continued as new")
 	fs.IntVar(&o.limit, "limit", 100, "at most this many rows")
 	if err := fs.Parse(args); err != nil {
@@ -78,18 +85,24 @@ func sessionsCommand(ctx context.Context, cfg Config, args []string, out io.Writ
 		return err
 	}
 	defer c.Close()
+	return listSessions(ctx, c, o, out)
+}
+
+// listSessions prints the sessions the options select, a row each.
+func listSessions(ctx context.Context, c client.Client, o sessionsOptions, out io.Writer) error {
 	query := sessionsQuery(o, time.Now())
 	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: int32(o.limit)})
 	if err != nil {
 		return fmt.Errorf("list sessions with %q (are replyflow's search attributes registered? see deploy/README.md): %w", query, err)
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "SESSION\tSTATE\tQUEUE\tLAST INBOUND\tSTATUS")
+	fmt.Fprintln(w, "SESSION\tSTATE\tQUEUE\tLAST INBOUND\tHELD\tSTATUS")
+	now := time.Now()
 	for _, e := range resp.Executions {
 		attrs := e.GetSearchAttributes().GetIndexedFields()
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", e.Execution.WorkflowId,
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Execution.WorkflowId,
 			attrString(attrs, workflows.AttrState.GetName()), attrString(attrs, workflows.AttrQueueDepth.GetName()),
-			ago(attrString(attrs, workflows.AttrLastInboundAt.GetName()), time.Now()), strings.ToLower(e.Status.String()))
+			ago(attrString(attrs, workflows.AttrLastInboundAt.GetName()), now), heldColumn(attrs, now), strings.ToLower(e.Status.String()))
 	}
 	if len(resp.Executions) == 0 {
 		fmt.Fprintln(w, "(none)")
@@ -107,6 +120,16 @@ func attrString(attrs map[string]*commonpb.Payload, name string) string {
 		return "?"
 	}
 	return fmt.Sprint(v)
+}
+
+// heldColumn says why and until when a session gets no model call
+// ("budget:chat until 06:00Z"), "-" when it may call it.
+func heldColumn(attrs map[string]*commonpb.Payload, now time.Time) string {
+	until, err := time.Parse(time.RFC3339Nano, attrString(attrs, workflows.AttrHeldUntil.GetName()))
+	if err != nil || !until.After(now) {
+		return "-"
+	}
+	return attrString(attrs, workflows.AttrHeldReason.GetName()) + " for " + until.Sub(now).Round(time.Minute).String()
 }
 
 // ago renders an RFC 3339 time as its age, "3m ago"; anything else as is.

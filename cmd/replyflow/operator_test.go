@@ -25,6 +25,8 @@ func TestSessionsQuery(t *testing.T) {
 		`(ReplyflowQueueDepth > 0 AND ReplyflowLastInboundAt < "2026-11-21T11:50:00Z") OR `+
 		`(ReplyflowState IS NULL AND StartTime < "2026-11-21T11:50:00Z"))`,
 		sessionsQuery(sessionsOptions{stuck: true, stuckAfter: 10 * time.Minute}, now))
+	assert.Equal(t, `WorkflowType IN ("chat-session", "session") AND ExecutionStatus = "Running" AND ReplyflowHeldUntil > "2026-11-21T12:00:00Z"`,
+		sessionsQuery(sessionsOptions{held: true}, now))
 }
 
 func TestAgo(t *testing.T) {

@@ -176,6 +176,34 @@ func TestUpdatesCarryOnlyWhatChanged(t *testing.T) {
 	assert.Empty(t, v.Updates(env, st))
 }
 
+// A session held by a spent budget or a cool-off says so until a step is
+// let through again; a session never held upserts nothing for it.
+func TestAHoldIsPublishedAndUnsetOnceAStepIsLetThrough(t *testing.T) {
+	v := VisibilityState{}
+	st := &State{}
+	env := envAt(0)
+	require.Len(t, v.Updates(env, st), 5)
+
+	until := t0.Add(8 * time.Hour)
+	st.Turn.Held = &pipeline.Hold{Reason: "budget:chat", Until: until}
+	assert.Equal(t, map[string]any{
+		workflows.AttrHeldUntil.GetName():  until,
+		workflows.AttrHeldReason.GetName(): "budget:chat",
+	}, attrs(v.Updates(env, st)))
+	assert.Empty(t, v.Updates(env, st), "the same hold again upserts nothing")
+
+	st.Turn.Held = nil
+	unset := v.Updates(env, st)
+	require.Len(t, unset, 2, "both attributes are removed")
+	assert.Empty(t, attrs(unset), "as unset values")
+	assert.Empty(t, v.Updates(env, st))
+
+	// A carried hold is published at the new run's first publish.
+	st.Turn.Held = &pipeline.Hold{Reason: "cooloff", Until: until}
+	fresh := VisibilityState{}
+	assert.Equal(t, "cooloff", attrs(fresh.Updates(env, st))[workflows.AttrHeldReason.GetName()])
+}
+
 func TestTheInboundTimeWaitsForTheWindowThenGoesOnce(t *testing.T) {
 	v := VisibilityState{Published: &PublishedAttributes{State: workflows.StatusIdle}}
 	st := &State{}
