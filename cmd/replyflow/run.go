@@ -176,6 +176,9 @@ func location(name string) *time.Location {
 func runWorker(ctx context.Context, c client.Client, cfg Config, acts *activities.Activities) error {
 	// Last, once the worker has stopped and its tool calls have ended.
 	defer acts.Tools.Close()
+	if err := workers.CheckSearchAttributes(ctx, c.OperatorService(), temporalNamespace(), acts.Logger); err != nil {
+		return err
+	}
 	// The sessions of a worker that was killed move on as soon as their
 	// next task comes, to whichever worker polls: released first, as
 	// the lost model attempts time out within seconds of a crash.
