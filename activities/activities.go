@@ -213,7 +213,14 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 		answer.Text, answer.ToolCalls = stopped, nil
 	}
 	if len(answer.ToolCalls) == 0 && isHeartbeatTurn(req) {
-		a.Spend.heartbeatAnswered(ctx, a.Logger, req, answer.Text)
+		if trip := a.Spend.heartbeatAnswered(ctx, a.Logger, req, answer.Text); trip != nil && a.Heartbeats != nil {
+			// Ticks before the back-off ends would only answer without
+			// the model: the Schedule skips them instead. Best effort:
+			// the breaker holds either way.
+			if err := a.Heartbeats.BackOffHeartbeat(ctx, req.Session, trip.Until, trip.Detail); err != nil {
+				a.Logger.Warn("Heartbeat breaker tripped, but its Schedule still ticks; ticks answer without the model until the back-off ends", "session", req.Session.WorkflowID(), "error", err)
+			}
+		}
 	}
 	result := pipeline.TurnResult{Reply: answer.Text, Model: req.Model, ToolCalls: answer.ToolCalls, ThinkIgnored: answer.ThinkIgnored, Shown: live.snapshot()}
 	if answer.Usage != (pipeline.Usage{}) {

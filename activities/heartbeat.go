@@ -139,6 +139,37 @@ func (h *Heartbeats) tickAction(key pipeline.SessionKey) *client.ScheduleWorkflo
 	}
 }
 
+// BackOffHeartbeat lets the session's heartbeat tick no earlier than
+// until: its Schedule starts then (the spec's StartAt), so the ticks of a
+// heartbeat that keeps answering the same cost no workflow at all while
+// it backs off. Setting the heartbeat again (/heartbeat every ...) starts
+// it at once; none is no error.
+func (h *Heartbeats) BackOffHeartbeat(ctx context.Context, key pipeline.SessionKey, until time.Time, why string) error {
+	id := pipeline.HeartbeatScheduleID(key)
+	err := h.Schedules.GetHandle(ctx, id).Update(ctx, client.ScheduleUpdateOptions{DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+		s := in.Description.Schedule
+		if s.Spec == nil || !s.Spec.StartAt.Before(until) {
+			return nil, temporal.ErrSkipScheduleUpdate // nothing to change
+		}
+		s.Spec.StartAt = until
+		if s.State == nil {
+			s.State = &client.ScheduleState{}
+		}
+		if !s.State.Paused {
+			s.State.Note = "backs off until " + until.UTC().Format(time.RFC3339) + ": " + why
+		}
+		return &client.ScheduleUpdate{Schedule: &s}, nil
+	}})
+	if isNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("back off heartbeat schedule %s until %s: %w", id, until.UTC().Format(time.RFC3339), err)
+	}
+	h.logger().Info("Heartbeat backs off", "schedule", id, "until", until)
+	return nil
+}
+
 // DeleteHeartbeat removes the session's heartbeat; none is no error.
 func (h *Heartbeats) DeleteHeartbeat(ctx context.Context, key pipeline.SessionKey) error {
 	id := pipeline.HeartbeatScheduleID(key)

@@ -473,10 +473,10 @@ func callKey(c pipeline.ToolCall) string {
 
 // heartbeatAnswered follows a heartbeat's answers: the same one
 // HeartbeatSame times in a row backs the heartbeat off, a different one
-// ends the back-off.
-func (s *Spend) heartbeatAnswered(ctx context.Context, logger *slog.Logger, req pipeline.TurnRequest, text string) {
+// ends the back-off. It returns the trip, if this answer tripped it.
+func (s *Spend) heartbeatAnswered(ctx context.Context, logger *slog.Logger, req pipeline.TurnRequest, text string) *store.Trip {
 	if s == nil || s.Store == nil || s.Breakers.HeartbeatSame <= 0 {
-		return
+		return nil
 	}
 	k := s.Breakers.HeartbeatSame
 	sum := sha256.Sum256([]byte(strings.ToLower(strings.TrimSpace(text))))
@@ -505,11 +505,12 @@ func (s *Spend) heartbeatAnswered(ctx context.Context, logger *slog.Logger, req 
 	})
 	if err != nil {
 		logger.Warn("Heartbeat answer not followed by its breaker", "session", sid, "error", err)
-		return
+		return nil
 	}
 	if tripped != nil {
 		s.trip(ctx, logger, *tripped)
 	}
+	return tripped
 }
 
 // failed follows a session's model failures: turns failing the same way

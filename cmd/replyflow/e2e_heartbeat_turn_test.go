@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 
 	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/pipeline"
@@ -155,4 +156,49 @@ func TestHeartbeatTurnsOnARealSchedule(t *testing.T) {
 	assert.Equal(t, 0, snap.Counters.Denied)
 	model.set(func() { assert.GreaterOrEqual(t, model.heartbeats, 3, "ticks before, and after, the busy turn ran") })
 	recordHistory(t, s.client, chat, "heartbeat_turns")
+}
+
+// A heartbeat that keeps answering the same trips its breaker, and its
+// Schedule then starts no tick before the back-off ends: the ticks it
+// would have answered without the model cost no workflow either.
+func TestAHeartbeatThatKeepsAnsweringTheSameBacksOffOnItsSchedule(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.BreakerHeartbeatSame, cfg.BreakerHeartbeatBackoff, cfg.BreakerHeartbeatBackoffMax = 2, time.Hour, 2*time.Hour
+	cfg.HeartbeatFile = filepath.Join(t.TempDir(), "HEARTBEAT.md")
+	require.NoError(t, os.WriteFile(cfg.HeartbeatFile, []byte("- is the build green?\n"), 0o600))
+	s := startStack(t, cfg)
+	model := &heartbeatModel{release: make(chan struct{})}
+	s.startWorker(model)
+	ctx := context.Background()
+	chat := "hbt-backoff"
+	key := pipeline.SessionKey{Channel: "webchat", Chat: chat}
+	events := subscribe(t, s.baseURL, chat)
+	code, body := s.post(chat, `{"message_id":"m1","sender_id":"alice","text":"hello"}`)
+	require.Equal(t, http.StatusAccepted, code, body)
+	events.collectUntil(t, 30*time.Second, isReplyTo("m1"))
+
+	hb := newHeartbeats(s.client, s.cfg, s.logger)
+	t.Cleanup(func() { _ = hb.DeleteHeartbeat(context.Background(), key) })
+	started := time.Now()
+	_, err := hb.UpsertHeartbeat(ctx, pipeline.HeartbeatRequest{Session: key, Spec: pipeline.HeartbeatSpec{Every: pipeline.Duration(time.Second)}, By: "test"})
+	require.NoError(t, err)
+
+	handle := s.client.ScheduleClient().GetHandle(ctx, pipeline.HeartbeatScheduleID(key))
+	var desc *client.ScheduleDescription
+	require.Eventually(t, func() bool {
+		desc, err = handle.Describe(ctx)
+		return err == nil && desc.Schedule.Spec.StartAt.After(started.Add(50*time.Minute))
+	}, 60*time.Second, 100*time.Millisecond, "the Schedule starts again only after the back-off")
+	assert.Contains(t, desc.Schedule.State.Note, "backs off until", "the Schedule says why, for the UI")
+	for _, next := range desc.Info.NextActionTimes {
+		assert.False(t, next.Before(desc.Schedule.Spec.StartAt.Truncate(time.Second)), "no tick is due before the back-off ends (to the second): %s", next)
+	}
+	model.set(func() { assert.Equal(t, 2, model.heartbeats, "the model answered the two ticks that tripped it") })
+
+	// Setting the heartbeat again starts it at once.
+	_, err = hb.UpsertHeartbeat(ctx, pipeline.HeartbeatRequest{Session: key, Spec: pipeline.HeartbeatSpec{Every: pipeline.Duration(time.Minute)}, By: "test"})
+	require.NoError(t, err)
+	desc, err = handle.Describe(ctx)
+	require.NoError(t, err)
+	assert.True(t, desc.Schedule.Spec.StartAt.IsZero(), "a heartbeat set again starts now")
 }
