@@ -26,6 +26,9 @@ func (a *Activities) GateCheck(ctx context.Context, req pipeline.GateRequest) (p
 	if err != nil {
 		return pipeline.GateResult{}, modelError(pipeline.TurnRequest{Session: req.Session, Model: a.Settings.GateModel}, err, nil)
 	}
+	if err := a.Spend.admitGate(ctx, req); err != nil {
+		return pipeline.GateResult{}, err
+	}
 	var b strings.Builder
 	for _, m := range req.Context {
 		fmt.Fprintf(&b, "(earlier) %s: %s\n", nonEmptyName(m), m.Text)
@@ -36,7 +39,11 @@ func (a *Activities) GateCheck(ctx context.Context, req pipeline.GateRequest) (p
 	if req.IndirectMention {
 		b.WriteString("(the latest messages mention the assistant's name)\n")
 	}
-	answer, err := model.Complete(ctx, models.Prompt{System: gateSystem, Messages: []models.Message{{Role: "user", Text: b.String()}}})
+	prompt := models.Prompt{System: gateSystem, Messages: []models.Message{{Role: "user", Text: b.String()}}}
+	answer, err := model.Complete(ctx, prompt)
+	if err == nil {
+		a.Spend.counted(ctx, a.Logger, req.Session, gateSender(req), a.Settings.GateModel, callGate, answer.Usage, func() int64 { return estimateTokens(prompt, answer) })
+	}
 	if err != nil {
 		return pipeline.GateResult{}, modelError(pipeline.TurnRequest{Session: req.Session, Model: a.Settings.GateModel}, err, nil)
 	}

@@ -133,6 +133,7 @@ const (
 	callTurn      = "turn"
 	callHeartbeat = "heartbeat"
 	callCompact   = "compact"
+	callGate      = "gate"
 )
 
 func (s *Spend) now() time.Time {
@@ -568,19 +569,41 @@ func (s *Spend) succeeded(ctx context.Context, logger *slog.Logger, req pipeline
 // spent, as a non-retryable ErrBilling (the session answers that the
 // conversation could not be compacted).
 func (s *Spend) admitCompaction(ctx context.Context, req pipeline.CompactRequest) error {
+	return s.admitCall(ctx, req.Session, "", "/compact")
+}
+
+// admitGate refuses a gate check whose chat, sender (the batch's last)
+// or deployment budget is spent, as a non-retryable ErrBilling: the
+// session skips the batch, as it does when the gate fails, and nothing
+// would be answered anyway.
+func (s *Spend) admitGate(ctx context.Context, req pipeline.GateRequest) error {
+	return s.admitCall(ctx, req.Session, gateSender(req), "the gate check")
+}
+
+// gateSender is the sender a gate check counts against: the batch's last.
+func gateSender(req pipeline.GateRequest) string {
+	if len(req.Batch) == 0 {
+		return ""
+	}
+	return req.Batch[len(req.Batch)-1].SenderID
+}
+
+// admitCall refuses a model call outside a turn (what names it) when one
+// of its budgets is spent.
+func (s *Spend) admitCall(ctx context.Context, key pipeline.SessionKey, sender, what string) error {
 	if s == nil || s.Store == nil {
 		return nil
 	}
 	now := s.now()
 	day, resets := s.BudgetDay(now)
-	spent, err := s.spentBudget(ctx, s.subjects(req.Session, "", day))
+	spent, err := s.spentBudget(ctx, s.subjects(key, sender, day))
 	if err != nil {
 		return err
 	}
 	if spent != nil {
 		metricsOf(ctx).WithTags(map[string]string{"scope": spent.key.Scope}).Counter(MetricBudgetRefused).Inc(1)
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("/compact of %s not run: the %s budget of %s is spent until %s (an owner raises it with `replyflow budget raise`)", req.Session.WorkflowID(), spent.key.Scope, spent.key.Subject, s.clock(resets)),
+			fmt.Sprintf("%s of %s not run: the %s budget of %s is spent until %s (an owner raises it with `replyflow budget raise`)", what, key.WorkflowID(), spent.key.Scope, spent.key.Subject, s.clock(resets)),
 			pipeline.ErrBilling, nil)
 	}
 	return nil

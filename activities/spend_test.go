@@ -353,6 +353,33 @@ func TestTurnsFailingTheSameWayCoolOff(t *testing.T) {
 	assert.Equal(t, TripFailures, trips[0].Kind)
 }
 
+// A gate check is a model call like any other: its usage counts against
+// the chat and its sender, and a spent budget refuses it before the call
+// (the session then skips the batch, as when the gate fails).
+func TestGateChecksCountAndAreRefused(t *testing.T) {
+	f := newSpendFixture(t, sqliteDSN(t), Spend{Budgets: Budgets{SenderTokens: 150}})
+	f.model.set(func(m *meteredModel) { m.text = `{"forward": true, "reason": "a question"}` })
+	f.acts.Settings.GateModel = "test/metered"
+	gate := func() error {
+		_, err := newActivityEnv(f.acts).ExecuteActivity(f.acts.GateCheck, pipeline.GateRequest{Session: session,
+			Batch: []pipeline.TurnMessage{{MessageID: "g", SenderID: "carol", Text: "anyone?"}}})
+		return err
+	}
+	require.NoError(t, gate())
+	require.NoError(t, gate())
+	require.EqualValues(t, 2, f.model.calls.Load())
+	day, _ := f.acts.Spend.BudgetDay(f.clock.Now())
+	usage, err := f.db.BudgetUsage(context.Background(), []store.BudgetKey{{Day: day, Scope: store.ScopeSender, Subject: "webchat:carol"}})
+	require.NoError(t, err)
+	assert.EqualValues(t, 200, usage[store.BudgetKey{Day: day, Scope: store.ScopeSender, Subject: "webchat:carol"}].Tokens, "both checks counted against their sender")
+
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, gate(), &app)
+	assert.Equal(t, pipeline.ErrBilling, app.Type())
+	assert.True(t, app.NonRetryable())
+	assert.EqualValues(t, 2, f.model.calls.Load(), "no model call once the sender's budget is spent")
+}
+
 // A spent budget refuses /compact before its model call, and a
 // compaction's usage counts.
 func TestCompactionCountsAndIsRefused(t *testing.T) {
