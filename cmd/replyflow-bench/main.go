@@ -66,6 +66,13 @@ type options struct {
 }
 
 func main() {
+	if os.Getenv(mcpStdioEnv) == "1" {
+		if err := serveMCPStdio(); err != nil {
+			fmt.Fprintln(os.Stderr, "replyflow-bench MCP server:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var o options
 	var sessions, idle, only string
 	flag.StringVar(&o.address, "address", "", "an existing Temporal server (host:port) instead of a dev server started here")
@@ -91,7 +98,7 @@ func main() {
 	flag.IntVar(&o.cluster.nodes, "nodes", 1, "-cluster: Temporal server nodes")
 	flag.StringVar(&clusterWorkers, "cluster-workers", "1,2,3", "-cluster: worker processes, comma-separated")
 	flag.IntVar(&o.cluster.sessions, "cluster-sessions", 50, "-cluster: concurrent sessions")
-	flag.StringVar(&only, "only", "", "run only these stages, by their first word, comma-separated: ingress, end, cost, live, crash, idle, dev; crowd runs the 20 streaming chats of live alone")
+	flag.StringVar(&only, "only", "", "run only these stages, by their first word, comma-separated: ingress, end, cost, live, crash, idle, mcp, dev; crowd runs the 20 streaming chats of live alone")
 	var crowdOn string
 	flag.StringVar(&crowdOn, "crowd", "telegram,slack,discord", "the platforms of the streaming crowd (live replies), comma-separated")
 	flag.Parse()
@@ -213,6 +220,9 @@ func run(o options) error {
 		if err := stage("idle sessions", func() ([][]string, error) { return benchIdle(ctx, c, o) }); err != nil {
 			return err
 		}
+	}
+	if err := stage("mcp servers at a worker's start", func() ([][]string, error) { return benchMCP(ctx, c, o) }); err != nil {
+		return err
 	}
 	if o.cluster.on {
 		if err := stage("dev server and cluster, by workers", func() ([][]string, error) { return benchCluster(ctx, c, o) }); err != nil {

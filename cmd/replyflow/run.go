@@ -226,6 +226,7 @@ func runWorker(ctx context.Context, c client.Client, cfg Config, acts *activitie
 		if deployment.Versioned() {
 			cfg.tel.AddCheck("version "+deployment.String(), workers.TakesSessions(c, deployment))
 		}
+		started(cfg.tel)
 		defer readGauges(ctx, c, cfg, true, acts.Logger)()
 	}
 	<-ctx.Done()
@@ -386,6 +387,7 @@ func gatewayReadiness(c client.Client, tel *telemetry.Telemetry, platforms, stop
 	tel.AddCheck("temporal", telemetry.TemporalCheck(c))
 	tel.AddCheck("platforms", platforms)
 	tel.AddCheck("stopping", stopping)
+	started(tel)
 	return tel.ReadyHandler(), nil
 }
 

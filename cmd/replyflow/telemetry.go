@@ -12,6 +12,16 @@ import (
 	"github.com/replyflow/replyflow/workers/telemetry"
 )
 
+// checkStarting names the readiness check that fails until the process
+// has started.
+const checkStarting = "starting"
+
+// started passes the check that held tel's readiness while the process
+// started.
+func started(tel *telemetry.Telemetry) {
+	tel.AddCheck(checkStarting, func(context.Context) error { return nil })
+}
+
 // startTelemetry serves /metrics, /healthz and /readyz on
 // REPLYFLOW_METRICS_ADDR and makes cfg's Temporal clients report to it.
 // The returned function stops the server.
@@ -20,6 +30,10 @@ func startTelemetry(cfg *Config, logger *slog.Logger) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
+	// Not ready until the worker or the gateway has started and added
+	// its own checks (started), which a probe would otherwise not wait
+	// for: an empty set of checks passes.
+	tel.AddCheck(checkStarting, func(context.Context) error { return errors.New("the process is starting") })
 	ln, err := net.Listen("tcp", cfg.MetricsAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen for metrics on %s (REPLYFLOW_METRICS_ADDR): %w", cfg.MetricsAddr, err)
