@@ -44,8 +44,9 @@ type mcpQuery struct {
 // mcpDocsServer is a Streamable HTTP MCP server with a read-only tool
 // (lookup) and a writing one (create), counting the calls of each. While
 // dropLookups is above zero, a lookup's request is cut off (its
-// connection closed, the tool not run) and the count goes down.
-func mcpDocsServer(t *testing.T) (url string, lookups, creates, dropLookups *atomic.Int32) {
+// connection closed, the tool not run) and the count goes down. expire
+// makes the server forget its HTTP sessions, as a restart does.
+func mcpDocsServer(t *testing.T) (url string, lookups, creates, dropLookups *atomic.Int32, expire func()) {
 	lookups, creates, dropLookups = new(atomic.Int32), new(atomic.Int32), new(atomic.Int32)
 	srv := mcp.NewServer(&mcp.Implementation{Name: "docs", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "lookup", Description: "Look a page up", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
@@ -58,7 +59,9 @@ func mcpDocsServer(t *testing.T) (url string, lookups, creates, dropLookups *ato
 			creates.Add(1)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "created " + in.Q}}}, nil, nil
 		})
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var handler atomic.Pointer[mcp.StreamableHTTPHandler]
+	expire = func() { handler.Store(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)) }
+	expire()
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && dropLookups.Load() > 0 {
 			body, err := io.ReadAll(r.Body)
@@ -76,10 +79,10 @@ func mcpDocsServer(t *testing.T) (url string, lookups, creates, dropLookups *ato
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		handler.ServeHTTP(w, r)
+		handler.Load().ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.Close)
-	return hs.URL, lookups, creates, dropLookups
+	return hs.URL, lookups, creates, dropLookups, expire
 }
 
 func mcpConfig(t *testing.T, url string) Config {
@@ -92,10 +95,11 @@ func mcpConfig(t *testing.T, url string) Config {
 
 // TestMCPToolsInATurn: a read-only MCP tool runs without approval, and
 // an attempt whose connection dropped is made again by Temporal; a
-// writing one waits for a proposal's approval and then runs once, or,
-// rejected, never.
+// writing one waits for a proposal's approval and then runs once, on a
+// new HTTP session when the server forgot the old one, or, rejected,
+// never.
 func TestMCPToolsInATurn(t *testing.T) {
-	url, lookups, creates, dropLookups := mcpDocsServer(t)
+	url, lookups, creates, dropLookups, expire := mcpDocsServer(t)
 	s := startStack(t, mcpConfig(t, url))
 
 	stop := s.startWorker(callingModel{tool: "docs__lookup", args: `{"q":"faq"}`})
@@ -132,6 +136,7 @@ func TestMCPToolsInATurn(t *testing.T) {
 	assert.Contains(t, seen[len(seen)-1].Text, "docs__create")
 	assert.Zero(t, creates.Load(), "a writing MCP tool waits for approval")
 
+	expire() // the server restarted while the proposal waited
 	assert.Equal(t, http.StatusAccepted, s.press("mcp-write", "boss", proposalMsg, "approve:p1"))
 	seen = events.collectUntil(t, 30*time.Second, func(ev sseEvent) bool { return ev.Type == "message" && strings.HasPrefix(ev.Text, "done:") })
 	assert.Equal(t, "done: created news", seen[len(seen)-1].Text)
