@@ -77,12 +77,15 @@ type Config struct {
 	// Media: the gateway records the files of users' messages in the
 	// store and the worker shows them to the model (activities.Media):
 	// images up to MediaMaxBytes to the models that take them
-	// (ImageModels, else models.SeesImages' families), voice notes
-	// transcribed with TranscribeModel ("" leaves them lines of text).
+	// (ImageModels, else models.SeesImages' families), PDFs to the ones
+	// that read them (PDFModels, else models.ReadsPDFs' families), text
+	// files inline, voice notes transcribed with TranscribeModel (""
+	// leaves them lines of text).
 	Media           bool     `envconfig:"MEDIA" default:"false"`
 	MediaMaxBytes   int64    `envconfig:"MEDIA_MAX_BYTES" default:"5242880"`
 	TranscribeModel string   `envconfig:"TRANSCRIBE_MODEL" default:"gpt-4o-mini-transcribe"`
 	ImageModels     []string `envconfig:"IMAGE_MODELS"`
+	PDFModels       []string `envconfig:"PDF_MODELS"`
 
 	// DeliveryRetention, TranscriptRetention and FeedbackRetention are how
 	// long the store keeps the delivery ledger, a transcript after the
@@ -522,6 +525,9 @@ func (c Config) media() *activities.Media {
 	}
 	if len(c.ImageModels) > 0 {
 		m.SeesImages = func(model string) bool { return slices.Contains(c.ImageModels, model) }
+	}
+	if len(c.PDFModels) > 0 {
+		m.ReadsPDFs = func(model string) bool { return slices.Contains(c.PDFModels, model) }
 	}
 	return m
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	anthropicopt "github.com/anthropics/anthropic-sdk-go/option"
 	openaiopt "github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -73,4 +74,40 @@ func slicesContains(texts []string, want string) bool {
 		}
 	}
 	return false
+}
+
+// A PDF sent as a Telegram document reaches the model as a document
+// part, its bytes as sent, and the session's history holds none of them.
+func TestTelegramPDFReachesTheModelAsADocument(t *testing.T) {
+	t.Parallel()
+	an := modeltest.NewAnthropic()
+	t.Cleanup(an.Close)
+	cfg := testConfig(t)
+	cfg.Model, cfg.Media = "anthropic/claude-sonnet-4-5", true
+	s := startTelegramStack(t, cfg)
+	s.startWorkerWith(func(acts *activities.Activities) {
+		acts.Models = &models.Registry{MaxTokens: 256, AnthropicOptions: []anthropicopt.RequestOption{anthropicopt.WithBaseURL(an.URL), anthropicopt.WithAPIKey("test")}}
+	})
+	// A chat of its own: sessions are named by chat, and the tests share
+	// one Temporal server.
+	sender := telegramtest.User{ID: 3601, Username: "pdfsender", FirstName: "Pat"}
+	chat := telegramtest.Private(sender.ID)
+
+	pdf := append([]byte("%PDF-1.7\n"), bytes.Repeat([]byte("pdf-stream-bytes."), 100<<10/17)...)
+	s.fake.AddFile("pdf-e2e", pdf)
+	an.Push(modeltest.Step{Text: "it is a quarterly report"})
+	msg := s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: sender, Caption: "what is this?",
+		Document: &telegramtest.Document{FileID: "pdf-e2e", FileName: "q3.pdf", MimeType: "application/pdf"}})
+	waitFor(t, s.fake, "the answer to the PDF", func() bool { return slicesContains(sentTexts(s.fake, chat), "it is a quarterly report") })
+	reqs := an.Requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, []modeltest.Document{{Name: "q3.pdf", MediaType: "application/pdf", Data: pdf, Part: "document"}}, reqs[0].Documents)
+	last := reqs[0].Messages[len(reqs[0].Messages)-1]
+	assert.Contains(t, last, "what is this?")
+	assert.Contains(t, last, `[document "q3.pdf" (application/pdf) attached, shown below as a document]`)
+	waitFor(t, s.fake, "the PDF's reaction cleared", cleared(s.fake, chat, msg))
+
+	raw := rawHistory(t, sessionHistory(t, s.client, tgKey(chat).WorkflowID()))
+	assert.NotContains(t, raw, "pdf-stream-bytes.")
+	assert.Less(t, len(raw), 100<<10, "history does not grow with the file")
 }
