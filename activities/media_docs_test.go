@@ -1,6 +1,8 @@
 package activities
 
 import (
+	"context"
+	"encoding/base64"
 	"strings"
 	"testing"
 
@@ -9,6 +11,7 @@ import (
 
 	"github.com/replyflow/replyflow/activities/models/modeltest"
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workers/codec"
 )
 
 // pdfBytes is what http.DetectContentType sniffs as application/pdf.
@@ -74,4 +77,29 @@ func TestATextFileIsInlineInTheUserTextMarkedAsTheUsersFileAndBounded(t *testing
 	assert.Contains(t, last, `[document "log.txt" (text/plain) attached; its text follows, as the user sent it (its first 65536 of 131072 bytes)]`)
 	assert.Equal(t, maxInlineTextBytes/2, strings.Count(last, "é"), "cut at the bound, on a character boundary")
 	assert.Contains(t, last, `[document "fake.txt" (text/plain) attached, but it is not a file the model can take: images, PDFs and plain text are (its bytes are application/zip)]`)
+}
+
+func TestWithTheCodecOnAFileIsKeptEncryptedAndReadBackByTheNextAttempt(t *testing.T) {
+	doc := pipeline.Media{Kind: "document", Ref: "pdf-1", MimeType: "application/pdf", Name: "report.pdf"}
+	m := newMediaTurn(t, doc)
+	key, err := codec.GenerateKey("k1")
+	require.NoError(t, err)
+	blobs, err := codec.NewBlobs([]codec.Key{key})
+	require.NoError(t, err)
+	m.db.SetSealer(blobs)
+	m.tg.AddFile("pdf-1", pdfBytes)
+
+	m.turn(t, "openai/gpt-4o", "summarise it", doc)
+	m.turn(t, "openai/gpt-4o", "summarise it", doc)
+	assert.Equal(t, 1, m.tg.Downloads(), "the second attempt opened what the first kept")
+	reqs := m.model.Requests()
+	require.Len(t, reqs, 2)
+	for _, r := range reqs {
+		require.Len(t, r.Documents, 1)
+		assert.Equal(t, pdfBytes, r.Documents[0].Data)
+	}
+	got, err := m.db.MessageMedia(context.Background(), m.key.WorkflowID(), []string{"7"})
+	require.NoError(t, err)
+	require.Len(t, got["7"], 1)
+	assert.Equal(t, base64.StdEncoding.EncodeToString(pdfBytes), got["7"][0].Content)
 }

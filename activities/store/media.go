@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -22,6 +24,82 @@ type StoredMedia struct {
 	Content    string
 	Transcript string
 }
+
+// Sealer encrypts what the store keeps of users' files (their bytes and
+// transcripts) at rest; codec.Blobs, with the codec's keys, is the real
+// one. where names the row and column a value is kept in: a value opens
+// only there.
+type Sealer interface {
+	Seal(plain []byte, where string) (string, error)
+	Open(stored, where string) ([]byte, error)
+}
+
+// sealedPrefix starts a sealed value (codec.BlobPrefix; a test keeps the
+// two the same): without a Sealer, such a value is not read.
+const sealedPrefix = "rfenc1:"
+
+// SetSealer makes the store encrypt the files' bytes and transcripts it
+// keeps from now on (REPLYFLOW_CODEC_KEYS); values kept in clear before
+// stay readable. Call it before the store is used.
+func (s *Store) SetSealer(sealer Sealer) { s.sealer = sealer }
+
+// mediaPlace is where a file's value is kept, what it is sealed for.
+func mediaPlace(sessionID, messageID string, seq int, column string) string {
+	return fmt.Sprintf("inbound_media\x00%s\x00%s\x00%d\x00%s", sessionID, messageID, seq, column)
+}
+
+// sealMedia is what is written of a file's content (base64) and
+// transcript: sealed when the store has a Sealer. The content is sealed
+// as its bytes, not their base64, and kept as the sealed text.
+func (s *Store) sealMedia(sessionID, messageID string, seq int, content, transcript string) (string, string, error) {
+	if s.sealer == nil {
+		return content, transcript, nil
+	}
+	var err error
+	if content != "" {
+		data, derr := base64.StdEncoding.DecodeString(content)
+		if derr != nil {
+			return "", "", fmt.Errorf("the content is not base64: %w", derr)
+		}
+		if content, err = s.sealer.Seal(data, mediaPlace(sessionID, messageID, seq, "content")); err != nil {
+			return "", "", err
+		}
+	}
+	if transcript != "" {
+		if transcript, err = s.sealer.Seal([]byte(transcript), mediaPlace(sessionID, messageID, seq, "transcript")); err != nil {
+			return "", "", err
+		}
+	}
+	return content, transcript, nil
+}
+
+// openMedia reads a row's sealed content and transcript back in place.
+func (s *Store) openMedia(sessionID string, m *StoredMedia) error {
+	for _, f := range []struct {
+		column string
+		value  *string
+		binary bool
+	}{{"content", &m.Content, true}, {"transcript", &m.Transcript, false}} {
+		if !strings.HasPrefix(*f.value, sealedPrefix) {
+			continue // empty, or kept before encryption was on
+		}
+		if s.sealer == nil {
+			return fmt.Errorf("decrypt the %s of file %d of message %s of session %s: %w", f.column, m.Seq, m.MessageID, sessionID, errNoSealer)
+		}
+		plain, err := s.sealer.Open(*f.value, mediaPlace(sessionID, m.MessageID, m.Seq, f.column))
+		if err != nil {
+			return fmt.Errorf("decrypt the %s of file %d of message %s of session %s: %w", f.column, m.Seq, m.MessageID, sessionID, err)
+		}
+		if f.binary {
+			*f.value = base64.StdEncoding.EncodeToString(plain)
+		} else {
+			*f.value = string(plain)
+		}
+	}
+	return nil
+}
+
+var errNoSealer = errors.New("it is encrypted and REPLYFLOW_CODEC_KEYS is not set: set it to the keys it was written with")
 
 // maxMediaLookup bounds the messages one MessageMedia call reads: a
 // turn's batch is bounded by the session's queue cap, far below it.
@@ -77,6 +155,9 @@ func (s *Store) MessageMedia(ctx context.Context, sessionID string, messageIDs [
 		if err := rows.Scan(&m.MessageID, &m.Seq, &m.Kind, &m.Ref, &m.MimeType, &m.Name, &m.Content, &m.Transcript); err != nil {
 			return nil, fmt.Errorf("read the files of %s: %w", sessionID, err)
 		}
+		if err := s.openMedia(sessionID, &m); err != nil {
+			return nil, err
+		}
 		out[m.MessageID] = append(out[m.MessageID], m)
 	}
 	if err := rows.Err(); err != nil {
@@ -87,8 +168,13 @@ func (s *Store) MessageMedia(ctx context.Context, sessionID string, messageIDs [
 
 // SaveMediaContent keeps what a turn made of a file: its bytes
 // (base64) or its transcript, so a later attempt or step of the turn
-// neither downloads nor transcribes it again.
+// neither downloads nor transcribes it again. With a Sealer both are
+// encrypted.
 func (s *Store) SaveMediaContent(ctx context.Context, sessionID, messageID string, seq int, content, transcript string) error {
+	content, transcript, err := s.sealMedia(sessionID, messageID, seq, content, transcript)
+	if err != nil {
+		return fmt.Errorf("encrypt file %d of message %s of %s: %w", seq, messageID, sessionID, err)
+	}
 	if _, err := s.db.ExecContext(ctx, s.q(`UPDATE inbound_media SET content = ?, transcript = ? WHERE session_id = ? AND message_id = ? AND seq = ?`),
 		content, transcript, sessionID, messageID, seq); err != nil {
 		return fmt.Errorf("save file %d of message %s of %s: %w", seq, messageID, sessionID, err)

@@ -40,6 +40,9 @@ type Store struct {
 	db        *sql.DB
 	postgres  bool
 	retention Retention
+	// sealer encrypts the bytes and transcripts of users' files
+	// (SetSealer); nil keeps them in clear.
+	sealer Sealer
 }
 
 // Open opens the store named by dsn: a postgres:// (or postgresql://) URL,

@@ -76,6 +76,10 @@ func newActivities(ctx context.Context, cfg Config, logger *slog.Logger) (*activ
 		return nil, nil, err
 	}
 	db.SetRetention(cfg.retention())
+	if err := cfg.sealStore(db); err != nil {
+		db.Close()
+		return nil, nil, err
+	}
 	acts, err := buildActivities(ctx, cfg, db, logger)
 	if err != nil {
 		db.Close()
@@ -308,6 +312,9 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 		}
 		defer db.Close()
 		db.SetRetention(cfg.retention())
+		if err := cfg.sealStore(db); err != nil {
+			return err
+		}
 		if cfg.Media {
 			chain.Media = db
 		}
