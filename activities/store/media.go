@@ -105,6 +105,63 @@ var errNoSealer = errors.New("it is encrypted and REPLYFLOW_CODEC_KEYS is not se
 // turn's batch is bounded by the session's queue cap, far below it.
 const maxMediaLookup = 200
 
+// MediaLimits bound what the store keeps of users' files' bytes and
+// transcripts per chat (a session): at most ChatFiles files within
+// ChatBytes as stored (base64 or sealed). Past either, the content kept
+// longest ago is dropped (its row stays: a later turn downloads the file
+// again, where the platform still has it); the newest is always kept.
+type MediaLimits struct {
+	ChatFiles int
+	ChatBytes int64
+}
+
+// DefaultMediaLimits are the bounds without settings: 50 files and
+// 100 MiB a chat.
+func DefaultMediaLimits() MediaLimits { return MediaLimits{ChatFiles: 50, ChatBytes: 100 << 20} }
+
+// SetMediaLimits sets the per-chat bounds; a zero field keeps
+// DefaultMediaLimits' value. Call it before the store is used.
+func (s *Store) SetMediaLimits(l MediaLimits) {
+	d := DefaultMediaLimits()
+	if l.ChatFiles <= 0 {
+		l.ChatFiles = d.ChatFiles
+	}
+	if l.ChatBytes <= 0 {
+		l.ChatBytes = d.ChatBytes
+	}
+	s.mediaLimits = l
+}
+
+// MediaLimits are the per-chat bounds in force.
+func (s *Store) MediaLimits() MediaLimits { return s.mediaLimits }
+
+// sweepMediaContent drops the content kept before cutoff, up to
+// pruneBatch rows, leaving the rows.
+func (s *Store) sweepMediaContent(ctx context.Context, cutoff time.Time) error {
+	query := fmt.Sprintf(`UPDATE inbound_media SET content = '', transcript = '', stored_at = NULL WHERE (session_id, message_id, seq) IN (
+	SELECT session_id, message_id, seq FROM inbound_media WHERE stored_at < ? LIMIT %d)`, pruneBatch)
+	if _, err := s.db.ExecContext(ctx, s.q(query), cutoff.UTC()); err != nil {
+		return fmt.Errorf("drop the files' content kept before %s: %w", cutoff.UTC().Format(time.RFC3339), err)
+	}
+	return nil
+}
+
+// trimMediaContent drops a chat's content beyond its newest ChatFiles
+// files, and the older ones beyond ChatBytes.
+func (s *Store) trimMediaContent(ctx context.Context, db execer, sessionID string) error {
+	query := fmt.Sprintf(`UPDATE inbound_media SET content = '', transcript = '', stored_at = NULL WHERE session_id = ? AND (message_id, seq) IN (
+	SELECT message_id, seq FROM (
+		SELECT message_id, seq,
+			ROW_NUMBER() OVER (ORDER BY stored_at DESC, message_id DESC, seq DESC) AS n,
+			SUM(OCTET_LENGTH(content) + OCTET_LENGTH(transcript)) OVER (ORDER BY stored_at DESC, message_id DESC, seq DESC ROWS UNBOUNDED PRECEDING) AS total
+		FROM inbound_media WHERE session_id = ? AND stored_at IS NOT NULL
+	) ranked WHERE n > %d OR (n > 1 AND total > %d))`, s.mediaLimits.ChatFiles, s.mediaLimits.ChatBytes)
+	if _, err := db.ExecContext(ctx, s.q(query), sessionID, sessionID); err != nil {
+		return fmt.Errorf("trim the files kept for %s to %d files and %d bytes: %w", sessionID, s.mediaLimits.ChatFiles, s.mediaLimits.ChatBytes, err)
+	}
+	return nil
+}
+
 // RecordMedia records the media references of message messageID of a
 // session, idempotent on (session, message, position): a message the
 // platform redelivers records nothing new. It prunes rows older than
@@ -118,6 +175,9 @@ func (s *Store) RecordMedia(ctx context.Context, sessionID, messageID string, me
 	}
 	now := time.Now().UTC()
 	if err := s.prune(ctx, s.db, "inbound_media", "session_id, message_id, seq", "created_at", now.Add(-s.retention.ToolResults)); err != nil {
+		return err
+	}
+	if err := s.sweepMediaContent(ctx, now.Add(-s.retention.Media)); err != nil {
 		return err
 	}
 	for i, m := range media {
@@ -175,8 +235,19 @@ func (s *Store) SaveMediaContent(ctx context.Context, sessionID, messageID strin
 	if err != nil {
 		return fmt.Errorf("encrypt file %d of message %s of %s: %w", seq, messageID, sessionID, err)
 	}
-	if _, err := s.db.ExecContext(ctx, s.q(`UPDATE inbound_media SET content = ?, transcript = ? WHERE session_id = ? AND message_id = ? AND seq = ?`),
-		content, transcript, sessionID, messageID, seq); err != nil {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("save file %d of message %s of %s: %w", seq, messageID, sessionID, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE inbound_media SET content = ?, transcript = ?, stored_at = ? WHERE session_id = ? AND message_id = ? AND seq = ?`),
+		content, transcript, time.Now().UTC(), sessionID, messageID, seq); err != nil {
+		return fmt.Errorf("save file %d of message %s of %s: %w", seq, messageID, sessionID, err)
+	}
+	if err := s.trimMediaContent(ctx, tx, sessionID); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("save file %d of message %s of %s: %w", seq, messageID, sessionID, err)
 	}
 	return nil

@@ -76,6 +76,7 @@ func newActivities(ctx context.Context, cfg Config, logger *slog.Logger) (*activ
 		return nil, nil, err
 	}
 	db.SetRetention(cfg.retention())
+	db.SetMediaLimits(cfg.mediaLimits())
 	if err := cfg.sealStore(db); err != nil {
 		db.Close()
 		return nil, nil, err
@@ -312,6 +313,7 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 		}
 		defer db.Close()
 		db.SetRetention(cfg.retention())
+		db.SetMediaLimits(cfg.mediaLimits())
 		if err := cfg.sealStore(db); err != nil {
 			return err
 		}
