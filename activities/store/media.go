@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -251,4 +252,28 @@ func (s *Store) SaveMediaContent(ctx context.Context, sessionID, messageID strin
 		return fmt.Errorf("save file %d of message %s of %s: %w", seq, messageID, sessionID, err)
 	}
 	return nil
+}
+
+// UploadedFile reads back the bytes of a file uploaded to a platform
+// with no file store of its own (the web chat), by the reference its
+// gateway gave it; ok is false once the store no longer keeps them.
+func (s *Store) UploadedFile(ctx context.Context, ref string) ([]byte, bool, error) {
+	var m StoredMedia
+	var sessionID string
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT session_id, message_id, seq, content FROM inbound_media WHERE ref = ? AND content <> '' ORDER BY stored_at DESC LIMIT 1`), ref).
+		Scan(&sessionID, &m.MessageID, &m.Seq, &m.Content)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read uploaded file %s: %w", ref, err)
+	}
+	if err := s.openMedia(sessionID, &m); err != nil {
+		return nil, false, err
+	}
+	data, err := base64.StdEncoding.DecodeString(m.Content)
+	if err != nil {
+		return nil, false, fmt.Errorf("read uploaded file %s of session %s: its content is not base64: %w", ref, sessionID, err)
+	}
+	return data, true, nil
 }

@@ -67,6 +67,13 @@ func mediaSealSuite(t *testing.T, dsn func(*testing.T) string) {
 		require.Len(t, got["m1"], 2)
 		assert.Equal(t, base64.StdEncoding.EncodeToString(secretBytes), got["m1"][0].Content)
 		assert.Equal(t, secretTranscript, got["m1"][1].Transcript)
+		data, ok, err := s.UploadedFile(ctx, "d1")
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.Equal(t, secretBytes, data, "read back by its reference, as the web chat's files are")
+		_, ok, err = s.UploadedFile(ctx, "v1")
+		require.NoError(t, err)
+		assert.False(t, ok, "a transcript is not a file's bytes")
 
 		// A value moved to another session's row does not open there.
 		require.NoError(t, s.RecordMedia(ctx, "other", "m1", files))

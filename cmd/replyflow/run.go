@@ -104,7 +104,12 @@ func buildActivities(ctx context.Context, cfg Config, ids adapters.IDMap, logger
 	if err != nil {
 		return nil, err
 	}
-	outbound, err := gateway.Outbound(cfg.Platforms, adapters.WorkerSide{IDs: ids, Logger: logger})
+	side := adapters.WorkerSide{IDs: ids, Logger: logger}
+	if uploads, ok := ids.(adapters.UploadReader); ok {
+		// The store: the web chat's files are read from it.
+		side.Uploads = uploads
+	}
+	outbound, err := gateway.Outbound(cfg.Platforms, side)
 	if err != nil {
 		return nil, err
 	}
@@ -334,6 +339,9 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 	}
 	if chat := webchatSettings(cfg); chat != nil && chat.On {
 		side.ChatLog = db
+		if cfg.Media {
+			side.Uploads, side.MaxFileBytes = db, cfg.MediaMaxBytes
+		}
 	}
 	side.Mux.Handle("GET /healthz", status)
 	side.Mux.Handle("GET /readyz", ready)
