@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"database/sql"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -94,9 +95,9 @@ func TestTelegramPDFReachesTheModelAsADocument(t *testing.T) {
 	s.startWorkerWith(func(acts *activities.Activities) {
 		acts.Models = &models.Registry{MaxTokens: 256, AnthropicOptions: []anthropicopt.RequestOption{anthropicopt.WithBaseURL(an.URL), anthropicopt.WithAPIKey("test")}}
 	})
-	// A chat of its own: sessions are named by chat, and the tests share
-	// one Temporal server.
-	sender := telegramtest.User{ID: 3601, Username: "pdfsender", FirstName: "Pat"}
+	// A chat of this run's own: sessions are named by chat, and outlive
+	// their test on the shared Temporal server.
+	sender := telegramtest.User{ID: 3_600_000 + int64(queueSeq.Load()), Username: "pdfsender", FirstName: "Pat"}
 	chat := telegramtest.Private(sender.ID)
 
 	pdf := append([]byte("%PDF-1.7\n"), bytes.Repeat([]byte("pdf-stream-bytes."), 100<<10/17)...)
@@ -132,7 +133,9 @@ func TestWebchatUploadedPDFReachesTheModelAsADocument(t *testing.T) {
 	s.startWorkerWith(func(acts *activities.Activities) {
 		acts.Models = &models.Registry{MaxTokens: 256, OpenAIOptions: []openaiopt.RequestOption{openaiopt.WithBaseURL(oa.URL + "/v1"), openaiopt.WithAPIKey("test")}}
 	})
-	const chat = "upload-e2e"
+	// A chat of this run's own: a session outlives its test on the shared
+	// server.
+	chat := fmt.Sprintf("upload-e2e-%d", queueSeq.Load())
 	events := subscribe(t, s.baseURL, chat)
 
 	pdf := append([]byte("%PDF-1.7\n"), bytes.Repeat([]byte("uploaded-pdf-bytes."), 2000)...)
