@@ -61,7 +61,10 @@ const maxTurnDocuments = 5
 const maxInlineTextBytes = 64 << 10
 
 // maxTurnTextBytes bounds the text files' text one model step is given,
-// all files together: the newest messages' first.
+// all files together, the newest messages' first; and so does half the
+// prompt's token budget (REPLYFLOW_CONTEXT_TOKENS, at about 4 bytes a
+// token), so that a file leaves room for the history, and later turns,
+// which read it from the transcript, are not crowded out.
 const maxTurnTextBytes = 4 * maxInlineTextBytes
 
 // imageTypes are the image types the providers take; the type is sniffed
@@ -75,8 +78,9 @@ const pdfType = "application/pdf"
 type turnFiles struct {
 	images    []models.Image
 	documents []models.Document
-	// textBytes is the text files' text put in the user's text so far.
-	textBytes int
+	// textLeft is what the turn's text files may still put in the
+	// user's text, in bytes.
+	textLeft int
 }
 
 // capabilities are the kinds of content the turn's model takes.
@@ -113,7 +117,7 @@ func (a *Activities) withMedia(ctx context.Context, out adapters.Outbound, req p
 		reads = models.ReadsPDFs
 	}
 	caps := capabilities{images: sees(req.Model), pdfs: reads(req.Model)}
-	var shown turnFiles
+	shown := turnFiles{textLeft: min(maxTurnTextBytes, a.budget()*2)}
 	for i := len(ids) - 1; i >= 0; i-- {
 		for _, f := range files[ids[i]] {
 			line := f.Line()
@@ -209,12 +213,12 @@ func (a *Activities) present(ctx context.Context, ms MediaStore, sessionID strin
 		shown.documents = append(shown.documents, models.Document{Name: f.Name, MimeType: pdfType, Data: data})
 		return "[" + desc + " attached, shown below as a document]"
 	case strings.HasPrefix(mime, "text/plain") && utf8.Valid(data):
-		if shown.textBytes >= maxTurnTextBytes {
-			return fmt.Sprintf("[%s attached, not shown: a turn shows at most %d KiB of text files]", desc, maxTurnTextBytes>>10)
+		if shown.textLeft <= 0 {
+			return "[" + desc + " attached, not shown: the turn's other text files take all the room a turn gives files]"
 		}
 		keep()
-		text, note := clipFileText(data, min(maxInlineTextBytes, maxTurnTextBytes-shown.textBytes))
-		shown.textBytes += len(text)
+		text, note := clipFileText(data, min(maxInlineTextBytes, shown.textLeft))
+		shown.textLeft -= len(text)
 		name := f.Name
 		if name == "" {
 			name = "unnamed"

@@ -63,6 +63,7 @@ func TestATextFileIsInlineInTheUserTextMarkedAsTheUsersFileAndBounded(t *testing
 	long := pipeline.Media{Kind: "document", Ref: "txt-2", MimeType: "text/plain", Name: "log.txt"}
 	binary := pipeline.Media{Kind: "document", Ref: "zip-1", MimeType: "text/plain", Name: "fake.txt"}
 	m := newMediaTurn(t, notes, long, binary)
+	m.acts.ContextTokens = 200_000
 	m.tg.AddFile("txt-1", []byte("buy milk\ncall Bob"))
 	m.tg.AddFile("txt-2", []byte(strings.Repeat("é", maxInlineTextBytes)))
 	m.tg.AddFile("zip-1", []byte("PK\x03\x04\x14\x00\x00\x00binary"))
@@ -102,4 +103,28 @@ func TestWithTheCodecOnAFileIsKeptEncryptedAndReadBackByTheNextAttempt(t *testin
 	require.NoError(t, err)
 	require.Len(t, got["7"], 1)
 	assert.Equal(t, base64.StdEncoding.EncodeToString(pdfBytes), got["7"][0].Content)
+}
+
+func TestTextFilesTakeAtMostHalfThePromptsBudget(t *testing.T) {
+	first := pipeline.Media{Kind: "document", Ref: "txt-1", MimeType: "text/plain", Name: "a.txt"}
+	second := pipeline.Media{Kind: "document", Ref: "txt-2", MimeType: "text/plain", Name: "b.txt"}
+	m := newMediaTurn(t, first, second)
+	m.acts.ContextTokens = 2000 // 4000 bytes of text files
+	m.tg.AddFile("txt-1", []byte(strings.Repeat("q", 3000)))
+	m.tg.AddFile("txt-2", []byte(strings.Repeat("z", 3000)))
+
+	m.turn(t, "openai/gpt-4o", "", first, second)
+	reqs := m.model.Requests()
+	last := reqs[0].Messages[len(reqs[0].Messages)-1]
+	assert.Equal(t, 3000, strings.Count(last, "q"), "the first file whole")
+	assert.Contains(t, last, `[document "b.txt" (text/plain) attached; its text follows, as the user sent it (its first 1000 of 3000 bytes)]`)
+	assert.Equal(t, 1000, strings.Count(last, "z"))
+
+	m.acts.ContextTokens = 1500 // 3000 bytes: the first file takes them all
+	m.turn(t, "openai/gpt-4o", "", first, second)
+	reqs = m.model.Requests()
+	last = reqs[1].Messages[len(reqs[1].Messages)-1]
+	assert.Equal(t, 3000, strings.Count(last, "q"))
+	assert.Contains(t, last, `[document "b.txt" (text/plain) attached, not shown: the turn's other text files take all the room a turn gives files]`)
+	assert.Zero(t, strings.Count(last, "z"))
 }
