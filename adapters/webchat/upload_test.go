@@ -24,7 +24,7 @@ var uploadPNG, _ = base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEA
 
 // uploadGateway serves a web chat that keeps uploads in the store at
 // dsn, at most max bytes a file, as a gateway with REPLYFLOW_MEDIA does.
-func uploadGateway(t *testing.T, dsn string, max int64) (*httptest.Server, *recordingSink, *store.Store) {
+func uploadGateway(t testing.TB, dsn string, max int64) (*httptest.Server, *recordingSink, *store.Store) {
 	db, err := store.Open(context.Background(), dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })

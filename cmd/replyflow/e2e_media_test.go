@@ -117,6 +117,7 @@ func TestTelegramPDFReachesTheModelAsADocument(t *testing.T) {
 	raw := rawHistory(t, sessionHistory(t, s.client, tgKey(chat).WorkflowID()))
 	assert.NotContains(t, raw, "pdf-stream-bytes.")
 	assert.Less(t, len(raw), 100<<10, "history does not grow with the file")
+	t.Logf("history of the session: %d bytes, for a turn on a %d-byte PDF", len(raw), len(pdf))
 }
 
 // A PDF uploaded to the web chat is kept in the store at the gateway
