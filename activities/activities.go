@@ -176,9 +176,9 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 		// Unwrapped: an ApplicationError keeps its type only at the top.
 		return pipeline.TurnResult{}, err
 	}
-	full, images := a.withMedia(turnCtx, out, full)
+	full, files := a.withMedia(turnCtx, out, full)
 	prompt := a.prompt(full, history, time.Now())
-	withImages(&prompt, images)
+	withFiles(&prompt, files)
 	prompt.Think = req.Think
 	if !req.NoTools {
 		prompt.Tools = a.Tools.specs()

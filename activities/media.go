@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/activities/store"
@@ -17,9 +20,10 @@ import (
 // Media is how a turn shows the model the files of its messages. The
 // gateway records each message's references in the store
 // (adapters.MediaLog); the turn's activity downloads each file through
-// its platform's adapters.FileFetcher, keeps an image's bytes or a voice
+// its platform's adapters.FileFetcher, keeps a file's bytes or a voice
 // note's transcript in the store (never in workflow history), and gives
-// images to the model as image content and transcripts as text. A later
+// images to the model as image content, PDFs as document content, plain
+// text files inline in the user's text and transcripts as text. A later
 // attempt or step reads them from the store; an attempt cut short
 // before it saved them downloads them again.
 type Media struct {
@@ -32,6 +36,9 @@ type Media struct {
 	// SeesImages says which models take images; nil is
 	// models.SeesImages' defaults per family.
 	SeesImages func(model string) bool
+	// ReadsPDFs says which models take PDF documents; nil is
+	// models.ReadsPDFs' defaults per family.
+	ReadsPDFs func(model string) bool
 }
 
 // MediaStore is the part of the store that keeps the files of messages;
@@ -45,19 +52,52 @@ type MediaStore interface {
 // messages' first.
 const maxTurnImages = 10
 
+// maxTurnDocuments bounds the PDFs one model step is given, as
+// maxTurnImages does images: each is up to MaxBytes and many pages.
+const maxTurnDocuments = 5
+
+// maxInlineTextBytes bounds the text of one text file put in the user's
+// text; a longer file is cut there, and the model told so.
+const maxInlineTextBytes = 64 << 10
+
+// maxTurnTextBytes bounds the text files' text one model step is given,
+// all files together, the newest messages' first; and so does half the
+// prompt's token budget (REPLYFLOW_CONTEXT_TOKENS, at about 4 bytes a
+// token), so that a file leaves room for the history, and later turns,
+// which read it from the transcript, are not crowded out.
+const maxTurnTextBytes = 4 * maxInlineTextBytes
+
 // imageTypes are the image types the providers take; the type is sniffed
 // from the bytes, never taken from the platform or the file's name.
 var imageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
 
+// pdfType is a PDF's sniffed type.
+const pdfType = "application/pdf"
+
+// turnFiles are what a turn shows the model beside the user's text.
+type turnFiles struct {
+	images    []models.Image
+	documents []models.Document
+	// textLeft is what the turn's text files may still put in the
+	// user's text, in bytes.
+	textLeft int
+}
+
+// capabilities are the kinds of content the turn's model takes.
+type capabilities struct {
+	images, pdfs bool
+}
+
 // withMedia returns the request with each of its files' line in the text
-// replaced by what the model is given instead (a transcript, or a note
-// that the image follows, or why the file is not shown), and the images
-// to show with the user turn. Without Media, a store that keeps files or
-// recorded files, it returns the request as it is.
-func (a *Activities) withMedia(ctx context.Context, out adapters.Outbound, req pipeline.TurnRequest) (pipeline.TurnRequest, []models.Image) {
+// replaced by what the model is given instead (a transcript, a text
+// file's text, a note that the image or document follows, or why the
+// file is not shown), and the images and documents to show with the
+// user turn. Without Media, a store that keeps files or recorded files,
+// it returns the request as it is.
+func (a *Activities) withMedia(ctx context.Context, out adapters.Outbound, req pipeline.TurnRequest) (pipeline.TurnRequest, turnFiles) {
 	ms, ok := a.Store.(MediaStore)
 	if a.Media == nil || !ok || len(req.Messages) == 0 {
-		return req, nil
+		return req, turnFiles{}
 	}
 	sessionID := req.Session.WorkflowID()
 	ids := make([]string, len(req.Messages))
@@ -67,98 +107,159 @@ func (a *Activities) withMedia(ctx context.Context, out adapters.Outbound, req p
 	files, err := ms.MessageMedia(ctx, sessionID, ids)
 	if err != nil {
 		a.Logger.Warn("The files of the turn's messages were not read; the model sees them as lines of text", "session", sessionID, "turn_id", req.TurnID, "error", err)
-		return req, nil
+		return req, turnFiles{}
 	}
-	sees := a.Media.SeesImages
+	sees, reads := a.Media.SeesImages, a.Media.ReadsPDFs
 	if sees == nil {
 		sees = models.SeesImages
 	}
-	var images []models.Image
+	if reads == nil {
+		reads = models.ReadsPDFs
+	}
+	caps := capabilities{images: sees(req.Model), pdfs: reads(req.Model)}
+	shown := turnFiles{textLeft: min(maxTurnTextBytes, a.budget()*2)}
 	for i := len(ids) - 1; i >= 0; i-- {
 		for _, f := range files[ids[i]] {
 			line := f.Line()
 			if !strings.Contains(req.Text, line) {
 				continue // not in this turn's text (a command, or cut)
 			}
-			shown, img := a.fileFor(ctx, out, ms, sessionID, f, sees(req.Model) && len(images) < maxTurnImages)
-			if img != nil {
-				images = append(images, *img)
-			}
-			req.Text = strings.Replace(req.Text, line, shown, 1)
+			req.Text = strings.Replace(req.Text, line, a.fileFor(ctx, out, ms, sessionID, f, caps, &shown), 1)
 		}
 	}
-	// The newest messages' images were taken first; the model reads them
+	// The newest messages' files were taken first; the model reads them
 	// in the order they were sent.
-	for i, j := 0, len(images)-1; i < j; i, j = i+1, j-1 {
-		images[i], images[j] = images[j], images[i]
-	}
-	return req, images
+	slices.Reverse(shown.images)
+	slices.Reverse(shown.documents)
+	return req, shown
 }
 
-// fileFor is what the model is given of one file: the line that stands
-// for it in the text, and the image to show, if it is one and show.
-func (a *Activities) fileFor(ctx context.Context, out adapters.Outbound, ms MediaStore, sessionID string, f store.StoredMedia, show bool) (string, *models.Image) {
+// fileFor is what the model is given of one file in place of its line;
+// an image or document to show is added to shown.
+func (a *Activities) fileFor(ctx context.Context, out adapters.Outbound, ms MediaStore, sessionID string, f store.StoredMedia, caps capabilities, shown *turnFiles) string {
 	desc := f.Describe()
 	switch {
 	case f.Transcript != "":
-		return "[" + desc + ", transcribed: " + f.Transcript + "]", nil
+		return "[" + desc + ", transcribed: " + f.Transcript + "]"
 	case isAudio(f.Media):
 		if a.Media.Transcriber == nil {
-			return f.Line(), nil
+			return f.Line()
 		}
-	case isImage(f.Media):
-		if !show {
-			return "[" + desc + " attached, not shown: this model does not take images]", nil
+	case isImage(f.Media) && !caps.images:
+		// Not downloaded: the platform says it is an image.
+		return "[" + desc + " attached, not shown: this model does not take images]"
+	case f.MimeType == pdfType && !caps.pdfs:
+		return "[" + desc + " attached, not shown: this model does not take PDF documents]"
+	case !isImage(f.Media) && f.Kind != "document":
+		return f.Line() // video and the rest: nothing a model takes
+	}
+	if f.Content != "" {
+		if data, err := base64.StdEncoding.DecodeString(f.Content); err == nil {
+			return a.present(ctx, ms, sessionID, f, data, false, caps, shown)
 		}
-		if f.Content != "" {
-			if data, err := base64.StdEncoding.DecodeString(f.Content); err == nil {
-				return "[" + desc + " attached, shown below]", &models.Image{MimeType: http.DetectContentType(data), Data: data}
-			}
-		}
-	default:
-		return f.Line(), nil
 	}
 	fetcher, ok := out.(adapters.FileFetcher)
 	if !ok {
-		return f.Line(), nil
+		return f.Line()
 	}
 	data, err := fetcher.FetchFile(ctx, f.Media, a.Media.MaxBytes)
 	if err != nil {
 		a.Logger.Warn("A file of a message was not downloaded", "session", sessionID, "message_id", f.MessageID, "kind", f.Kind, "error", err)
-		return "[" + desc + " attached, but it could not be downloaded: " + fetchProblem(err) + "]", nil
+		return "[" + desc + " attached, but it could not be downloaded: " + fetchProblem(err) + "]"
 	}
 	if isAudio(f.Media) {
 		return a.transcribed(ctx, ms, sessionID, f, data)
 	}
+	return a.present(ctx, ms, sessionID, f, data, true, caps, shown)
+}
+
+// present is what the model is given of a file's bytes, by their
+// sniffed type: an image or a PDF to show, a text file's text, or why
+// it is not shown. Downloaded bytes (fresh) of a type the model is given
+// are kept in the store.
+func (a *Activities) present(ctx context.Context, ms MediaStore, sessionID string, f store.StoredMedia, data []byte, fresh bool, caps capabilities, shown *turnFiles) string {
+	desc := f.Describe()
 	mime := http.DetectContentType(data)
-	if !imageTypes[mime] {
-		return "[" + desc + " attached, but it is not an image the model can take (its bytes are " + mime + ")]", nil
+	keep := func() {
+		if !fresh {
+			return
+		}
+		if err := ms.SaveMediaContent(ctx, sessionID, f.MessageID, f.Seq, base64.StdEncoding.EncodeToString(data), ""); err != nil {
+			// Shown all the same: a later step downloads it again.
+			a.Logger.Warn("A downloaded file was not kept in the store", "session", sessionID, "message_id", f.MessageID, "error", err)
+		}
 	}
-	if err := ms.SaveMediaContent(ctx, sessionID, f.MessageID, f.Seq, base64.StdEncoding.EncodeToString(data), ""); err != nil {
-		// Shown all the same: a later step downloads it again.
-		a.Logger.Warn("A downloaded image was not kept in the store", "session", sessionID, "message_id", f.MessageID, "error", err)
+	switch {
+	case imageTypes[mime]:
+		if !caps.images {
+			return "[" + desc + " attached, not shown: this model does not take images]"
+		}
+		if len(shown.images) >= maxTurnImages {
+			return fmt.Sprintf("[%s attached, not shown: a turn shows at most %d images]", desc, maxTurnImages)
+		}
+		keep()
+		shown.images = append(shown.images, models.Image{MimeType: mime, Data: data})
+		return "[" + desc + " attached, shown below]"
+	case isImage(f.Media):
+		return "[" + desc + " attached, but it is not an image the model can take (its bytes are " + mime + ")]"
+	case mime == pdfType:
+		if !caps.pdfs {
+			return "[" + desc + " attached, not shown: this model does not take PDF documents]"
+		}
+		if len(shown.documents) >= maxTurnDocuments {
+			return fmt.Sprintf("[%s attached, not shown: a turn shows at most %d PDF documents]", desc, maxTurnDocuments)
+		}
+		keep()
+		shown.documents = append(shown.documents, models.Document{Name: f.Name, MimeType: pdfType, Data: data})
+		return "[" + desc + " attached, shown below as a document]"
+	case strings.HasPrefix(mime, "text/plain") && utf8.Valid(data):
+		if shown.textLeft <= 0 {
+			return "[" + desc + " attached, not shown: the turn's other text files take all the room a turn gives files]"
+		}
+		keep()
+		text, note := clipFileText(data, min(maxInlineTextBytes, shown.textLeft))
+		shown.textLeft -= len(text)
+		name := f.Name
+		if name == "" {
+			name = "unnamed"
+		}
+		return "[" + desc + " attached; its text follows, as the user sent it" + note + "]\n" +
+			"<<<file " + strconv.Quote(name) + " sent by the user\n" + text + "\n>>>end of file " + strconv.Quote(name)
 	}
-	return "[" + desc + " attached, shown below]", &models.Image{MimeType: mime, Data: data}
+	return "[" + desc + " attached, but it is not a file the model can take: images, PDFs and plain text are (its bytes are " + mime + ")]"
+}
+
+// clipFileText is a text file's text cut to at most limit bytes on a
+// character boundary, and the note that says so.
+func clipFileText(data []byte, limit int) (string, string) {
+	if len(data) <= limit {
+		return string(data), ""
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(data[cut]) {
+		cut--
+	}
+	return string(data[:cut]), fmt.Sprintf(" (its first %d of %d bytes)", cut, len(data))
 }
 
 // transcribed transcribes a voice note or an audio file and keeps the
 // transcript, so no later attempt pays for it again.
-func (a *Activities) transcribed(ctx context.Context, ms MediaStore, sessionID string, f store.StoredMedia, audio []byte) (string, *models.Image) {
+func (a *Activities) transcribed(ctx context.Context, ms MediaStore, sessionID string, f store.StoredMedia, audio []byte) string {
 	desc := f.Describe()
 	text, err := a.Media.Transcriber.Transcribe(ctx, audioName(f.Media), f.MimeType, audio)
 	if err != nil {
 		a.Logger.Warn("A voice note was not transcribed", "session", sessionID, "message_id", f.MessageID, "error", err)
-		return "[" + desc + " attached, but it could not be transcribed]", nil
+		return "[" + desc + " attached, but it could not be transcribed]"
 	}
 	// Bounded as a message's text is.
 	text = pipeline.ClipText(strings.TrimSpace(text))
 	if text == "" {
-		return "[" + desc + " attached, with no words in it]", nil
+		return "[" + desc + " attached, with no words in it]"
 	}
 	if err := ms.SaveMediaContent(ctx, sessionID, f.MessageID, f.Seq, "", text); err != nil {
 		a.Logger.Warn("A transcript was not kept in the store", "session", sessionID, "message_id", f.MessageID, "error", err)
 	}
-	return "[" + desc + ", transcribed: " + text + "]", nil
+	return "[" + desc + ", transcribed: " + text + "]"
 }
 
 // fetchProblem is why a file was not downloaded, in words for the model
@@ -193,15 +294,16 @@ func audioName(m pipeline.Media) string {
 	return fmt.Sprintf("%s.ogg", m.Kind)
 }
 
-// withImages puts images on the prompt's user turn: the last user
-// message, before the turn's tool rounds.
-func withImages(p *models.Prompt, images []models.Image) {
-	if len(images) == 0 {
+// withFiles puts a turn's images and documents on the prompt's user
+// turn: the last user message, before the turn's tool rounds.
+func withFiles(p *models.Prompt, files turnFiles) {
+	if len(files.images) == 0 && len(files.documents) == 0 {
 		return
 	}
 	for i := len(p.Messages) - 1; i >= 0; i-- {
 		if p.Messages[i].Role == "user" {
-			p.Messages[i].Images = images
+			p.Messages[i].Images = files.images
+			p.Messages[i].Documents = files.documents
 			return
 		}
 	}

@@ -75,3 +75,21 @@ func Download(ctx context.Context, hc *http.Client, address string, max int64, o
 	}
 	return data, nil
 }
+
+// UploadStore keeps the files users upload to a platform that has no
+// file store of its own (the web chat): the gateway records the
+// message's media and keeps each file's bytes in the store's media space
+// before the session hears of the message, so the turn finds them there.
+// The store is the real one.
+type UploadStore interface {
+	MediaLog
+	SaveMediaContent(ctx context.Context, sessionID, messageID string, seq int, content, transcript string) error
+}
+
+// UploadReader reads back the bytes of an uploaded file by its
+// reference; ok is false once the store no longer keeps them (its
+// retention or its per-chat bounds dropped them). The store is the real
+// one.
+type UploadReader interface {
+	UploadedFile(ctx context.Context, ref string) (data []byte, ok bool, err error)
+}

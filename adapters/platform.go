@@ -104,6 +104,12 @@ type GatewaySide struct {
 	// ChatLog keeps the chats of a platform with no history of its own
 	// (the web chat) in the store; nil when the gateway has no store.
 	ChatLog ChatLog
+	// Uploads keeps the files users upload to a platform with no file
+	// store of its own (the web chat), each at most MaxFileBytes
+	// (REPLYFLOW_MEDIA_MAX_BYTES); nil when files are off
+	// (REPLYFLOW_MEDIA) and such a platform takes none.
+	Uploads      UploadStore
+	MaxFileBytes int64
 }
 
 // SessionLister finds the sessions that are running now.
@@ -164,6 +170,10 @@ type WorkerSide struct {
 	// IDs resolves internal message IDs to the platform's (the store).
 	IDs    IDMap
 	Logger *slog.Logger
+	// Uploads reads the files users uploaded to a platform with no file
+	// store of its own (the web chat) from the store; nil when the
+	// worker has none.
+	Uploads UploadReader
 }
 
 // IDMap resolves the bot's internal message IDs to the platform's; the

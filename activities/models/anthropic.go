@@ -91,6 +91,12 @@ func (m *anthropicModel) params(p Prompt) anthropic.MessageNewParams {
 			for _, img := range msg.Images {
 				blocks = append(blocks, anthropic.NewImageBlockBase64(img.MimeType, base64.StdEncoding.EncodeToString(img.Data)))
 			}
+			for _, doc := range msg.Documents {
+				blocks = append(blocks, anthropic.ContentBlockParamUnion{OfDocument: &anthropic.DocumentBlockParam{
+					Source: anthropic.DocumentBlockParamSourceUnion{OfBase64: &anthropic.Base64PDFSourceParam{Data: base64.StdEncoding.EncodeToString(doc.Data)}},
+					Title:  anthropic.String(doc.FileName()),
+				}})
+			}
 			params.Messages = append(params.Messages, anthropic.NewUserMessage(blocks...))
 			continue
 		}

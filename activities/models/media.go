@@ -35,6 +35,32 @@ func SeesImages(name string) bool {
 	return false
 }
 
+// ReadsPDFs is whether a model takes PDF documents, by its family:
+// OpenAI's GPT-4o, GPT-4.1, GPT-5 and o-series models (file parts) and
+// the Claude models from Claude 3.5 Sonnet's October 2024 release on
+// (document blocks) do; the first Claude 3 models, Claude 2 and any
+// other model are taken as not reading them, and an operator names the
+// ones that do (REPLYFLOW_PDF_MODELS).
+func ReadsPDFs(name string) bool {
+	provider, model, err := pipeline.ParseModelName(name)
+	if err != nil {
+		return false
+	}
+	model = strings.ToLower(model)
+	switch provider {
+	case "anthropic":
+		for _, old := range []string{"claude-3-opus", "claude-3-sonnet", "claude-3-haiku", "claude-3-5-sonnet-20240620"} {
+			if strings.HasPrefix(model, old) {
+				return false
+			}
+		}
+		return SeesImages(name)
+	case "openai":
+		return SeesImages(name)
+	}
+	return false
+}
+
 // Transcriber turns a voice note or an audio file into text.
 type Transcriber interface {
 	Transcribe(ctx context.Context, name, mimeType string, audio []byte) (string, error)

@@ -37,6 +37,9 @@ type Message struct {
 	// Images go with a "user" message, after its text: the model sees
 	// them as image content.
 	Images []Image
+	// Documents go with a "user" message, after its images: the model
+	// reads them as document content (PDFs).
+	Documents []Document
 }
 
 // Image is a picture a user sent: its bytes, sniffed type and all.
@@ -48,6 +51,28 @@ type Image struct {
 // DataURL is the image as a data: URL, how OpenAI's image parts take it.
 func (i Image) DataURL() string {
 	return "data:" + i.MimeType + ";base64," + base64.StdEncoding.EncodeToString(i.Data)
+}
+
+// Document is a PDF a user sent: its bytes and file name.
+type Document struct {
+	Name     string // the file's name as sent, "" when the platform gave none
+	MimeType string // application/pdf
+	Data     []byte
+}
+
+// DataURL is the document as a data: URL, how OpenAI's file parts take
+// it (file_data).
+func (d Document) DataURL() string {
+	return "data:" + d.MimeType + ";base64," + base64.StdEncoding.EncodeToString(d.Data)
+}
+
+// FileName is the name the provider is given: the sent one, else one
+// with the type's extension, as OpenAI needs a name with file_data.
+func (d Document) FileName() string {
+	if d.Name != "" {
+		return d.Name
+	}
+	return "document.pdf"
 }
 
 // Tool is a tool offered to the model.

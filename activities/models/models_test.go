@@ -154,3 +154,33 @@ func TestImagesGoAsImageContentToBothProviders(t *testing.T) {
 		assert.Equal(t, []string{"user: what is this?"}, reqs[0].Messages, name)
 	}
 }
+
+func TestPDFsGoAsDocumentContentToBothProviders(t *testing.T) {
+	r, oa, an := fakes(t)
+	pdf := []byte("%PDF-1.4\nfake pdf body")
+	p := Prompt{Messages: []Message{{Role: "user", Text: "summarise this", Documents: []Document{{Name: "report.pdf", MimeType: "application/pdf", Data: pdf}}}}}
+	for name, c := range map[string]struct {
+		server *modeltest.Server
+		part   string
+	}{"openai/gpt-4o": {oa, "file"}, "anthropic/claude-sonnet-4-5": {an, "document"}} {
+		m, err := r.Get(name)
+		require.NoError(t, err)
+		_, err = m.Complete(context.Background(), p)
+		require.NoError(t, err, name)
+		reqs := c.server.Requests()
+		require.Len(t, reqs, 1, name)
+		assert.Equal(t, []modeltest.Document{{Name: "report.pdf", MediaType: "application/pdf", Data: pdf, Part: c.part}}, reqs[0].Documents, name)
+		assert.Equal(t, []string{"user: summarise this"}, reqs[0].Messages, name)
+	}
+}
+
+func TestReadsPDFsByFamily(t *testing.T) {
+	for name, want := range map[string]bool{
+		"openai/gpt-4o": true, "openai/gpt-4.1-mini": true, "openai/o4-mini": true, "openai/gpt-5": true,
+		"anthropic/claude-sonnet-4-5": true, "anthropic/claude-3-5-sonnet-20241022": true, "anthropic/claude-3-7-sonnet-latest": true,
+		"anthropic/claude-3-opus-20240229": false, "anthropic/claude-3-5-sonnet-20240620": false, "anthropic/claude-2.1": false,
+		"openai/llama3": false, "demo/echo": false, "nonsense": false,
+	} {
+		assert.Equal(t, want, ReadsPDFs(name), name)
+	}
+}

@@ -85,10 +85,15 @@ func (m *openAIModel) params(p Prompt) openai.ChatCompletionNewParams {
 			msgs = append(msgs, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
 		case msg.Role == "assistant":
 			msgs = append(msgs, openai.AssistantMessage(msg.Text))
-		case len(msg.Images) > 0:
+		case len(msg.Images) > 0 || len(msg.Documents) > 0:
 			parts := []openai.ChatCompletionContentPartUnionParam{openai.TextContentPart(msg.Text)}
 			for _, img := range msg.Images {
 				parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: img.DataURL()}))
+			}
+			for _, doc := range msg.Documents {
+				parts = append(parts, openai.FileContentPart(openai.ChatCompletionContentPartFileFileParam{
+					FileData: openai.String(doc.DataURL()), Filename: openai.String(doc.FileName()),
+				}))
 			}
 			msgs = append(msgs, openai.UserMessage(parts))
 		default:

@@ -17,7 +17,9 @@ import (
 // says the same):
 //   - tool_results, stream_shown: ToolResults after they were written.
 //   - inbound_media (the files of users' messages, media.go): ToolResults
-//     after the message arrived, at most pipeline.MaxMedia a message.
+//     after the message arrived, at most pipeline.MaxMedia a message; the
+//     bytes and transcripts kept in it, Media after they were kept, and
+//     per chat at most MediaLimits' files and bytes.
 //   - message_ids (the delivery ledger): Deliveries after the chunk was sent.
 //   - export_documents: Deliveries after the export started, as long as
 //     the ledger entries of its parts.
@@ -46,6 +48,9 @@ type Retention struct {
 	Feedback    time.Duration
 	Spend       time.Duration
 	ChatLog     time.Duration
+	// Media is how long the bytes and transcripts of users' files are
+	// kept; zero is as long as their rows, ToolResults.
+	Media time.Duration
 }
 
 // toolResultsMargin is what a turn may spend between its first tool
@@ -80,7 +85,7 @@ const CurrentTranscriptKept = 200
 // 30 days (a reaction on an older bot message is recorded unresolved; a
 // parked delivery retried later may send its chunk again), transcripts
 // and feedback 90 days, budgets and breaker trips 30 days, the web chat's
-// log 30 days.
+// log 30 days, the files' content as long as the tool results.
 func DefaultRetention() Retention {
 	return Retention{
 		ToolResults: ToolResultsRetention(24*time.Hour, 8),
@@ -89,6 +94,7 @@ func DefaultRetention() Retention {
 		Feedback:    90 * 24 * time.Hour,
 		Spend:       30 * 24 * time.Hour,
 		ChatLog:     30 * 24 * time.Hour,
+		Media:       ToolResultsRetention(24*time.Hour, 8),
 	}
 }
 
@@ -104,6 +110,10 @@ func (s *Store) SetRetention(r Retention) {
 		if *f.set <= 0 {
 			*f.set = *f.def
 		}
+	}
+	if r.Media <= 0 || r.Media > r.ToolResults {
+		// The row goes after ToolResults, and its content with it.
+		r.Media = r.ToolResults
 	}
 	s.retention = r
 }

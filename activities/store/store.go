@@ -40,12 +40,17 @@ type Store struct {
 	db        *sql.DB
 	postgres  bool
 	retention Retention
+	// sealer encrypts the bytes and transcripts of users' files
+	// (SetSealer); nil keeps them in clear.
+	sealer Sealer
+	// mediaLimits bound the files' content kept per chat.
+	mediaLimits MediaLimits
 }
 
 // Open opens the store named by dsn: a postgres:// (or postgresql://) URL,
 // or a SQLite file path (its folder is created), and applies migrations.
 func Open(ctx context.Context, dsn string) (*Store, error) {
-	s := &Store{retention: DefaultRetention()}
+	s := &Store{retention: DefaultRetention(), mediaLimits: DefaultMediaLimits()}
 	var err error
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		s.postgres = true

@@ -24,6 +24,9 @@ type Client struct {
 	token string
 	http  *http.Client
 	emoji map[pipeline.ReactionState]string
+	// uploads reads the files users uploaded (SetUploads); nil reads
+	// none.
+	uploads adapters.UploadReader
 }
 
 var _ adapters.Outbound = (*Client)(nil)

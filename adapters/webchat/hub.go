@@ -49,6 +49,15 @@ type (
 		Text       string `json:"text"`
 		ThreadID   string `json:"thread_id,omitempty"`
 		ReplyTo    string `json:"reply_to,omitempty"`
+		// Files are the files the user uploaded with it: their names,
+		// never their bytes (the store keeps those for the model).
+		Files []UploadEvent `json:"files,omitempty"`
+	}
+	// UploadEvent names a file a user uploaded.
+	UploadEvent struct {
+		Name        string `json:"name"`
+		ContentType string `json:"content_type"`
+		Size        int    `json:"size"`
 	}
 )
 

@@ -107,6 +107,7 @@ func (p *Platform) Serve(ctx context.Context, gw adapters.GatewaySide) (adapters
 	chat, err := NewServer(ServerConfig{
 		Sink: gw.Sink, BotToken: p.BotToken, Logger: gw.Logger, StreamWriteTimeout: gw.WriteTimeout, TrustedOrigins: p.Origins,
 		Auth: AuthMode(p.Auth), AuthKey: p.AuthKey, ChatLog: gw.ChatLog,
+		Uploads: gw.Uploads, MaxUploadBytes: gw.MaxFileBytes,
 	})
 	if err != nil {
 		return adapters.Serving{}, err
@@ -126,10 +127,13 @@ func (p *Platform) Serve(ctx context.Context, gw adapters.GatewaySide) (adapters
 }
 
 // Outbound is the worker's client of the gateway's bot API.
-func (p *Platform) Outbound(adapters.WorkerSide) (adapters.Outbound, error) {
+func (p *Platform) Outbound(ws adapters.WorkerSide) (adapters.Outbound, error) {
 	wc, err := NewClient(p.URL, p.BotToken, nil)
 	if err != nil {
 		return nil, err
+	}
+	if ws.Uploads != nil {
+		wc.SetUploads(ws.Uploads)
 	}
 	for state, emoji := range p.Emoji {
 		wc.SetEmoji(pipeline.ReactionState(state), emoji)

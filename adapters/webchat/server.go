@@ -58,6 +58,11 @@ type ServerConfig struct {
 	// store's, so that it outlives this gateway and is shared with any
 	// other. Nil keeps it in this process's memory (memoryLog).
 	ChatLog adapters.ChatLog
+	// Uploads keeps the files users upload (POST
+	// /api/chats/{chat}/uploads), each at most MaxUploadBytes, in the
+	// store's media space; nil refuses uploads (REPLYFLOW_MEDIA is off).
+	Uploads        adapters.UploadStore
+	MaxUploadBytes int64
 }
 
 // Server is the web chat platform: the user API, the event stream, the page
@@ -120,6 +125,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		}
 	}
 	s.mux.HandleFunc("POST /api/chats/{chat}/messages", s.postUserMessage)
+	s.mux.HandleFunc("POST /api/chats/{chat}/uploads", s.postUpload)
 	s.mux.HandleFunc("GET /api/chats/{chat}/events", s.streamEvents)
 	s.mux.HandleFunc("GET /api/chats/{chat}/history", s.getHistory)
 	s.mux.HandleFunc("POST /bot/chats/{chat}/messages", s.bot(s.postBotMessage))
@@ -159,7 +165,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, "a request from another site's page is refused ("+err.Error()+"); a front end served elsewhere needs its origin in REPLYFLOW_WEBCHAT_ORIGINS")
 		return
 	}
-	if changesState(r.Method) && !isJSON(r.Header.Get("Content-Type")) {
+	if changesState(r.Method) && !isJSON(r.Header.Get("Content-Type")) && !isUpload(r) {
 		writeError(w, http.StatusUnsupportedMediaType, "send the body as Content-Type: application/json")
 		return
 	}
@@ -219,12 +225,13 @@ func decodeUserMessage(body io.Reader) (UserMessage, error) {
 	return m, nil
 }
 
-// inbound is the message for chat, checked.
-func (m UserMessage) inbound(chat string, now time.Time) (pipeline.Inbound, error) {
+// inbound is the message for chat, with the files uploaded with it,
+// checked.
+func (m UserMessage) inbound(chat string, now time.Time, media ...pipeline.Media) (pipeline.Inbound, error) {
 	if m.SenderID == "" {
 		return pipeline.Inbound{}, errors.New("sender_id is missing")
 	}
-	if m.Text == "" {
+	if m.Text == "" && len(media) == 0 {
 		return pipeline.Inbound{}, errors.New("text is missing")
 	}
 	if m.MessageID == "" {
@@ -243,6 +250,7 @@ func (m UserMessage) inbound(chat string, now time.Time) (pipeline.Inbound, erro
 		MessageID: m.MessageID, SenderID: m.SenderID, SenderName: m.SenderName,
 		Text: m.Text, ThreadID: m.ThreadID, ReplyTo: m.ReplyTo, ReceivedAt: now.UTC(),
 		SenderIsBot: m.SenderIsBot, MentionsBot: m.MentionsBot, MentionsOthers: m.MentionsOthers,
+		Media: media,
 	}
 	return in, in.Validate()
 }
@@ -268,6 +276,12 @@ func (s *Server) postUserMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in.SenderIsOwner = who != nil && who.Owner
+	s.accept(w, r, in, nil)
+}
+
+// accept hands a user message to the Sink, records it in the chat's log
+// with the files uploaded with it, and answers 202 (or why not).
+func (s *Server) accept(w http.ResponseWriter, r *http.Request, in pipeline.Inbound, files []UploadEvent) {
 	if err := s.cfg.Sink.Accept(r.Context(), in); err != nil {
 		if writeRateLimited(w, err) {
 			return
@@ -282,9 +296,9 @@ func (s *Server) postUserMessage(w http.ResponseWriter, r *http.Request) {
 	// this message, not the answer.
 	user := UserEvent{
 		MessageID: in.MessageID, SenderID: in.SenderID, SenderName: in.SenderName,
-		Text: in.Text, ThreadID: in.ThreadID, ReplyTo: in.ReplyTo,
+		Text: in.Text, ThreadID: in.ThreadID, ReplyTo: in.ReplyTo, Files: files,
 	}
-	_, fresh, err := s.record(r.Context(), chat, "user:"+in.MessageID, "user", in.MessageID, user)
+	_, fresh, err := s.record(r.Context(), in.ChatID, "user:"+in.MessageID, "user", in.MessageID, user)
 	if err != nil {
 		s.cfg.Logger.Warn("Web chat message accepted, but not recorded in the chat's history: a reloaded page will not show it (is the store reachable? REPLYFLOW_STORE_DSN)",
 			"session", in.Session().WorkflowID(), "message_id", in.MessageID, "error", err)

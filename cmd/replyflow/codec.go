@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/replyflow/replyflow/activities/store"
 	"github.com/replyflow/replyflow/workers/codec"
 )
 
@@ -50,6 +51,21 @@ func (c Config) applyCodec(opts *client.Options) error {
 		return err
 	}
 	return codec.SetOn(opts, keys, c.CodecCompress)
+}
+
+// sealStore makes the store encrypt the files' bytes and transcripts it
+// keeps with the codec's keys; without keys it changes nothing.
+func (c Config) sealStore(db *store.Store) error {
+	keys, err := c.codecKeys()
+	if err != nil || keys == nil {
+		return err
+	}
+	blobs, err := codec.NewBlobs(keys)
+	if err != nil {
+		return err
+	}
+	db.SetSealer(blobs)
+	return nil
 }
 
 // warnIfClearText says, at a worker's or gateway's start, that history

@@ -77,12 +77,22 @@ type Config struct {
 	// Media: the gateway records the files of users' messages in the
 	// store and the worker shows them to the model (activities.Media):
 	// images up to MediaMaxBytes to the models that take them
-	// (ImageModels, else models.SeesImages' families), voice notes
-	// transcribed with TranscribeModel ("" leaves them lines of text).
+	// (ImageModels, else models.SeesImages' families), PDFs to the ones
+	// that read them (PDFModels, else models.ReadsPDFs' families), text
+	// files inline, voice notes transcribed with TranscribeModel (""
+	// leaves them lines of text).
 	Media           bool     `envconfig:"MEDIA" default:"false"`
 	MediaMaxBytes   int64    `envconfig:"MEDIA_MAX_BYTES" default:"5242880"`
 	TranscribeModel string   `envconfig:"TRANSCRIBE_MODEL" default:"gpt-4o-mini-transcribe"`
 	ImageModels     []string `envconfig:"IMAGE_MODELS"`
+	PDFModels       []string `envconfig:"PDF_MODELS"`
+	// MediaRetention is how long the store keeps a file's bytes or
+	// transcript (0: as long as the file's row, the tool results'
+	// retention); MediaChatFiles and MediaChatBytes bound them per chat
+	// (store.MediaLimits).
+	MediaRetention time.Duration `envconfig:"MEDIA_RETENTION" default:"0"`
+	MediaChatFiles int           `envconfig:"MEDIA_CHAT_FILES" default:"50"`
+	MediaChatBytes int64         `envconfig:"MEDIA_CHAT_BYTES" default:"104857600"`
 
 	// DeliveryRetention, TranscriptRetention and FeedbackRetention are how
 	// long the store keeps the delivery ledger, a transcript after the
@@ -328,6 +338,9 @@ func (c Config) validate() error {
 	// The ledger is what keeps a retried chunk from being sent twice, a
 	// parked one retried by hand included: a day at least.
 	check(c.MediaMaxBytes > 0 && c.MediaMaxBytes <= 20<<20, "REPLYFLOW_MEDIA_MAX_BYTES must be between 1 and 20971520 (20 MiB, the largest image a provider takes), got %d", c.MediaMaxBytes)
+	check(c.MediaRetention == 0 || c.MediaRetention >= time.Hour, "REPLYFLOW_MEDIA_RETENTION must be 0 (as long as the tool results) or at least 1h, got %s", c.MediaRetention)
+	check(c.MediaChatFiles >= 1 && c.MediaChatFiles <= 10000, "REPLYFLOW_MEDIA_CHAT_FILES must be from 1 to 10000, got %d", c.MediaChatFiles)
+	check(c.MediaChatBytes >= c.MediaMaxBytes*4/3+64, "REPLYFLOW_MEDIA_CHAT_BYTES must hold at least one file of REPLYFLOW_MEDIA_MAX_BYTES as stored (base64: %d bytes), got %d", c.MediaMaxBytes*4/3+64, c.MediaChatBytes)
 	check(c.DeliveryRetention >= 24*time.Hour, "REPLYFLOW_DELIVERY_RETENTION must be at least 24h, got %s", c.DeliveryRetention)
 	check(c.TranscriptRetention >= time.Hour, "REPLYFLOW_TRANSCRIPT_RETENTION must be at least 1h, got %s", c.TranscriptRetention)
 	check(c.FeedbackRetention >= time.Hour, "REPLYFLOW_FEEDBACK_RETENTION must be at least 1h, got %s", c.FeedbackRetention)
@@ -487,7 +500,13 @@ func (c Config) retention() store.Retention {
 		Spend:       c.BudgetRetention,
 		// The web chat's log keeps the store's own retention: no setting.
 		ChatLog: store.DefaultRetention().ChatLog,
+		Media:   c.MediaRetention,
 	}
+}
+
+// mediaLimits are the store's per-chat bounds on the files' content.
+func (c Config) mediaLimits() store.MediaLimits {
+	return store.MediaLimits{ChatFiles: c.MediaChatFiles, ChatBytes: c.MediaChatBytes}
 }
 
 func (c Config) queueDefaults() pipeline.QueueSettings {
@@ -522,6 +541,9 @@ func (c Config) media() *activities.Media {
 	}
 	if len(c.ImageModels) > 0 {
 		m.SeesImages = func(model string) bool { return slices.Contains(c.ImageModels, model) }
+	}
+	if len(c.PDFModels) > 0 {
+		m.ReadsPDFs = func(model string) bool { return slices.Contains(c.PDFModels, model) }
 	}
 	return m
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replyflow/replyflow/activities/store"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -149,4 +151,18 @@ func TestChunkLimitIsThePlatformsUnlessConfigured(t *testing.T) {
 	for _, channel := range []string{"webchat", "discord", "elsewhere"} {
 		assert.Equal(t, 1000, limitOf(cfg, channel), "REPLYFLOW_CHUNK_LIMIT holds on %s", channel)
 	}
+}
+
+func TestMediaBoundsAreCheckedAndReachTheStore(t *testing.T) {
+	cfg := testConfig(t)
+	require.NoError(t, cfg.validate())
+	assert.Equal(t, store.MediaLimits{ChatFiles: 50, ChatBytes: 100 << 20}, cfg.mediaLimits())
+	cfg.MediaRetention, cfg.MediaChatFiles, cfg.MediaChatBytes = time.Minute, 0, 1000
+	err := cfg.validate()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "REPLYFLOW_MEDIA_RETENTION must be 0")
+	assert.Contains(t, err.Error(), "REPLYFLOW_MEDIA_CHAT_FILES must be from 1")
+	assert.Contains(t, err.Error(), "REPLYFLOW_MEDIA_CHAT_BYTES must hold at least one file")
+	cfg.MediaRetention = 48 * time.Hour
+	assert.Equal(t, 48*time.Hour, cfg.retention().Media)
 }

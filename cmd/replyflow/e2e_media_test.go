@@ -2,10 +2,17 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/base64"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	anthropicopt "github.com/anthropics/anthropic-sdk-go/option"
 	openaiopt "github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,6 +21,7 @@ import (
 	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/activities/models/modeltest"
 	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
+	"github.com/replyflow/replyflow/pipeline"
 )
 
 // A photo with a caption reaches the model as an image part beside the
@@ -73,4 +81,95 @@ func slicesContains(texts []string, want string) bool {
 		}
 	}
 	return false
+}
+
+// A PDF sent as a Telegram document reaches the model as a document
+// part, its bytes as sent, and the session's history holds none of them.
+func TestTelegramPDFReachesTheModelAsADocument(t *testing.T) {
+	t.Parallel()
+	an := modeltest.NewAnthropic()
+	t.Cleanup(an.Close)
+	cfg := testConfig(t)
+	cfg.Model, cfg.Media = "anthropic/claude-sonnet-4-5", true
+	s := startTelegramStack(t, cfg)
+	s.startWorkerWith(func(acts *activities.Activities) {
+		acts.Models = &models.Registry{MaxTokens: 256, AnthropicOptions: []anthropicopt.RequestOption{anthropicopt.WithBaseURL(an.URL), anthropicopt.WithAPIKey("test")}}
+	})
+	// A chat of this run's own: sessions are named by chat, and outlive
+	// their test on the shared Temporal server.
+	sender := telegramtest.User{ID: 3_600_000 + int64(queueSeq.Load()), Username: "pdfsender", FirstName: "Pat"}
+	chat := telegramtest.Private(sender.ID)
+
+	pdf := append([]byte("%PDF-1.7\n"), bytes.Repeat([]byte("pdf-stream-bytes."), 100<<10/17)...)
+	s.fake.AddFile("pdf-e2e", pdf)
+	an.Push(modeltest.Step{Text: "it is a quarterly report"})
+	msg := s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: sender, Caption: "what is this?",
+		Document: &telegramtest.Document{FileID: "pdf-e2e", FileName: "q3.pdf", MimeType: "application/pdf"}})
+	waitFor(t, s.fake, "the answer to the PDF", func() bool { return slicesContains(sentTexts(s.fake, chat), "it is a quarterly report") })
+	reqs := an.Requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, []modeltest.Document{{Name: "q3.pdf", MediaType: "application/pdf", Data: pdf, Part: "document"}}, reqs[0].Documents)
+	last := reqs[0].Messages[len(reqs[0].Messages)-1]
+	assert.Contains(t, last, "what is this?")
+	assert.Contains(t, last, `[document "q3.pdf" (application/pdf) attached, shown below as a document]`)
+	waitFor(t, s.fake, "the PDF's reaction cleared", cleared(s.fake, chat, msg))
+
+	raw := rawHistory(t, sessionHistory(t, s.client, tgKey(chat).WorkflowID()))
+	assert.NotContains(t, raw, "pdf-stream-bytes.")
+	assert.Less(t, len(raw), 100<<10, "history does not grow with the file")
+	t.Logf("history of the session: %d bytes, for a turn on a %d-byte PDF", len(raw), len(pdf))
+}
+
+// A PDF uploaded to the web chat is kept in the store at the gateway
+// (encrypted, with the codec on), reaches the model as a document part,
+// and the reply comes back; the store's row holds no clear bytes.
+func TestWebchatUploadedPDFReachesTheModelAsADocument(t *testing.T) {
+	t.Parallel()
+	oa := modeltest.NewOpenAI()
+	t.Cleanup(oa.Close)
+	cfg := testConfig(t)
+	cfg.Model, cfg.Media = "openai/gpt-4o", true
+	cfg.CodecKeys = codecKeyEntry(t, "k1")
+	s := startStack(t, cfg)
+	s.startWorkerWith(func(acts *activities.Activities) {
+		acts.Models = &models.Registry{MaxTokens: 256, OpenAIOptions: []openaiopt.RequestOption{openaiopt.WithBaseURL(oa.URL + "/v1"), openaiopt.WithAPIKey("test")}}
+	})
+	// A chat of this run's own: a session outlives its test on the shared
+	// server.
+	chat := fmt.Sprintf("upload-e2e-%d", queueSeq.Load())
+	events := subscribe(t, s.baseURL, chat)
+
+	pdf := append([]byte("%PDF-1.7\n"), bytes.Repeat([]byte("uploaded-pdf-bytes."), 2000)...)
+	oa.Push(modeltest.Step{Text: "a long PDF"})
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	require.NoError(t, mw.WriteField("message_id", "up1"))
+	require.NoError(t, mw.WriteField("sender_id", "alice"))
+	require.NoError(t, mw.WriteField("text", "what is this?"))
+	fw, err := mw.CreateFormFile("file", "long.pdf")
+	require.NoError(t, err)
+	_, err = fw.Write(pdf)
+	require.NoError(t, err)
+	require.NoError(t, mw.Close())
+	resp, err := http.Post(s.baseURL+"/api/chats/"+chat+"/uploads", mw.FormDataContentType(), &body)
+	require.NoError(t, err)
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, string(answer))
+
+	events.collectUntil(t, 30*time.Second, isReplyTo("up1"))
+	reqs := oa.Requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, []modeltest.Document{{Name: "long.pdf", MediaType: "application/pdf", Data: pdf, Part: "file"}}, reqs[0].Documents)
+	assert.Contains(t, reqs[0].Messages[len(reqs[0].Messages)-1], `[document "long.pdf" (application/pdf) attached, shown below as a document]`)
+
+	db, err := sql.Open("sqlite", cfg.StoreDSN)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	var content string
+	require.NoError(t, db.QueryRow(`SELECT content FROM inbound_media WHERE message_id = 'up1'`).Scan(&content))
+	assert.True(t, strings.HasPrefix(content, "rfenc1:k1:"), "kept encrypted")
+	assert.NotContains(t, content, base64.StdEncoding.EncodeToString(pdf[:60]))
+	raw := rawHistory(t, sessionHistory(t, s.client, pipeline.SessionKey{Channel: "webchat", Chat: chat}.WorkflowID()))
+	assert.NotContains(t, raw, "uploaded-pdf-bytes.")
 }

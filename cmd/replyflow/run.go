@@ -76,6 +76,11 @@ func newActivities(ctx context.Context, cfg Config, logger *slog.Logger) (*activ
 		return nil, nil, err
 	}
 	db.SetRetention(cfg.retention())
+	db.SetMediaLimits(cfg.mediaLimits())
+	if err := cfg.sealStore(db); err != nil {
+		db.Close()
+		return nil, nil, err
+	}
 	acts, err := buildActivities(ctx, cfg, db, logger)
 	if err != nil {
 		db.Close()
@@ -99,7 +104,12 @@ func buildActivities(ctx context.Context, cfg Config, ids adapters.IDMap, logger
 	if err != nil {
 		return nil, err
 	}
-	outbound, err := gateway.Outbound(cfg.Platforms, adapters.WorkerSide{IDs: ids, Logger: logger})
+	side := adapters.WorkerSide{IDs: ids, Logger: logger}
+	if uploads, ok := ids.(adapters.UploadReader); ok {
+		// The store: the web chat's files are read from it.
+		side.Uploads = uploads
+	}
+	outbound, err := gateway.Outbound(cfg.Platforms, side)
 	if err != nil {
 		return nil, err
 	}
@@ -312,6 +322,10 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 		}
 		defer db.Close()
 		db.SetRetention(cfg.retention())
+		db.SetMediaLimits(cfg.mediaLimits())
+		if err := cfg.sealStore(db); err != nil {
+			return err
+		}
 		if cfg.Media {
 			chain.Media = db
 		}
@@ -329,6 +343,9 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 	}
 	if chat := webchatSettings(cfg); chat != nil && chat.On {
 		side.ChatLog = db
+		if cfg.Media {
+			side.Uploads, side.MaxFileBytes = db, cfg.MediaMaxBytes
+		}
 	}
 	side.Mux.Handle("GET /healthz", status)
 	side.Mux.Handle("GET /readyz", ready)

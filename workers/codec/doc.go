@@ -6,6 +6,9 @@
 // over HTTP (Handler), so the Temporal UI and CLI can show the payloads to
 // an operator who holds the token.
 //
+// Blobs seals, with the same keys, what the store keeps outside
+// Temporal of users' files (their bytes and transcripts).
+//
 // Keys come from REPLYFLOW_CODEC_KEYS (ParseKeys): the first encrypts, all
 // of them decrypt, chosen by the key ID each payload carries, so a key is
 // rotated by putting a new one in front. Payloads recorded before

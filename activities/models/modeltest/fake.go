@@ -5,6 +5,7 @@
 package modeltest
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -67,6 +68,20 @@ type Request struct {
 	// OpenAI's image_url (a data: URL) or Anthropic's image source as
 	// "data:<media type>;base64,<data>".
 	Images []string
+	// Documents are the document contents of the user messages, in
+	// order: OpenAI's file parts (file_data) and Anthropic's document
+	// blocks with a base64 source.
+	Documents []Document
+}
+
+// Document is a document part the fake was sent, decoded.
+type Document struct {
+	// Name is OpenAI's filename or Anthropic's title.
+	Name      string
+	MediaType string
+	Data      []byte
+	// Part is how it came: "file" (OpenAI) or "document" (Anthropic).
+	Part string
 }
 
 // Transcription is one audio file the fake's transcription endpoint
@@ -208,6 +223,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		seen.Messages = append(seen.Messages, m.Role+": "+t)
 		seen.Images = append(seen.Images, images(m.Content)...)
+		seen.Documents = append(seen.Documents, documents(m.Content)...)
 		if m.Role == "user" && t != "" {
 			last = t
 		}
@@ -467,6 +483,48 @@ func images(raw json.RawMessage) []string {
 			out = append(out, b.ImageURL.URL)
 		case "image":
 			out = append(out, "data:"+b.Source.MediaType+";base64,"+b.Source.Data)
+		}
+	}
+	return out
+}
+
+// documents reads the document blocks of a content list: OpenAI's file
+// parts with file_data (a data: URL) and Anthropic's document blocks
+// with a base64 source. A part that does not decode is recorded with no
+// data, so a test sees it was malformed.
+func documents(raw json.RawMessage) []Document {
+	var blocks []struct {
+		Type string `json:"type"`
+		File struct {
+			FileData string `json:"file_data"`
+			Filename string `json:"filename"`
+		} `json:"file"`
+		Title  string `json:"title"`
+		Source struct {
+			Type      string `json:"type"`
+			MediaType string `json:"media_type"`
+			Data      string `json:"data"`
+		} `json:"source"`
+	}
+	if json.Unmarshal(raw, &blocks) != nil {
+		return nil
+	}
+	var out []Document
+	for _, b := range blocks {
+		switch b.Type {
+		case "file":
+			d := Document{Name: b.File.Filename, Part: "file"}
+			if head, data, ok := strings.Cut(b.File.FileData, ";base64,"); ok && strings.HasPrefix(head, "data:") {
+				d.MediaType = strings.TrimPrefix(head, "data:")
+				d.Data, _ = base64.StdEncoding.DecodeString(data)
+			}
+			out = append(out, d)
+		case "document":
+			d := Document{Name: b.Title, MediaType: b.Source.MediaType, Part: "document"}
+			if b.Source.Type == "base64" {
+				d.Data, _ = base64.StdEncoding.DecodeString(b.Source.Data)
+			}
+			out = append(out, d)
 		}
 	}
 	return out

@@ -1,0 +1,214 @@
+package webchat
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+// uploadRefPrefix starts the reference of a file uploaded to the web
+// chat: "upload:<chat>/<message ID>/<position>", named by the message so
+// that a retried upload (same message_id) is the same file.
+const uploadRefPrefix = "upload:"
+
+// maxUploadFields bounds the form fields of an upload besides the file
+// (text, message_id, sender_id, sender_name), all of them together.
+const maxUploadFields = maxBodyBytes
+
+// uploadTypes are the types a file uploaded to the web chat may be,
+// sniffed from its bytes (never taken from its name or the browser's
+// word): what a model is shown (images, PDFs) or reads inline (plain
+// text). Anything else is refused at the upload, before it is kept.
+var uploadTypes = map[string]bool{
+	"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true,
+	"application/pdf": true, "text/plain": true,
+}
+
+// isUpload is whether r is an upload (a multipart form, the one body
+// besides JSON a state-changing request may have): only the upload route
+// reads it, behind the same cross-origin checks.
+func isUpload(r *http.Request) bool {
+	media, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && media == "multipart/form-data" && r.Method == http.MethodPost &&
+		strings.HasPrefix(r.URL.Path, "/api/chats/") && strings.HasSuffix(r.URL.Path, "/uploads")
+}
+
+// isSVG is whether text is an SVG image, which sniffs as plain text: an
+// image that can hold script, refused rather than passed on as text.
+func isSVG(data []byte) bool {
+	head := data[:min(len(data), 1024)]
+	return bytes.Contains(bytes.ToLower(head), []byte("<svg"))
+}
+
+// upload is what a multipart upload carries.
+type upload struct {
+	msg  UserMessage
+	name string
+	data []byte
+}
+
+// postUpload takes a user message with one file (POST
+// /api/chats/{chat}/uploads, multipart: the fields text, message_id,
+// sender_id, sender_name as the JSON message's, and file). The file is
+// bounded (REPLYFLOW_MEDIA_MAX_BYTES), its type sniffed, and its bytes
+// kept in the store's media space before the message is accepted: the
+// web chat has no platform to download it from later. The message
+// carries the file by reference, as other platforms' do.
+func (s *Server) postUpload(w http.ResponseWriter, r *http.Request) {
+	chat := r.PathValue("chat")
+	who, ok := s.caller(w, r, chat)
+	if !ok {
+		return
+	}
+	if s.cfg.Uploads == nil || s.cfg.MaxUploadBytes <= 0 {
+		writeError(w, http.StatusNotImplemented, "this gateway takes no files: the web chat keeps them in the store, with REPLYFLOW_MEDIA=true and REPLYFLOW_STORE_DSN")
+		return
+	}
+	if err := pipeline.ValidateID("chat", chat); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadBytes+maxUploadFields+16<<10)
+	u, status, err := readUpload(r, s.cfg.MaxUploadBytes)
+	if err != nil {
+		writeError(w, status, err.Error())
+		return
+	}
+	sniffed := http.DetectContentType(u.data)
+	kind, _, _ := mime.ParseMediaType(sniffed)
+	if kind == "text/plain" && isSVG(u.data) {
+		sniffed = "image/svg+xml"
+	}
+	if !uploadTypes[kind] || (kind == "text/plain" && (!utf8.Valid(u.data) || sniffed == "image/svg+xml")) {
+		writeError(w, http.StatusUnsupportedMediaType, fmt.Sprintf(
+			"the file's bytes are %s, which the web chat does not take: send an image (JPEG, PNG, GIF, WebP), a PDF or a UTF-8 text file", sniffed))
+		return
+	}
+	if !speaksAs(w, who, &u.msg.SenderID, &u.msg.SenderName) {
+		return
+	}
+	if u.msg.MessageID == "" {
+		u.msg.MessageID = randomID("u-")
+	}
+	file := pipeline.Media{Kind: pipeline.MediaKindOf(kind), Ref: uploadRefPrefix + chat + "/" + u.msg.MessageID + "/0", MimeType: kind, Name: pipeline.ClipName(u.name)}
+	in, err := u.msg.inbound(chat, s.cfg.Now(), file)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	in.SenderIsOwner = who != nil && who.Owner
+	if err := s.keep(r.Context(), in, u.data); err != nil {
+		s.cfg.Logger.Error("An uploaded file was not kept in the store; the client may retry with the same message_id",
+			"session", in.Session().WorkflowID(), "message_id", in.MessageID, "error", err)
+		writeError(w, http.StatusServiceUnavailable, "the file was not kept (is the store reachable? REPLYFLOW_STORE_DSN); retry with the same message_id")
+		return
+	}
+	s.accept(w, r, in, []UploadEvent{{Name: file.Name, ContentType: kind, Size: len(u.data)}})
+}
+
+// keep records the message's file and its bytes in the store, before
+// the session hears of the message: the turn finds them there.
+func (s *Server) keep(ctx context.Context, in pipeline.Inbound, data []byte) error {
+	sessionID := in.Session().WorkflowID()
+	if err := s.cfg.Uploads.RecordMedia(ctx, sessionID, in.MessageID, in.Media); err != nil {
+		return err
+	}
+	return s.cfg.Uploads.SaveMediaContent(ctx, sessionID, in.MessageID, 0, base64.StdEncoding.EncodeToString(data), "")
+}
+
+// readUpload reads an upload's fields and its one file, at most max
+// bytes; its error says what is wrong, with the status to answer.
+func readUpload(r *http.Request, max int64) (upload, int, error) {
+	var u upload
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return u, http.StatusBadRequest, fmt.Errorf("the body is not a multipart form: %w", err)
+	}
+	fields := int64(0)
+	files := 0
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return u, bodyStatus(err), fmt.Errorf("the form could not be read: %w", err)
+		}
+		if part.FileName() != "" || part.FormName() == "file" {
+			if files++; files > 1 {
+				return u, http.StatusBadRequest, errors.New("one file a message: send each in a message of its own")
+			}
+			u.name = part.FileName()
+			if u.data, err = io.ReadAll(io.LimitReader(part, max+1)); err != nil {
+				return u, bodyStatus(err), fmt.Errorf("the file could not be read: %w", err)
+			}
+			if int64(len(u.data)) > max {
+				return u, http.StatusRequestEntityTooLarge, fmt.Errorf("the file is larger than %d bytes, the most the web chat takes (REPLYFLOW_MEDIA_MAX_BYTES)", max)
+			}
+			continue
+		}
+		value, err := io.ReadAll(io.LimitReader(part, maxUploadFields-fields+1))
+		if err != nil {
+			return u, bodyStatus(err), fmt.Errorf("the form could not be read: %w", err)
+		}
+		if fields += int64(len(value)); fields > maxUploadFields {
+			return u, http.StatusRequestEntityTooLarge, fmt.Errorf("the form's fields are more than %d bytes", maxUploadFields)
+		}
+		switch part.FormName() {
+		case "text":
+			u.msg.Text = string(value)
+		case "message_id":
+			u.msg.MessageID = string(value)
+		case "sender_id":
+			u.msg.SenderID = string(value)
+		case "sender_name":
+			u.msg.SenderName = string(value)
+		default:
+			return u, http.StatusBadRequest, fmt.Errorf("unknown form field %q: an upload has text, message_id, sender_id, sender_name and file", part.FormName())
+		}
+	}
+	if files == 0 || len(u.data) == 0 {
+		return u, http.StatusBadRequest, errors.New("the form has no file, or an empty one (field file)")
+	}
+	return u, 0, nil
+}
+
+var _ adapters.FileFetcher = (*Client)(nil)
+
+// SetUploads makes the client read the files users uploaded from the
+// store (FetchFile). Call it before the client is used.
+func (c *Client) SetUploads(r adapters.UploadReader) { c.uploads = r }
+
+// FetchFile reads a file a user uploaded from the store's media space,
+// where the gateway kept it: the web chat has no platform to download it
+// from. A file the store no longer keeps (its retention, or the chat's
+// bounds) is Permanent.
+func (c *Client) FetchFile(ctx context.Context, m pipeline.Media, max int64) ([]byte, error) {
+	const op = "webchat fetch file"
+	if !strings.HasPrefix(m.Ref, uploadRefPrefix) {
+		return nil, &adapters.Error{Kind: adapters.Permanent, Op: op, Err: errors.New("not a file uploaded to the web chat")}
+	}
+	if c.uploads == nil {
+		return nil, &adapters.Error{Kind: adapters.Permanent, Op: op, Err: errors.New("the worker reads the web chat's files from the store, and has none")}
+	}
+	data, ok, err := c.uploads.UploadedFile(ctx, m.Ref)
+	switch {
+	case err != nil:
+		return nil, &adapters.Error{Kind: adapters.Transient, Op: op, Err: err}
+	case !ok:
+		return nil, &adapters.Error{Kind: adapters.Permanent, Op: op, Err: errors.New("the store no longer keeps the file (REPLYFLOW_MEDIA_RETENTION, or the chat's bounds)")}
+	case int64(len(data)) > max:
+		return nil, &adapters.Error{Kind: adapters.Permanent, Op: op, Err: fmt.Errorf("%w: %d bytes, the limit is %d", adapters.ErrFileTooLarge, len(data), max)}
+	}
+	return data, nil
+}

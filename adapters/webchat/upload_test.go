@@ -1,0 +1,186 @@
+package webchat
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/replyflow/replyflow/activities/store"
+	"github.com/replyflow/replyflow/adapters"
+	"github.com/replyflow/replyflow/pipeline"
+)
+
+var uploadPNG, _ = base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=")
+
+// uploadGateway serves a web chat that keeps uploads in the store at
+// dsn, at most max bytes a file, as a gateway with REPLYFLOW_MEDIA does.
+func uploadGateway(t testing.TB, dsn string, max int64) (*httptest.Server, *recordingSink, *store.Store) {
+	db, err := store.Open(context.Background(), dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	sink := &recordingSink{}
+	srv, err := NewServer(ServerConfig{Sink: sink, BotToken: token, Auth: AuthNone, ChatLog: db, Uploads: db, MaxUploadBytes: max})
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		srv.CloseStreams()
+		ts.Close()
+	})
+	return ts, sink, db
+}
+
+// postUpload posts a multipart upload of fields and one file.
+func postUpload(t *testing.T, url string, fields map[string]string, name string, data []byte) (int, string) {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	for k, v := range fields {
+		require.NoError(t, mw.WriteField(k, v))
+	}
+	if data != nil {
+		fw, err := mw.CreateFormFile("file", name)
+		require.NoError(t, err)
+		_, err = fw.Write(data)
+		require.NoError(t, err)
+	}
+	require.NoError(t, mw.Close())
+	req, err := http.NewRequest(http.MethodPost, url, &body)
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out)
+}
+
+// An upload is kept in the store before the message is accepted, the
+// message carries it by reference as other platforms' do, the worker's
+// client reads it back from the store, and a reloaded page shows its
+// name.
+func TestAnUploadIsKeptAtIngressSignalledByReferenceAndReadBack(t *testing.T) {
+	dsn := filepath.Join(t.TempDir(), "store.db")
+	ts, sink, db := uploadGateway(t, dsn, 1<<20)
+	code, body := postUpload(t, ts.URL+"/api/chats/room/uploads",
+		map[string]string{"message_id": "m1", "sender_id": "alice", "text": "what is this?"}, "cat.png", uploadPNG)
+	require.Equal(t, http.StatusAccepted, code, body)
+	require.Len(t, sink.accepted, 1)
+	in := sink.accepted[0]
+	file := pipeline.Media{Kind: "photo", Ref: "upload:room/m1/0", MimeType: "image/png", Name: "cat.png"}
+	assert.Equal(t, []pipeline.Media{file}, in.Media)
+	assert.Equal(t, "what is this?", in.Text)
+
+	sessionID := in.Session().WorkflowID()
+	kept, err := db.MessageMedia(context.Background(), sessionID, []string{"m1"})
+	require.NoError(t, err)
+	require.Len(t, kept["m1"], 1)
+	assert.Equal(t, base64.StdEncoding.EncodeToString(uploadPNG), kept["m1"][0].Content, "kept before the session hears of it")
+
+	wc, err := NewClient(ts.URL, token, nil)
+	require.NoError(t, err)
+	_, err = wc.FetchFile(context.Background(), file, 1<<20)
+	assert.ErrorContains(t, err, "has none", "a worker without the store reads nothing")
+	wc.SetUploads(db)
+	data, err := wc.FetchFile(context.Background(), file, 1<<20)
+	require.NoError(t, err)
+	assert.Equal(t, uploadPNG, data)
+	_, err = wc.FetchFile(context.Background(), file, 10)
+	assert.ErrorIs(t, err, adapters.ErrFileTooLarge)
+	_, err = wc.FetchFile(context.Background(), pipeline.Media{Kind: "photo", Ref: "upload:room/gone/0"}, 1<<20)
+	var perr *adapters.Error
+	require.ErrorAs(t, err, &perr)
+	assert.Equal(t, adapters.Permanent, perr.Kind, "a file the store no longer keeps is gone for good")
+
+	// A retried upload (same message_id) is the same file, shown once.
+	code, body = postUpload(t, ts.URL+"/api/chats/room/uploads",
+		map[string]string{"message_id": "m1", "sender_id": "alice", "text": "what is this?"}, "cat.png", uploadPNG)
+	require.Equal(t, http.StatusAccepted, code, body)
+	assert.Equal(t, []string{`user {"message_id":"m1","sender_id":"alice","text":"what is this?","files":[{"name":"cat.png","content_type":"image/png","size":` +
+		strconv.Itoa(len(uploadPNG)) + `}]}`}, history(t, ts.URL, "room"), "a reloaded page shows the file's name, never its bytes")
+
+	// A text file alone, without a caption, is a message too.
+	code, body = postUpload(t, ts.URL+"/api/chats/room/uploads", map[string]string{"sender_id": "alice"}, "notes.txt", []byte("buy milk"))
+	require.Equal(t, http.StatusAccepted, code, body)
+	require.Len(t, sink.accepted, 3)
+	assert.Equal(t, "document", sink.accepted[2].Media[0].Kind)
+	assert.Equal(t, "text/plain", sink.accepted[2].Media[0].MimeType)
+}
+
+func TestBadUploadsGet4xxWithAReasonAndKeepNothing(t *testing.T) {
+	dsn := filepath.Join(t.TempDir(), "store.db")
+	ts, sink, db := uploadGateway(t, dsn, 1000)
+	url := ts.URL + "/api/chats/room/uploads"
+	alice := map[string]string{"sender_id": "alice", "message_id": "m1"}
+	cases := []struct {
+		name   string
+		fields map[string]string
+		file   string
+		data   []byte
+		status int
+		reason string
+	}{
+		{"too large", alice, "big.png", append(append([]byte{}, uploadPNG...), bytes.Repeat([]byte{0}, 1000)...), http.StatusRequestEntityTooLarge, "larger than 1000 bytes"},
+		{"svg", alice, "x.svg", []byte(`<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`), http.StatusUnsupportedMediaType, "image/svg+xml, which the web chat does not take"},
+		{"zip named as png", alice, "x.png", []byte("PK\x03\x04\x14\x00\x00\x00zip"), http.StatusUnsupportedMediaType, "application/zip"},
+		{"not UTF-8 text", alice, "x.txt", []byte("caf\xe9 \xff\xfe"), http.StatusUnsupportedMediaType, "does not take"},
+		{"no file", alice, "", nil, http.StatusBadRequest, "no file"},
+		{"unknown field", map[string]string{"sender_id": "alice", "chat_type": "group"}, "a.png", uploadPNG, http.StatusBadRequest, "unknown form field"},
+		{"no sender", map[string]string{"text": "hi"}, "a.png", uploadPNG, http.StatusBadRequest, "sender_id is missing"},
+	}
+	for _, c := range cases {
+		code, body := postUpload(t, url, c.fields, c.file, c.data)
+		assert.Equal(t, c.status, code, c.name+": "+body)
+		assert.Contains(t, body, c.reason, c.name)
+	}
+	assert.Empty(t, sink.accepted)
+	kept, err := db.MessageMedia(context.Background(), pipeline.SessionKey{Channel: Channel, Chat: "room"}.WorkflowID(), []string{"m1"})
+	require.NoError(t, err)
+	assert.Empty(t, kept["m1"], "nothing refused is kept")
+
+	// A gateway without files refuses uploads, and says how to turn them on.
+	plain := newTestServer(t, &recordingSink{})
+	code, body := postUpload(t, plain.URL+"/api/chats/room/uploads", alice, "a.png", uploadPNG)
+	assert.Equal(t, http.StatusNotImplemented, code)
+	assert.Contains(t, body, "REPLYFLOW_MEDIA=true")
+}
+
+// Another site's page cannot post an upload in a visitor's browser: a
+// multipart form is a simple request, so the cross-origin check stands
+// before it, and only the upload route takes one.
+func TestUploadsFromAnotherSiteAndMultipartElsewhereAreRefused(t *testing.T) {
+	ts, sink, _ := uploadGateway(t, filepath.Join(t.TempDir(), "store.db"), 1<<20)
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	require.NoError(t, mw.WriteField("sender_id", "alice"))
+	fw, err := mw.CreateFormFile("file", "a.png")
+	require.NoError(t, err)
+	_, _ = fw.Write(uploadPNG)
+	require.NoError(t, mw.Close())
+	for _, c := range []struct {
+		path, site string
+		status     int
+	}{
+		{"/api/chats/room/uploads", "cross-site", http.StatusForbidden},
+		{"/api/chats/room/messages", "same-origin", http.StatusUnsupportedMediaType},
+	} {
+		req, err := http.NewRequest(http.MethodPost, ts.URL+c.path, bytes.NewReader(body.Bytes()))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		req.Header.Set("Sec-Fetch-Site", c.site)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, c.status, resp.StatusCode, c.path)
+	}
+	assert.Empty(t, sink.accepted)
+}
