@@ -60,7 +60,9 @@ func mcpDocsServer(t *testing.T) (url string, lookups, creates, dropLookups *ato
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "created " + in.Q}}}, nil, nil
 		})
 	var handler atomic.Pointer[mcp.StreamableHTTPHandler]
-	expire = func() { handler.Store(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)) }
+	expire = func() {
+		handler.Store(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	}
 	expire()
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && dropLookups.Load() > 0 {
