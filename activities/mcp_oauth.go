@@ -130,9 +130,18 @@ func newMCPOAuth(ctx context.Context, server string, def MCPOAuth, logger *slog.
 
 var _ auth.OAuthHandler = (*mcpOAuth)(nil)
 
-// load reads the client's ID and secret from the environment; changed
-// values (a rotated secret) start over with a new grant.
+// load reads the client's ID and secret from the environment at each
+// connect; changed values (a rotated secret) start over with a new grant.
 func (o *mcpOAuth) load() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.loadLocked(); err != nil {
+		return fmt.Errorf("MCP server %s: %w", o.server, err)
+	}
+	return nil
+}
+
+func (o *mcpOAuth) loadLocked() error {
 	id, err := o.env("client_id", o.def.ClientID)
 	if err != nil {
 		return err
@@ -141,8 +150,6 @@ func (o *mcpOAuth) load() error {
 	if err != nil {
 		return err
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	if o.inner != nil && id == o.id && secret == o.secret {
 		return nil
 	}
@@ -154,7 +161,7 @@ func (o *mcpOAuth) env(field, ref string) (string, error) {
 	name, _ := strings.CutPrefix(ref, "env:")
 	v := os.Getenv(name)
 	if v == "" {
-		return "", fmt.Errorf("MCP server %s: oauth %s names %s, which is not set in the worker's environment", o.server, field, name)
+		return "", fmt.Errorf("oauth %s names %s, which is not set in the worker's environment", field, name)
 	}
 	return v, nil
 }
@@ -171,7 +178,7 @@ func (o *mcpOAuth) resetLocked() error {
 		HTTPClient: o.client,
 	})
 	if err != nil {
-		return fmt.Errorf("MCP server %s: oauth: %w", o.server, err)
+		return fmt.Errorf("oauth: %w", err)
 	}
 	o.inner, o.current = h, ""
 	if o.cancel != nil {
@@ -202,13 +209,15 @@ func (o *mcpOAuth) TokenSource(ctx context.Context) (oauth2.TokenSource, error) 
 func (o *mcpOAuth) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.inner == nil {
-		resp.Body.Close()
-		return &mcpAuthError{server: o.server, cause: "the credentials are not loaded", def: o.def}
-	}
 	if o.current != "" && req.Header.Get("Authorization") != "Bearer "+o.current {
 		resp.Body.Close()
 		return nil
+	}
+	// Each grant reads the credentials again: a secret rotated since the
+	// connect is used without a new connection.
+	if err := o.loadLocked(); err != nil {
+		resp.Body.Close()
+		return &mcpAuthError{server: o.server, cause: err.Error(), def: o.def}
 	}
 	// The grant's token source keeps the context it is made under and
 	// renews the token with it: it must outlive this call, and end only

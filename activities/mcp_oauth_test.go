@@ -41,10 +41,11 @@ type fakeAS struct {
 	srv       *httptest.Server
 	expiresIn int
 
-	mu     sync.Mutex
-	secret string          // the secret it accepts
-	valid  map[string]bool // tokens it granted and has not revoked
-	issued []string
+	mu       sync.Mutex
+	secret   string          // the secret it accepts
+	valid    map[string]bool // tokens it granted and has not revoked
+	issued   []string
+	requests int // to the token endpoint
 }
 
 func newFakeAS(t *testing.T, expiresIn int) *fakeAS {
@@ -76,6 +77,7 @@ func newFakeAS(t *testing.T, expiresIn int) *fakeAS {
 		}
 		as.mu.Lock()
 		defer as.mu.Unlock()
+		as.requests++
 		if id != oauthClientID || secret != as.secret {
 			w.WriteHeader(http.StatusUnauthorized)
 			_ = json.NewEncoder(w).Encode(map[string]string{"error": "invalid_client", "error_description": "client secret " + secret + " is wrong"})
@@ -143,8 +145,9 @@ type oauthFixture struct {
 // newOAuthFixture starts an MCP server that takes only the fake
 // authorization server's tokens, pointing at it by Protected Resource
 // Metadata (RFC 9728), and a worker's MCP with the server "web" set up
-// for the client credentials grant, its logs captured.
-func newOAuthFixture(t *testing.T, envSecret string, expiresIn int) *oauthFixture {
+// for the client credentials grant, its logs captured. The file pins the
+// fake's issuer unless issuer says another.
+func newOAuthFixture(t *testing.T, envSecret string, expiresIn int, issuer ...string) *oauthFixture {
 	f := &oauthFixture{as: newFakeAS(t, expiresIn), logs: &syncBuffer{}}
 	t.Setenv(oauthIDEnv, oauthClientID)
 	t.Setenv(oauthSecretEnv, envSecret)
@@ -179,7 +182,7 @@ func newOAuthFixture(t *testing.T, envSecret string, expiresIn int) *oauthFixtur
 	}))
 
 	file := fmt.Sprintf(`{"servers":[{"name":"web","url":%q,"oauth":{"client_id":"env:%s","client_secret":"env:%s","issuer":%q}}]}`,
-		mcpURL, oauthIDEnv, oauthSecretEnv, f.as.srv.URL)
+		mcpURL, oauthIDEnv, oauthSecretEnv, append(issuer, f.as.srv.URL)[0])
 	path := filepath.Join(t.TempDir(), "mcp.json")
 	require.NoError(t, os.WriteFile(path, []byte(file), 0o644))
 	logger := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -293,8 +296,16 @@ func TestMCPOAuthWrongSecret(t *testing.T) {
 	assert.Contains(t, err.Error(), "did not run")
 	assert.NotContains(t, err.Error(), oauthSecret)
 	assert.Contains(t, f.logs.String(), "MCP tool call failed")
+
+	// The worker's environment gets the new secret: the next grant reads
+	// it, on the same connection.
+	t.Setenv(oauthSecretEnv, "n3w-s3cret-value")
+	res, err = runMCP(t, f.acts, "web__create", `{"q":"c"}`)
+	require.NoError(t, err)
+	assert.Equal(t, "created c", res.Output)
 	f.assertNoSecretLogged(t)
 	assert.NotContains(t, f.logs.String(), wrong)
+	assert.NotContains(t, f.logs.String(), "n3w-s3cret-value")
 }
 
 // A token that expires is renewed by its grant's token source before the
@@ -312,4 +323,15 @@ func TestMCPOAuthExpiredTokenIsRenewed(t *testing.T) {
 	assert.Greater(t, len(f.as.tokens()), granted, "renewed")
 	assert.Equal(t, refused, f.refused.Load(), "renewed before the server refused it: %s", f.logs.String())
 	f.assertNoSecretLogged(t)
+}
+
+// With the issuer pinned, a server pointing at another authorization
+// server never gets the secret sent there.
+func TestMCPOAuthIssuerPinned(t *testing.T) {
+	f := newOAuthFixture(t, oauthSecret, 3600, "https://auth.example")
+	assert.NotContains(t, specNames(f.acts.Tools), "web__lookup")
+	assert.Contains(t, f.logs.String(), "does not match pre-registered credentials issuer")
+	f.as.mu.Lock()
+	defer f.as.mu.Unlock()
+	assert.Zero(t, f.as.requests, "no token request to an authorization server not pinned")
 }
