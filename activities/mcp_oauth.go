@@ -39,6 +39,9 @@ const (
 	// grant makes at most a handful of them, and the call's own time
 	// bounds the whole.
 	mcpOAuthHTTPTimeout = 10 * time.Second
+	// maxOAuthRedirects bounds the redirects one discovery or token
+	// request follows, all within its origin.
+	maxOAuthRedirects = 3
 	// maxOAuthTokens bounds the access tokens remembered for redaction:
 	// the current one and a few it replaced, which a slow answer may
 	// still echo.
@@ -124,8 +127,22 @@ type mcpOAuth struct {
 func newMCPOAuth(ctx context.Context, server string, def MCPOAuth, logger *slog.Logger) *mcpOAuth {
 	return &mcpOAuth{
 		server: server, def: def, logger: logger, ctx: ctx,
-		client: &http.Client{Timeout: mcpOAuthHTTPTimeout},
+		client: &http.Client{Timeout: mcpOAuthHTTPTimeout, CheckRedirect: sameOriginRedirects},
 	}
+}
+
+// sameOriginRedirects keeps a grant's requests at the origin they were
+// sent to: Go's client resends a POST's body on a 307 or 308, and the
+// token request's body carries the client secret.
+func sameOriginRedirects(req *http.Request, via []*http.Request) error {
+	first := via[0].URL
+	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		return fmt.Errorf("redirect from %s to %s not followed: the client's credentials stay with the origin they were sent to", first.Host, req.URL.Host)
+	}
+	if len(via) > maxOAuthRedirects {
+		return fmt.Errorf("more than %d redirects from %s", maxOAuthRedirects, first.Host)
+	}
+	return nil
 }
 
 var _ auth.OAuthHandler = (*mcpOAuth)(nil)

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -45,7 +46,8 @@ type fakeAS struct {
 	secret   string          // the secret it accepts
 	valid    map[string]bool // tokens it granted and has not revoked
 	issued   []string
-	requests int // to the token endpoint
+	requests int    // to the token endpoint
+	redirect string // where the token endpoint redirects, if set
 }
 
 func newFakeAS(t *testing.T, expiresIn int) *fakeAS {
@@ -78,6 +80,10 @@ func newFakeAS(t *testing.T, expiresIn int) *fakeAS {
 		as.mu.Lock()
 		defer as.mu.Unlock()
 		as.requests++
+		if as.redirect != "" {
+			http.Redirect(w, r, as.redirect, http.StatusTemporaryRedirect)
+			return
+		}
 		if id != oauthClientID || secret != as.secret {
 			w.WriteHeader(http.StatusUnauthorized)
 			_ = json.NewEncoder(w).Encode(map[string]string{"error": "invalid_client", "error_description": "client secret " + secret + " is wrong"})
@@ -142,13 +148,20 @@ type oauthFixture struct {
 	logs    *syncBuffer
 }
 
+// oauthSetup changes a fixture from its defaults.
+type oauthSetup struct {
+	issuer   string // pinned in the file; the fake's own if empty
+	redirect string // where the fake's token endpoint redirects
+}
+
 // newOAuthFixture starts an MCP server that takes only the fake
 // authorization server's tokens, pointing at it by Protected Resource
 // Metadata (RFC 9728), and a worker's MCP with the server "web" set up
-// for the client credentials grant, its logs captured. The file pins the
-// fake's issuer unless issuer says another.
-func newOAuthFixture(t *testing.T, envSecret string, expiresIn int, issuer ...string) *oauthFixture {
+// for the client credentials grant, its logs captured.
+func newOAuthFixture(t *testing.T, envSecret string, expiresIn int, setup ...oauthSetup) *oauthFixture {
 	f := &oauthFixture{as: newFakeAS(t, expiresIn), logs: &syncBuffer{}}
+	opts := append(setup, oauthSetup{})[0]
+	f.as.redirect = opts.redirect
 	t.Setenv(oauthIDEnv, oauthClientID)
 	t.Setenv(oauthSecretEnv, envSecret)
 
@@ -182,7 +195,7 @@ func newOAuthFixture(t *testing.T, envSecret string, expiresIn int, issuer ...st
 	}))
 
 	file := fmt.Sprintf(`{"servers":[{"name":"web","url":%q,"oauth":{"client_id":"env:%s","client_secret":"env:%s","issuer":%q}}]}`,
-		mcpURL, oauthIDEnv, oauthSecretEnv, append(issuer, f.as.srv.URL)[0])
+		mcpURL, oauthIDEnv, oauthSecretEnv, cmp.Or(opts.issuer, f.as.srv.URL))
 	path := filepath.Join(t.TempDir(), "mcp.json")
 	require.NoError(t, os.WriteFile(path, []byte(file), 0o644))
 	logger := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -328,10 +341,25 @@ func TestMCPOAuthExpiredTokenIsRenewed(t *testing.T) {
 // With the issuer pinned, a server pointing at another authorization
 // server never gets the secret sent there.
 func TestMCPOAuthIssuerPinned(t *testing.T) {
-	f := newOAuthFixture(t, oauthSecret, 3600, "https://auth.example")
+	f := newOAuthFixture(t, oauthSecret, 3600, oauthSetup{issuer: "https://auth.example"})
 	assert.NotContains(t, specNames(f.acts.Tools), "web__lookup")
 	assert.Contains(t, f.logs.String(), "does not match pre-registered credentials issuer")
 	f.as.mu.Lock()
 	defer f.as.mu.Unlock()
 	assert.Zero(t, f.as.requests, "no token request to an authorization server not pinned")
+}
+
+// A token endpoint that redirects elsewhere does not get the secret sent
+// on: Go's client would resend the POST's body there.
+func TestMCPOAuthSecretDoesNotFollowRedirect(t *testing.T) {
+	var stolen atomic.Int32
+	thief := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { stolen.Add(1) }))
+	t.Cleanup(thief.Close)
+	f := newOAuthFixture(t, oauthSecret, 3600, oauthSetup{redirect: thief.URL + "/token"})
+	assert.NotContains(t, specNames(f.acts.Tools), "web__lookup")
+	assert.Contains(t, f.logs.String(), "not followed")
+	assert.Zero(t, stolen.Load(), "the secret went to another origin")
+	f.as.mu.Lock()
+	defer f.as.mu.Unlock()
+	assert.NotZero(t, f.as.requests, "the token endpoint was asked")
 }
