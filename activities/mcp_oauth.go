@@ -118,9 +118,9 @@ type mcpOAuth struct {
 
 	mu         sync.Mutex
 	inner      *extauth.ClientCredentialsHandler
-	id, secret string // what inner was made with
-	current    string // the access token sent, "" before the first grant
-	tokens     []string
+	id, secret string             // what inner was made with
+	current    string             // the access token sent, "" before the first grant
+	tokens     []string           // the recent access tokens, for redaction; at most maxOAuthTokens
 	cancel     context.CancelFunc // ends the previous grant's renewals
 }
 
