@@ -44,6 +44,9 @@ type MCPServerDef struct {
 	// Headers are sent with every HTTP request; each value is "env:NAME",
 	// read from the worker's environment at connect time.
 	Headers map[string]string `json:"headers"`
+	// OAuth, on an HTTP server, gets a token by the client credentials
+	// grant when the server asks for one (mcp_oauth.go).
+	OAuth *MCPOAuth `json:"oauth"`
 	// Timeout bounds one call (30s by default).
 	Timeout pipeline.Duration `json:"timeout"`
 	// Tools overrides what the server's annotations say, per tool (by the
@@ -139,6 +142,7 @@ type mcpServer struct {
 	m       *MCP
 	client  *mcp.Client
 	secrets []string
+	oauth   *mcpOAuth // nil unless the file sets oauth
 	// transport makes a new connection's transport; tests replace it.
 	transport func() (mcp.Transport, error)
 
@@ -150,6 +154,7 @@ type mcpServer struct {
 	tools    map[string]mcpTool // by prefixed name; replaced whole on each listing
 	order    []string
 	failures int       // consecutive failed connects
+	lastErr  string    // the last failed connect's error, redacted
 	retryAt  time.Time // no connect before this, after failures
 	busy     bool      // a background connect or listing runs
 	closed   bool
@@ -195,6 +200,9 @@ func LoadMCP(path string, logger *slog.Logger) (*MCP, error) {
 				return nil, fmt.Errorf("MCP file %s: server %q: header %s must be \"env:NAME\": secrets come from the environment, not the file", path, d.Name, k)
 			}
 		}
+		if err := checkMCPOAuth(d); err != nil {
+			return nil, fmt.Errorf("MCP file %s: server %q: %w", path, d.Name, err)
+		}
 		for tool, over := range d.Tools {
 			if over.Attempts < 0 || over.Attempts > maxMCPAttempts {
 				return nil, fmt.Errorf("MCP file %s: server %q tool %s: attempts is %d, it must be between 1 and %d", path, d.Name, tool, over.Attempts, maxMCPAttempts)
@@ -222,6 +230,9 @@ func newMCP(logger *slog.Logger) *MCP {
 
 func (m *MCP) add(d MCPServerDef) *mcpServer {
 	s := &mcpServer{def: d, m: m, secrets: mcpSecrets(d)}
+	if d.OAuth != nil {
+		s.oauth = newMCPOAuth(m.ctx, d.Name, *d.OAuth, m.logger)
+	}
 	s.client = mcp.NewClient(&mcp.Implementation{Name: "replyflow", Version: "1"}, &mcp.ClientOptions{
 		// Handled off the connection's goroutine: listing from here
 		// would wait on the connection the notice arrived on.
@@ -290,7 +301,14 @@ func (s *mcpServer) defaultTransport() (mcp.Transport, error) {
 		return &mcp.CommandTransport{Command: cmd}, nil
 	}
 	client := &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: s.def.Headers}}
-	return &mcp.StreamableClientTransport{Endpoint: s.def.URL, HTTPClient: client}, nil
+	t := &mcp.StreamableClientTransport{Endpoint: s.def.URL, HTTPClient: client}
+	if s.oauth != nil {
+		if err := s.oauth.load(); err != nil {
+			return nil, err
+		}
+		t.OAuthHandler = s.oauth
+	}
+	return t, nil
 }
 
 // stderrLines logs a stdio server's standard error at debug level, line
@@ -343,11 +361,16 @@ func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // mcpSecrets are the values a server's errors must not show: those of the
-// environment variables it gets and of its headers, and their words.
+// environment variables it gets, of its headers and of its OAuth client
+// secret, and their words.
 func mcpSecrets(d MCPServerDef) []string {
 	names := append([]string(nil), d.Env...)
 	for _, v := range d.Headers {
 		name, _ := strings.CutPrefix(v, "env:")
+		names = append(names, name)
+	}
+	if d.OAuth != nil {
+		name, _ := strings.CutPrefix(d.OAuth.ClientSecret, "env:")
 		names = append(names, name)
 	}
 	var out []string
@@ -368,9 +391,16 @@ func mcpSecrets(d MCPServerDef) []string {
 	return out
 }
 
-// redact bounds and redacts a server's text before a model or a log sees it.
+// redact bounds and redacts a server's text before a model or a log sees
+// it; an OAuth server's current secret and tokens are redacted too.
 func (s *mcpServer) redact(text string) string {
-	return errorExcerpt([]byte(text), s.secrets)
+	secrets := s.secrets
+	if s.oauth != nil {
+		// Longest first, so a value inside another is not left half shown.
+		secrets = append(s.oauth.secrets(), s.secrets...)
+		sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
+	}
+	return errorExcerpt([]byte(text), secrets)
 }
 
 // connected returns the live session, connecting (and listing the tools)
@@ -389,13 +419,17 @@ func (s *mcpServer) connected(ctx context.Context) (*mcp.ClientSession, error) {
 	case cs != nil:
 		return cs, nil
 	case wait > 0:
-		return nil, fmt.Errorf("server %s failed to start; next attempt in %s", s.def.Name, wait.Round(time.Millisecond))
+		s.mu.Lock()
+		last := s.lastErr
+		s.mu.Unlock()
+		return nil, fmt.Errorf("server %s failed to start (%s); next attempt in %s", s.def.Name, last, wait.Round(time.Millisecond))
 	}
 	cs, tools, order, err := s.connect(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
 		s.failures++
+		s.lastErr = s.redact(err.Error())
 		s.retryAt = time.Now().Add(min(mcpBackoffMax, mcpBackoffMin<<min(s.failures-1, 10)))
 		return nil, err
 	}
@@ -425,6 +459,9 @@ func (s *mcpServer) connect(ctx context.Context) (*mcp.ClientSession, map[string
 		return nil, nil, nil, err
 	}
 	cs, err := s.client.Connect(ctx, t, nil)
+	if ae, ok := asMCPAuth(err); ok {
+		return nil, nil, nil, ae
+	}
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("connect to MCP server %s: %w", s.def.Name, err)
 	}
@@ -650,12 +687,13 @@ func (m *MCP) call(ctx context.Context, s *mcpServer, t mcpTool, inv pipeline.To
 			return s.resultText(res)
 		}
 		safe := errors.Is(err, errMCPNotSent) || errors.Is(err, mcp.ErrSessionMissing)
+		unauthorized := errors.Is(err, errMCPAuth)
 		switch {
 		case !safe && !mcpConnectionFailure(err):
 			// The server answered with a protocol error (unknown tool,
 			// bad arguments): the model reads it.
 			return s.callFailed(t, err), true, nil
-		case safe && ctx.Err() == nil && reconnect < mcpReconnects:
+		case safe && !unauthorized && ctx.Err() == nil && reconnect < mcpReconnects:
 			// Never reached the server: made again at once on a new
 			// connection, whatever the tool does.
 		case t.readOnly:
@@ -666,6 +704,8 @@ func (m *MCP) call(ctx context.Context, s *mcpServer, t mcpTool, inv pipeline.To
 			// It reached the server, or its time ran out there: the
 			// server may have acted.
 			return "", false, temporal.NewNonRetryableApplicationError(s.callFailed(t, err)+"; it may have run, so it is not made again", mcpErrorType, nil)
+		case unauthorized:
+			return "", false, temporal.NewNonRetryableApplicationError(s.callFailed(t, err)+"; the server refused it for want of a token, so it did not run", mcpErrorType, nil)
 		default:
 			return "", false, temporal.NewNonRetryableApplicationError(s.callFailed(t, err)+"; the server could not be reached, so it did not run", mcpErrorType, nil)
 		}
@@ -677,13 +717,19 @@ func (s *mcpServer) callFailed(t mcpTool, err error) string {
 	return fmt.Sprintf("MCP tool %s failed: %s", t.spec.Name, s.redact(err.Error()))
 }
 
-// callOnce makes one attempt; a failure to connect wraps errMCPNotSent.
+// callOnce makes one attempt; a failure to connect, or a refusal for want
+// of a token, wraps errMCPNotSent.
 func (s *mcpServer) callOnce(ctx context.Context, t mcpTool, args map[string]any) (*mcp.CallToolResult, error) {
 	cs, err := s.connected(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errMCPNotSent, err)
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: t.remote, Arguments: args})
+	if ae, ok := asMCPAuth(err); ok {
+		// Refused with 401 before it ran, and no token was granted: the
+		// connection is sound, and the next call asks for a token again.
+		return nil, fmt.Errorf("%w: %w", errMCPNotSent, ae)
+	}
 	if err != nil && mcpConnectionFailure(err) {
 		s.drop(cs)
 	}

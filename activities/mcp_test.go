@@ -356,11 +356,26 @@ func TestMCPFileRules(t *testing.T) {
 		"unknown setting": `{"servers":[{"name":"a","command":"x","envs":["A"]}]}`,
 		"writing retried": `{"servers":[{"name":"a","command":"x","tools":{"send":{"read_only":false,"attempts":3}}}]}`,
 		"attempts range":  `{"servers":[{"name":"a","command":"x","tools":{"get":{"attempts":11}}}]}`,
+		"oauth on stdio":  `{"servers":[{"name":"a","command":"x","oauth":{"client_id":"env:A","client_secret":"env:B"}}]}`,
+		"oauth literal":   `{"servers":[{"name":"a","url":"https://x","oauth":{"client_id":"abc","client_secret":"env:B"}}]}`,
+		"oauth no secret": `{"servers":[{"name":"a","url":"https://x","oauth":{"client_id":"env:A"}}]}`,
+		"oauth + header":  `{"servers":[{"name":"a","url":"https://x","headers":{"authorization":"env:T"},"oauth":{"client_id":"env:A","client_secret":"env:B"}}]}`,
+		"oauth issuer":    `{"servers":[{"name":"a","url":"https://x","oauth":{"client_id":"env:A","client_secret":"env:B","issuer":"auth.example"}}]}`,
 	} {
 		_, err := LoadMCP(write(body), nil)
 		assert.Error(t, err, name)
 	}
+	_, err := LoadMCP(write(`{"servers":[{"name":"a","url":"https://x","oauth":{"client_id":"env:A","client_secret":"s3cret-literal"}}]}`), nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `server "a": oauth client_secret must be "env:NAME"`)
+	assert.NotContains(t, err.Error(), "s3cret-literal")
+	_, err = LoadMCP(write(`{"servers":[{"name":"a","command":"x","oauth":{"client_id":"env:A","client_secret":"env:B"}}]}`), nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "oauth is for Streamable HTTP servers")
 	m, err := LoadMCP(write(`{"servers":[{"name":"gh","url":"https://x","headers":{"Authorization":"env:GH_TOKEN"}}]}`), nil)
+	require.NoError(t, err)
+	m.Close()
+	m, err = LoadMCP(write(`{"servers":[{"name":"gh","url":"https://x","oauth":{"client_id":"env:A","client_secret":"env:B","issuer":"https://auth.example"}}]}`), nil)
 	require.NoError(t, err)
 	m.Close()
 }
