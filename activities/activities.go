@@ -62,6 +62,9 @@ type Activities struct {
 	// Heartbeats are the heartbeat schedule's activities; nil leaves them
 	// unregistered (they need a Temporal client, which the worker sets).
 	Heartbeats *Heartbeats
+	// Links shows the model the pages users link to (links.go); nil
+	// reads none.
+	Links *Links
 	// Spend holds the budgets and breakers of model calls (spend.go);
 	// nil runs without.
 	Spend *Spend
@@ -177,7 +180,8 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 		return pipeline.TurnResult{}, err
 	}
 	full, files := a.withMedia(turnCtx, out, full)
-	prompt := a.prompt(full, history, time.Now())
+	// The pages go to the prompt only: the transcript keeps full.
+	prompt := a.prompt(a.withLinks(turnCtx, full), history, time.Now())
 	withFiles(&prompt, files)
 	prompt.Think = req.Think
 	if !req.NoTools {
