@@ -103,6 +103,15 @@ type Config struct {
 	TranscriptRetention time.Duration `envconfig:"TRANSCRIPT_RETENTION" default:"2160h"`
 	FeedbackRetention   time.Duration `envconfig:"FEEDBACK_RETENTION" default:"2160h"`
 
+	// Links: the worker reads the pages users link to and gives their
+	// text to the model as untrusted content (activities.Links,
+	// config_links.go), from public addresses only.
+	Links         bool          `envconfig:"LINKS" default:"false"`
+	LinksMax      int           `envconfig:"LINKS_MAX" default:"3"`
+	LinksMaxBytes int64         `envconfig:"LINKS_MAX_BYTES" default:"1048576"`
+	LinksMaxText  int           `envconfig:"LINKS_MAX_TEXT" default:"8192"`
+	LinksTimeout  time.Duration `envconfig:"LINKS_TIMEOUT" default:"10s"`
+
 	// Budgets per budget-day and breakers of model calls (config_spend.go,
 	// activities.Spend); zero turns one off.
 	BudgetChatTokens       int64         `envconfig:"BUDGET_CHAT_TOKENS" default:"1000000"`
@@ -334,6 +343,7 @@ func (c Config) validate() error {
 	check(c.ClaimTTL > 0, "REPLYFLOW_CLAIM_TTL must be positive (how long a claim code printed at a start without owners stays valid)")
 	errs = append(errs, c.validateSessionSettings()...)
 	errs = append(errs, c.validateSpend()...)
+	errs = append(errs, c.validateLinks()...)
 	check(c.ProposalTTL >= time.Minute, "REPLYFLOW_PROPOSAL_TTL must be at least 1m, got %s", c.ProposalTTL)
 	// The ledger is what keeps a retried chunk from being sent twice, a
 	// parked one retried by hand included: a day at least.

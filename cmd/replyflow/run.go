@@ -134,6 +134,7 @@ func buildActivities(ctx context.Context, cfg Config, ids adapters.IDMap, logger
 		Chunkers:        gateway.Chunkers(cfg.Platforms),
 		ThinkingAfter:   cfg.ReactionCoalesce,
 		StaleAfter:      cfg.StaleAfter,
+		Links:           cfg.links(),
 		Streaming:       cfg.streaming(),
 		ChannelSettings: cfg.channelSettings,
 		Media:           cfg.media(),
