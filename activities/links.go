@@ -361,6 +361,9 @@ func (l *Links) fetch(ctx context.Context, raw string) (string, string, error) {
 		return "", "", l.tooLarge()
 	}
 	sniffed, _, _ := mime.ParseMediaType(http.DetectContentType(body))
+	if sniffed == "text/xml" && declared == "application/xhtml+xml" {
+		sniffed = "text/html" // XHTML opens with an XML declaration
+	}
 	if sniffed != "text/html" && sniffed != "text/plain" {
 		return "", "", &linkProblem{why: "it is not a text page (its bytes are " + safeType(sniffed) + ")"}
 	}
@@ -428,7 +431,7 @@ func readableHTML(page []byte, maxText int) (string, string) {
 		tt := z.Next()
 		switch tt {
 		case html.ErrorToken:
-			return clip(cleanText(title.String()), maxLinkTitle), clip(cleanText(string(text)), maxText)
+			return pageTitle(title.String()), clip(cleanText(string(text)), maxText)
 		case html.StartTagToken, html.SelfClosingTagToken:
 			name, _ := z.TagName()
 			tag := string(name)
@@ -464,7 +467,12 @@ func readableHTML(page []byte, maxText int) (string, string) {
 			}
 		}
 	}
-	return clip(cleanText(title.String()), maxLinkTitle), clip(cleanText(string(text)), maxText)
+	return pageTitle(title.String()), clip(cleanText(string(text)), maxText)
+}
+
+// pageTitle is a page's title on one line, bounded.
+func pageTitle(s string) string {
+	return clip(strings.Join(strings.Fields(cleanText(s)), " "), maxLinkTitle)
 }
 
 // plainWriter is text with its white space collapsed as it is written:
