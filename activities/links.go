@@ -34,8 +34,10 @@ import (
 // message, fenced as untrusted content. What a fetch gave is kept in the
 // store with the turn (the tool results' table, by session, turn, message
 // and URL), so the turn's later steps and retried attempts read it from
-// there and the model sees the same text each time; the activity's input
-// and result carry only the message, never a page.
+// there and the model sees the same text each time (a worker without a
+// store reads them again each step); the activity's input and result
+// carry only the message, never a page. An attempt cut short while it
+// read keeps nothing, and the next one reads again.
 type Links struct {
 	// MaxLinks bounds the links read per message (REPLYFLOW_LINKS_MAX);
 	// the turn reads at most maxTurnLinks in all.
@@ -83,10 +85,10 @@ const linkCallPrefix = "link:"
 // HTML, quotes); linkCandidates trims trailing punctuation.
 var linkRE = regexp.MustCompile("(?i)\\bhttps?://[^\\s<>\"'`|\\\\{}^\\x00-\\x1f\\x7f]+")
 
-// mediaLineRE finds the lines that stand for a message's files
-// (pipeline.Media.Line): their reference is the platform's (perhaps a
-// URL with its own access), never a link the user sent.
-var mediaLineRE = regexp.MustCompile(`\[[^\[\]\n]* attached, ref [^\n\]]*\]`)
+// mediaRef is what precedes a file's reference in the line that stands
+// for it (pipeline.Media.Line): the reference is the platform's (perhaps
+// a URL with its own access), never a link the user sent.
+const mediaRef = " attached, ref "
 
 // client is the HTTP client of link fetches: the tools' transport with
 // the dial-time address check, no cookie jar, no proxy, and redirects
@@ -155,8 +157,11 @@ func (l *Links) linkCandidates(req pipeline.TurnRequest) []linkRef {
 	for i := len(req.Messages) - 1; i >= 0 && total < maxTurnLinks; i-- {
 		m := req.Messages[i]
 		var refs []linkRef
-		for _, raw := range linkRE.FindAllString(mediaLineRE.ReplaceAllString(m.Text, " "), -1) {
-			u := trimLinkPunctuation(raw)
+		for _, at := range linkRE.FindAllStringIndex(m.Text, -1) {
+			if strings.HasSuffix(m.Text[:at[0]], mediaRef) {
+				continue
+			}
+			u := trimLinkPunctuation(m.Text[at[0]:at[1]])
 			if seen[u] || !strings.Contains(req.Text, u) {
 				continue
 			}

@@ -354,7 +354,7 @@ func TestLinksOffFetchesNothing(t *testing.T) {
 func TestLinkCandidates(t *testing.T) {
 	l := &Links{MaxLinks: 2}
 	msg := func(id, text string) pipeline.TurnMessage { return pipeline.TurnMessage{MessageID: id, Text: text} }
-	photo := pipeline.Media{Kind: "document", Ref: "https://files.slack.example/private/T1/doc.pdf", Name: "doc.pdf"}
+	photo := pipeline.Media{Kind: "document", Ref: "https://files.slack.example/private/T1/doc.pdf", Name: "a] b.pdf"}
 	req := pipeline.TurnRequest{Messages: []pipeline.TurnMessage{
 		msg("1", "see https://a.example/x. again: https://a.example/x, and (https://b.example/wiki/Foo_(bar)), [md](https://c.example/y)"),
 		msg("2", "slack <https://d.example/z|label> ftp://e.example/f javascript:alert(1) "+photo.Line()),
