@@ -541,3 +541,40 @@ func TestBadPagesCorpus(t *testing.T) {
 	assert.Contains(t, got, "not read")
 	assert.Equal(t, before, site.hit("/empty"))
 }
+
+// bigPage is 1 MiB of article-like HTML: a page at the default bound.
+func bigPage() []byte {
+	var b bytes.Buffer
+	b.WriteString("<html><head><title>Big</title><script>" + strings.Repeat("var x = 1;", 2000) + "</script></head><body>")
+	for b.Len() < 1<<20-200 {
+		b.WriteString("<div class=\"para\"><p>The quick brown fox jumps over the lazy dog, <a href=\"/x\">again</a>.</p></div>\n")
+	}
+	b.WriteString("</body></html>")
+	return b.Bytes()
+}
+
+// The cost of a page at the default bounds (1 MiB read, 8 KiB given):
+// go test ./activities/ -run '^$' -bench Links -benchmem
+func BenchmarkLinksReadableHTML(b *testing.B) {
+	page := bigPage()
+	b.SetBytes(int64(len(page)))
+	for b.Loop() {
+		readableHTML(page, 8<<10)
+	}
+}
+
+func BenchmarkLinksReadOverLoopback(b *testing.B) {
+	page := bigPage()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write(page)
+	}))
+	b.Cleanup(srv.Close)
+	l := &Links{MaxLinks: 3, MaxBytes: 1 << 20, MaxText: 8 << 10, Timeout: 10 * time.Second, publicAddr: standIn}
+	b.SetBytes(int64(len(page)))
+	for b.Loop() {
+		if _, failed := l.read(context.Background(), srv.URL+"/page"); failed != "" {
+			b.Fatal(failed)
+		}
+	}
+}
