@@ -77,7 +77,9 @@ const (
 const linkUserAgent = "replyflow-link-reader/1 (reads a page a chat user linked to, for the chat's assistant)"
 
 // linkCallPrefix marks the store rows of links among a turn's tool
-// results: a provider's tool call IDs never start with it.
+// results: no provider's tool call ID starts with it (OpenAI's are
+// "call_…", Anthropic's "toolu_…"), and a turn's rows are looked up by
+// their call IDs only.
 const linkCallPrefix = "link:"
 
 // linkRE finds http(s) URLs in a message. It stops at whitespace and at
@@ -90,7 +92,7 @@ var linkRE = regexp.MustCompile("(?i)\\bhttps?://[^\\s<>\"'`|\\\\{}^\\x00-\\x1f\
 // a URL with its own access), never a link the user sent.
 const mediaRef = " attached, ref "
 
-// client is the HTTP client of link fetches: the tools' transport with
+// httpClient is the HTTP client of link fetches: the tools' transport with
 // the dial-time address check, no cookie jar, no proxy, and redirects
 // bounded and kept to http(s).
 func (l *Links) httpClient() *http.Client {
