@@ -502,15 +502,20 @@ func (c Config) settings() pipeline.Settings {
 
 // retention is what the worker's store keeps, and for how long.
 func (c Config) retention() store.Retention {
+	toolResults := store.ToolResultsRetention(c.ProposalTTL, c.MaxSteps)
+	media := c.MediaRetention
+	if media == 0 {
+		media = toolResults // as long as the file's row
+	}
 	return store.Retention{
-		ToolResults: store.ToolResultsRetention(c.ProposalTTL, c.MaxSteps),
+		ToolResults: toolResults,
 		Deliveries:  c.DeliveryRetention,
 		Transcripts: c.TranscriptRetention,
 		Feedback:    c.FeedbackRetention,
 		Spend:       c.BudgetRetention,
 		// The web chat's log keeps the store's own retention: no setting.
 		ChatLog: store.DefaultRetention().ChatLog,
-		Media:   c.MediaRetention,
+		Media:   media,
 	}
 }
 

@@ -92,7 +92,7 @@ func TestMetricsShowTheSDKsAndReplyflowsSeriesAfterAConversation(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "the worker's checks pass")
-	assert.Equal(t, []string{"platforms", "stopping", "temporal", "worker " + s.cfg.TaskQueue}, tel.Names(), "the gateway and the worker of this process")
+	assert.Equal(t, []string{"platforms", "starting", "stopping", "temporal", "worker " + s.cfg.TaskQueue}, tel.Names(), "the gateway and the worker of this process (started)")
 }
 
 // The gauges of what stands now come from the Temporal server's

@@ -32,7 +32,7 @@ func TestTheWorkersStoreKeepsWhatTheSettingsSay(t *testing.T) {
 	assert.GreaterOrEqual(t, got.ToolResults, time.Duration(cfg.MaxSteps)*cfg.ProposalTTL, "a turn may wait a proposal TTL at each step")
 	assert.Equal(t, store.ToolResultsRetention(cfg.ProposalTTL, cfg.MaxSteps), got.ToolResults)
 	assert.Equal(t, store.Retention{ToolResults: got.ToolResults, Deliveries: 10 * 24 * time.Hour, Transcripts: 20 * 24 * time.Hour, Feedback: 30 * 24 * time.Hour, Spend: 40 * 24 * time.Hour,
-		ChatLog: store.DefaultRetention().ChatLog}, got)
+		ChatLog: store.DefaultRetention().ChatLog, Media: got.ToolResults}, got, "files' content as long as their rows, unless REPLYFLOW_MEDIA_RETENTION says less")
 
 	cfg.DeliveryRetention = time.Hour
 	cfg.TranscriptRetention = 0
