@@ -98,7 +98,7 @@ func main() {
 	flag.IntVar(&o.cluster.nodes, "nodes", 1, "-cluster: Temporal server nodes")
 	flag.StringVar(&clusterWorkers, "cluster-workers", "1,2,3", "-cluster: worker processes, comma-separated")
 	flag.IntVar(&o.cluster.sessions, "cluster-sessions", 50, "-cluster: concurrent sessions")
-	flag.StringVar(&only, "only", "", "run only these stages, by their first word, comma-separated: ingress, end, cost, live, crash, idle, mcp, dev; crowd runs the 20 streaming chats of live alone")
+	flag.StringVar(&only, "only", "", "run only these stages, by their first word, comma-separated: ingress, end, cost, live, crash, idle, mcp, media, dev; crowd runs the 20 streaming chats of live alone")
 	var crowdOn string
 	flag.StringVar(&crowdOn, "crowd", "telegram,slack,discord", "the platforms of the streaming crowd (live replies), comma-separated")
 	flag.Parse()
@@ -220,6 +220,9 @@ func run(o options) error {
 		if err := stage("idle sessions", func() ([][]string, error) { return benchIdle(ctx, c, o) }); err != nil {
 			return err
 		}
+	}
+	if err := stage("media of concurrent photos", func() ([][]string, error) { return benchMedia(ctx, c, o) }); err != nil {
+		return err
 	}
 	if err := stage("mcp servers at a worker's start", func() ([][]string, error) { return benchMCP(ctx, c, o) }); err != nil {
 		return err
