@@ -179,7 +179,8 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 		// Unwrapped: an ApplicationError keeps its type only at the top.
 		return pipeline.TurnResult{}, err
 	}
-	full, files := a.withMedia(turnCtx, out, full)
+	full, files, releaseFiles := a.withMedia(turnCtx, out, full)
+	defer releaseFiles()
 	// The pages go to the prompt only: the transcript keeps full.
 	prompt := a.prompt(a.withLinks(turnCtx, full), history, time.Now())
 	withFiles(&prompt, files)

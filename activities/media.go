@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/replyflow/replyflow/activities/models"
@@ -33,6 +34,15 @@ type Media struct {
 	// Transcriber turns voice notes and audio into text; nil leaves them
 	// lines of text.
 	Transcriber models.Transcriber
+	// Concurrent bounds the turns of this worker that hold files' bytes
+	// at once (REPLYFLOW_MEDIA_CONCURRENT; zero is no bound): each holds
+	// its files several times over (the bytes, their base64, the
+	// request) until its model call returns. A turn past it waits for a
+	// slot, its activity heartbeating meanwhile; a turn without files
+	// never waits.
+	Concurrent int
+	slots      chan struct{}
+	slotsOnce  sync.Once
 	// SeesImages says which models take images; nil is
 	// models.SeesImages' defaults per family.
 	SeesImages func(model string) bool
@@ -94,10 +104,14 @@ type capabilities struct {
 // file is not shown), and the images and documents to show with the
 // user turn. Without Media, a store that keeps files or recorded files,
 // it returns the request as it is.
-func (a *Activities) withMedia(ctx context.Context, out adapters.Outbound, req pipeline.TurnRequest) (pipeline.TurnRequest, turnFiles) {
+//
+// A turn with files holds one of Media's slots from here until release,
+// which the caller calls once its model call has returned.
+func (a *Activities) withMedia(ctx context.Context, out adapters.Outbound, req pipeline.TurnRequest) (_ pipeline.TurnRequest, _ turnFiles, release func()) {
+	release = func() {}
 	ms, ok := a.Store.(MediaStore)
 	if a.Media == nil || !ok || len(req.Messages) == 0 {
-		return req, turnFiles{}
+		return req, turnFiles{}, release
 	}
 	sessionID := req.Session.WorkflowID()
 	ids := make([]string, len(req.Messages))
@@ -107,7 +121,13 @@ func (a *Activities) withMedia(ctx context.Context, out adapters.Outbound, req p
 	files, err := ms.MessageMedia(ctx, sessionID, ids)
 	if err != nil {
 		a.Logger.Warn("The files of the turn's messages were not read; the model sees them as lines of text", "session", sessionID, "turn_id", req.TurnID, "error", err)
-		return req, turnFiles{}
+		return req, turnFiles{}, release
+	}
+	if len(files) > 0 {
+		if release, err = a.Media.hold(ctx); err != nil {
+			// The turn's context ended while it waited: it ends too.
+			return req, turnFiles{}, func() {}
+		}
 	}
 	sees, reads := a.Media.SeesImages, a.Media.ReadsPDFs
 	if sees == nil {
@@ -131,7 +151,24 @@ func (a *Activities) withMedia(ctx context.Context, out adapters.Outbound, req p
 	// in the order they were sent.
 	slices.Reverse(shown.images)
 	slices.Reverse(shown.documents)
-	return req, shown
+	return req, shown, release
+}
+
+// hold takes one of the worker's slots for a turn's files, waiting for
+// one while ctx lasts; release gives it back (once, however often it is
+// called).
+func (m *Media) hold(ctx context.Context) (release func(), err error) {
+	if m.Concurrent <= 0 {
+		return func() {}, nil
+	}
+	m.slotsOnce.Do(func() { m.slots = make(chan struct{}, m.Concurrent) })
+	select {
+	case m.slots <- struct{}{}:
+		var once sync.Once
+		return func() { once.Do(func() { <-m.slots }) }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // fileFor is what the model is given of one file in place of its line;

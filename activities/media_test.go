@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	openaiopt "github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/assert"
@@ -221,4 +222,52 @@ func TestASlackFileIsFetchedWithTheBotTokenFromItsPrivateURL(t *testing.T) {
 	last := reqs[0].Messages[len(reqs[0].Messages)-1]
 	assert.Contains(t, last, `[photo "cat.png" (image/png) attached, shown below]`)
 	assert.Contains(t, last, `[photo "gone.png" (image/png) attached, but it could not be downloaded`)
+}
+
+// A worker's turns with files take a slot each while they hold the
+// bytes: past Concurrent, the next waits until one is given back, or its
+// turn ends.
+func TestTurnsWithFilesWaitForASlot(t *testing.T) {
+	m := &Media{Concurrent: 2}
+	first, err := m.hold(context.Background())
+	require.NoError(t, err)
+	second, err := m.hold(context.Background())
+	require.NoError(t, err)
+
+	got := make(chan func(), 1)
+	go func() {
+		release, err := m.hold(context.Background())
+		if err == nil {
+			got <- release
+		}
+	}()
+	select {
+	case <-got:
+		t.Fatal("a third turn held files while two did")
+	case <-time.After(50 * time.Millisecond):
+	}
+	first()
+	first() // once, however often it is called
+	var third func()
+	select {
+	case third = <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the slot given back was not taken")
+	}
+
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = m.hold(ended)
+	assert.ErrorIs(t, err, context.Canceled, "a turn that ended stops waiting")
+	second()
+	third()
+	release, err := m.hold(context.Background())
+	require.NoError(t, err, "every slot was given back")
+	release()
+
+	unbounded := &Media{}
+	for range 100 {
+		_, err := unbounded.hold(context.Background())
+		require.NoError(t, err)
+	}
 }

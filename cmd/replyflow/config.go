@@ -81,8 +81,11 @@ type Config struct {
 	// that read them (PDFModels, else models.ReadsPDFs' families), text
 	// files inline, voice notes transcribed with TranscribeModel (""
 	// leaves them lines of text).
-	Media           bool     `envconfig:"MEDIA" default:"false"`
-	MediaMaxBytes   int64    `envconfig:"MEDIA_MAX_BYTES" default:"5242880"`
+	Media         bool  `envconfig:"MEDIA" default:"false"`
+	MediaMaxBytes int64 `envconfig:"MEDIA_MAX_BYTES" default:"5242880"`
+	// MediaConcurrent bounds the turns of a worker that hold files'
+	// bytes at once; the others wait for a slot.
+	MediaConcurrent int      `envconfig:"MEDIA_CONCURRENT" default:"8"`
 	TranscribeModel string   `envconfig:"TRANSCRIBE_MODEL" default:"gpt-4o-mini-transcribe"`
 	ImageModels     []string `envconfig:"IMAGE_MODELS"`
 	PDFModels       []string `envconfig:"PDF_MODELS"`
@@ -347,6 +350,7 @@ func (c Config) validate() error {
 	check(c.ProposalTTL >= time.Minute, "REPLYFLOW_PROPOSAL_TTL must be at least 1m, got %s", c.ProposalTTL)
 	// The ledger is what keeps a retried chunk from being sent twice, a
 	// parked one retried by hand included: a day at least.
+	check(c.MediaConcurrent >= 1 && c.MediaConcurrent <= 1000, "REPLYFLOW_MEDIA_CONCURRENT must be between 1 and 1000 (the turns of a worker that hold files at once), got %d", c.MediaConcurrent)
 	check(c.MediaMaxBytes > 0 && c.MediaMaxBytes <= 20<<20, "REPLYFLOW_MEDIA_MAX_BYTES must be between 1 and 20971520 (20 MiB, the largest image a provider takes), got %d", c.MediaMaxBytes)
 	check(c.MediaRetention == 0 || c.MediaRetention >= time.Hour, "REPLYFLOW_MEDIA_RETENTION must be 0 (as long as the tool results) or at least 1h, got %s", c.MediaRetention)
 	check(c.MediaChatFiles >= 1 && c.MediaChatFiles <= 10000, "REPLYFLOW_MEDIA_CHAT_FILES must be from 1 to 10000, got %d", c.MediaChatFiles)
@@ -550,7 +554,7 @@ func (c Config) media() *activities.Media {
 	if !c.Media {
 		return nil
 	}
-	m := &activities.Media{MaxBytes: c.MediaMaxBytes}
+	m := &activities.Media{MaxBytes: c.MediaMaxBytes, Concurrent: c.MediaConcurrent}
 	if c.TranscribeModel != "" {
 		m.Transcriber = models.NewOpenAITranscriber(c.TranscribeModel)
 	}
