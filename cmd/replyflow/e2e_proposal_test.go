@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -241,7 +240,7 @@ func restartableDevServer(t *testing.T) (start func() *testsuite.DevServer, host
 	if env := os.Getenv("REPLYFLOW_TEST_TEMPORAL_CLI"); env != "" {
 		cli = env
 	}
-	hostPort = freeHostPort(t)
+	hostPort = freeAddr(t)
 	db := filepath.Join(t.TempDir(), "temporal.db")
 	return func() *testsuite.DevServer {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -257,11 +256,4 @@ func restartableDevServer(t *testing.T) (start func() *testsuite.DevServer, host
 		require.NoError(t, err)
 		return srv
 	}, hostPort
-}
-
-func freeHostPort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().String()
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/replyflow/replyflow/adapters/telegram"
 	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
+	"github.com/replyflow/replyflow/cmd/internal/harness"
 	"github.com/replyflow/replyflow/pipeline"
 	"github.com/replyflow/replyflow/workflows"
 )
@@ -98,13 +98,12 @@ func TestTelegramWebhookAnswers200OnlyAfterTheSignal(t *testing.T) {
 	assert.Equal(t, []string{"You said: via webhook"}, sentTexts(s.fake, chat))
 }
 
-// freeAddr is a loopback address nothing listens on right now.
+// freeAddr is a loopback address nothing listens on right now, which
+// no other process is handed while a gateway restarts on it.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := harness.FreeAddr()
 	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
 	return addr
 }
 

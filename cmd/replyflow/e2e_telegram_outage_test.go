@@ -37,10 +37,7 @@ func (s *stack) waitTelegramUp() {
 
 func TestTelegramUnreachableAtStartStopsNeitherTheWebChatNorItself(t *testing.T) {
 	cfg := testConfig(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	telegramAddr := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	telegramAddr := freeAddr(t)
 	tg := telegramOf(cfg)
 	tg.Token = telegramTestToken
 	tg.APIURL = "http://" + telegramAddr
@@ -71,7 +68,7 @@ func TestTelegramUnreachableAtStartStopsNeitherTheWebChatNorItself(t *testing.T)
 	require.NotNil(t, down.NextAttemptAt, "the status says when the next attempt is")
 
 	// Telegram comes back where the gateway looks for it.
-	ln, err = net.Listen("tcp", telegramAddr)
+	ln, err := net.Listen("tcp", telegramAddr)
 	require.NoError(t, err)
 	fake := telegramtest.NewOn(telegramTestToken, ln)
 	t.Cleanup(fake.Close)

@@ -134,7 +134,9 @@ func startStack(t *testing.T, cfg Config) *stack {
 
 // startStackOn starts the gateway against the server c talks to.
 func startStackOn(t *testing.T, cfg Config, c client.Client) *stack {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// restartGateway listens on this address again: it is drawn where no
+	// other process is handed it meanwhile.
+	ln, err := net.Listen("tcp", freeAddr(t))
 	require.NoError(t, err)
 	cfg = cfg.withOwnPlatforms()
 	webchatOf(cfg).URL = "http://" + ln.Addr().String()

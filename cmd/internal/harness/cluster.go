@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	mathrand "math/rand/v2"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -105,7 +103,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	if err := c.setUpDatabases(ctx); err != nil {
 		return nil, err
 	}
-	ports, err := freeLowPorts(9 * o.Nodes)
+	ports, err := FreePorts(9 * o.Nodes)
 	if err != nil {
 		return nil, err
 	}
@@ -149,32 +147,6 @@ func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	}
 	ok = true
 	return c, nil
-}
-
-// freeLowPorts are n free ports below 32768: the cluster's membership
-// table keeps ports in a smallint, and the kernel hands out ephemeral
-// ports from 32768 up.
-func freeLowPorts(n int) ([]int, error) {
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	var ports []int
-	for tries := 0; len(ports) < n; tries++ {
-		if tries > 1000 {
-			return nil, errors.New("no free ports below 32768 on 127.0.0.1")
-		}
-		port := 20000 + mathrand.IntN(12000)
-		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		if err != nil {
-			continue
-		}
-		lns = append(lns, ln)
-		ports = append(ports, port)
-	}
-	return ports, nil
 }
 
 func cmpOr(v, fallback int) int {

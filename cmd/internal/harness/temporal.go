@@ -3,7 +3,6 @@ package harness
 import (
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -75,30 +74,6 @@ func (t *Temporal) Restart(ctx context.Context) error {
 // check.
 func (t *Temporal) WaitReady(ctx context.Context) error {
 	return waitForFrontend(ctx, t.Address, t.Proc, time.Minute)
-}
-
-// FreePort is a TCP port on 127.0.0.1 nobody listens on now.
-func FreePort() (int, error) {
-	ports, err := FreePorts(1)
-	if err != nil {
-		return 0, err
-	}
-	return ports[0], nil
-}
-
-// FreePorts are n distinct TCP ports on 127.0.0.1 nobody listens on now
-// (all held open together while they are picked, so none repeats).
-func FreePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer ln.Close()
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // quietLogger drops the SDK's logs; the programs print their own.
