@@ -1,6 +1,11 @@
 package adapters
 
-import "time"
+import (
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
 
 // CatchupCursors is, by chat of account, the time after which a catch-up
 // reads a conversation's history when a gateway starts, from the sessions
@@ -41,4 +46,17 @@ func CatchupCursors(open, closed []OpenSession, account string, margin time.Dura
 		since[chat] = at
 	}
 	return since
+}
+
+// MostRecent are the chats of since with the newest cursors first, at
+// most n of them: what a catch-up bounded to n conversations reads, as
+// the most recently active are the likeliest to have someone waiting.
+func MostRecent(since map[string]time.Time, n int) []string {
+	chats := slices.SortedFunc(maps.Keys(since), func(a, b string) int {
+		if c := since[b].Compare(since[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	return chats[:min(len(chats), max(n, 0))]
 }

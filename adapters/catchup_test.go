@@ -45,3 +45,12 @@ func TestCatchupCursors(t *testing.T) {
 		"C3": at.Add(-2 * time.Hour),
 	}, CatchupCursors(open, closed, "T1", time.Minute))
 }
+
+func TestMostRecentKeepsTheNewestCursorsFirst(t *testing.T) {
+	at := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	since := map[string]time.Time{"old": at, "new": at.Add(time.Hour), "mid-b": at.Add(time.Minute), "mid-a": at.Add(time.Minute)}
+	assert.Equal(t, []string{"new", "mid-a", "mid-b", "old"}, MostRecent(since, 10))
+	assert.Equal(t, []string{"new", "mid-a"}, MostRecent(since, 2), "ties in name order, so the cut is the same every time")
+	assert.Empty(t, MostRecent(since, 0))
+	assert.Empty(t, MostRecent(nil, 3))
+}

@@ -53,7 +53,8 @@ func (r *Receiver) onReady(botID string) {
 // (adapters.CatchupCursors: a running session's ReplyflowLastInboundAt,
 // or its start, less catchupMargin, whose overlap the session's dedupe
 // drops; a closed one's exactly), at most CatchupLimit a channel and none
-// older than CatchupMaxAge.
+// older than CatchupMaxAge, in the CatchupConversations most recently
+// active conversations.
 func (r *Receiver) catchUp(gen int) {
 	defer r.lanes.releaseHold(gen)
 	if r.cfg.Sessions == nil {
@@ -81,7 +82,13 @@ func (r *Receiver) catchUp(gen int) {
 	var waiting []string
 	requests := map[string]fetchRequest{}
 	cursors := adapters.CatchupCursors(open, closed, bot, r.tune.catchupMargin)
-	for chat, since := range cursors {
+	chats := adapters.MostRecent(cursors, r.cfg.CatchupConversations)
+	if left := len(cursors) - len(chats); left > 0 {
+		r.logger.Warn("Discord catch-up left out the least recently active conversations; raise REPLYFLOW_DISCORD_CATCHUP_CONVERSATIONS to read them",
+			"left_out", left, "limit", r.cfg.CatchupConversations)
+	}
+	for _, chat := range chats {
+		since := cursors[chat]
 		if since.Before(floor) {
 			since = floor
 		}
@@ -102,7 +109,7 @@ func (r *Receiver) catchUp(gen int) {
 		}
 	}
 	r.logger.Info("Discord catch-up after READY: the channels of the running and lately closed sessions fetch what they missed",
-		"running", len(open), "closed", len(closed), "conversations", len(cursors), "channels", len(requests),
+		"running", len(open), "closed", len(closed), "conversations", len(chats), "channels", len(requests),
 		"limit_per_channel", r.cfg.CatchupLimit, "max_age", r.cfg.CatchupMaxAge)
 }
 

@@ -44,6 +44,9 @@ type GatewayConfig struct {
 	// (100 when 0); CatchupMaxAge the oldest it fetches (24h when 0).
 	CatchupLimit  int
 	CatchupMaxAge time.Duration
+	// CatchupConversations is the most conversations a catch-up reads,
+	// the most recently active (200 when 0).
+	CatchupConversations int
 	// Now stamps messages; time.Now when nil.
 	Now func() time.Time
 }
@@ -114,6 +117,9 @@ func newGateway(cfg GatewayConfig, tune tuning) (*Gateway, error) {
 	}
 	if cfg.CatchupMaxAge <= 0 {
 		cfg.CatchupMaxAge = 24 * time.Hour
+	}
+	if cfg.CatchupConversations <= 0 {
+		cfg.CatchupConversations = 200
 	}
 	cfg.Logger = cfg.Logger.With("channel", Channel)
 	s, err := newSession("Bot "+token, cfg)

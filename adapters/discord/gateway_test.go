@@ -342,3 +342,26 @@ func TestTheCatchUpHandsTheOldestMissedMessagesUpToItsLimit(t *testing.T) {
 	s.sink.waitAccepted(t, missed[:2]...)
 	assert.Equal(t, []string{before.ID, missed[0], missed[1]}, s.sink.acceptedIDs())
 }
+
+func TestTheCatchUpReadsOnlyTheMostRecentlyActiveConversationsUpToItsBound(t *testing.T) {
+	s := newSetup(t, discordtest.Options{})
+	first := s.run(t)
+	s.connected(t, first)
+	older := s.fake.Post(discordtest.Post{Channel: general, Author: ada, Content: "long ago"})
+	s.sink.waitAccepted(t, older.ID)
+	s.clock.Skip(time.Minute)
+	newer := s.fake.Post(discordtest.Post{Channel: dmID, Author: ada, Content: "a minute later"})
+	s.sink.waitAccepted(t, newer.ID)
+	first.stop(t)
+	s.clock.Skip(time.Second)
+
+	lost := s.fake.Post(discordtest.Post{Channel: general, Author: ada, Content: "while down, in the quiet channel"})
+	kept := s.fake.Post(discordtest.Post{Channel: dmID, Author: ada, Content: "while down, in the busy one"})
+	s.health = &health{}
+	s.catchupConversations = 1
+	s.run(t)
+	s.logs.waitFor(t, "catch-up left out the least recently active conversations", "left_out=1", "limit=1")
+	s.logs.waitFor(t, "catch-up after READY", "conversations=1", "channels=1")
+	s.sink.waitAccepted(t, kept.ID)
+	assert.NotContains(t, s.sink.acceptedIDs(), lost.ID, "the quiet channel is past the bound")
+}

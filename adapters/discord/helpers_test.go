@@ -241,8 +241,9 @@ type setup struct {
 	sessions *sessions
 	tune     tuning
 	token    string
-	// catchupLimit is GatewayConfig.CatchupLimit; 0 for the default.
-	catchupLimit int
+	// catchupLimit and catchupConversations are GatewayConfig's; 0 for
+	// the defaults.
+	catchupLimit, catchupConversations int
 }
 
 func newSetup(t *testing.T, opts discordtest.Options) *setup {
@@ -266,7 +267,8 @@ func newSetup(t *testing.T, opts discordtest.Options) *setup {
 func (s *setup) run(t *testing.T) *running {
 	t.Helper()
 	g, err := newGateway(GatewayConfig{Token: s.token, HTTPClient: s.fake.Client(), Sink: s.sink, Feedback: s.sink,
-		Sessions: s.sessions, Health: s.health, Logger: slog.New(s.logs), CatchupLimit: s.catchupLimit}, s.tune)
+		Sessions: s.sessions, Health: s.health, Logger: slog.New(s.logs),
+		CatchupLimit: s.catchupLimit, CatchupConversations: s.catchupConversations}, s.tune)
 	if err != nil {
 		t.Fatal(err)
 	}

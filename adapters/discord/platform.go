@@ -30,10 +30,13 @@ type Platform struct {
 	// presses through their webhooks; empty: the bot's user ID, which is
 	// the application's for every application made since 2021.
 	ApplicationID string `envconfig:"DISCORD_APPLICATION_ID"`
-	// CatchupLimit and CatchupMaxAge bound the catch-up after a READY:
-	// the most messages a channel hands on, and the oldest fetched.
-	CatchupLimit  int           `envconfig:"DISCORD_CATCHUP_LIMIT" default:"100"`
-	CatchupMaxAge time.Duration `envconfig:"DISCORD_CATCHUP_MAX_AGE" default:"24h"`
+	// CatchupLimit, CatchupMaxAge and CatchupConversations bound the
+	// catch-up after a READY: the most messages a channel hands on, the
+	// oldest fetched, and the most conversations read (the most recently
+	// active), so a restart costs at most their product in calls.
+	CatchupLimit         int           `envconfig:"DISCORD_CATCHUP_LIMIT" default:"100"`
+	CatchupMaxAge        time.Duration `envconfig:"DISCORD_CATCHUP_MAX_AGE" default:"24h"`
+	CatchupConversations int           `envconfig:"DISCORD_CATCHUP_CONVERSATIONS" default:"200"`
 	// Reactions overrides the lifecycle's emoji per state (done:🎉);
 	// the rest keep pipeline.DefaultEmoji.
 	Reactions map[string]string `envconfig:"DISCORD_REACTIONS"`
@@ -82,6 +85,9 @@ func (p *Platform) Validate() []error {
 	if p.CatchupMaxAge <= 0 || p.CatchupMaxAge > 14*24*time.Hour {
 		errs = append(errs, fmt.Errorf("REPLYFLOW_DISCORD_CATCHUP_MAX_AGE must be positive and at most 336h, got %s", p.CatchupMaxAge))
 	}
+	if p.CatchupConversations < 1 || p.CatchupConversations > 10_000 {
+		errs = append(errs, fmt.Errorf("REPLYFLOW_DISCORD_CATCHUP_CONVERSATIONS must be between 1 and 10000, got %d", p.CatchupConversations))
+	}
 	_, bad := adapters.ReactionOverrides("REPLYFLOW_DISCORD_REACTIONS", p.Reactions, ValidEmoji)
 	return append(errs, bad...)
 }
@@ -96,7 +102,7 @@ func (p *Platform) Serve(ctx context.Context, gw adapters.GatewaySide) (adapters
 	g, err := NewGateway(GatewayConfig{
 		Token: p.Token, HTTPClient: p.httpClient(),
 		Sink: gw.Sink, Feedback: gw.Feedback, Sessions: gw.Sessions, Health: gw.Health, Logger: gw.Logger,
-		CatchupLimit: p.CatchupLimit, CatchupMaxAge: p.CatchupMaxAge,
+		CatchupLimit: p.CatchupLimit, CatchupMaxAge: p.CatchupMaxAge, CatchupConversations: p.CatchupConversations,
 	})
 	if err != nil {
 		return adapters.Serving{}, err

@@ -17,7 +17,7 @@ import (
 )
 
 func validPlatform() *Platform {
-	return &Platform{Token: "MTIz.abc.def", APIURL: DefaultAPIURL, CatchupLimit: 100, CatchupMaxAge: 24 * time.Hour}
+	return &Platform{Token: "MTIz.abc.def", APIURL: DefaultAPIURL, CatchupLimit: 100, CatchupMaxAge: 24 * time.Hour, CatchupConversations: 200}
 }
 
 func TestPlatformValidateNamesTheVariable(t *testing.T) {
@@ -29,6 +29,7 @@ func TestPlatformValidateNamesTheVariable(t *testing.T) {
 	p.ApplicationID = "app"
 	p.CatchupLimit = 0
 	p.CatchupMaxAge = 0
+	p.CatchupConversations = 0
 	p.Reactions = map[string]string{"done": "tada", "thinking": "🤔", "party": "🎉", "error": "boom:12"}
 	var msgs []string
 	for _, err := range p.Validate() {
@@ -36,18 +37,19 @@ func TestPlatformValidateNamesTheVariable(t *testing.T) {
 	}
 	all := strings.Join(msgs, "\n")
 	for _, name := range []string{"REPLYFLOW_DISCORD_TOKEN", "REPLYFLOW_DISCORD_API_URL", "REPLYFLOW_DISCORD_APPLICATION_ID",
-		"REPLYFLOW_DISCORD_CATCHUP_LIMIT", "REPLYFLOW_DISCORD_CATCHUP_MAX_AGE", `REPLYFLOW_DISCORD_REACTIONS: done: "tada" is not an emoji`,
+		"REPLYFLOW_DISCORD_CATCHUP_LIMIT", "REPLYFLOW_DISCORD_CATCHUP_MAX_AGE", "REPLYFLOW_DISCORD_CATCHUP_CONVERSATIONS",
+		`REPLYFLOW_DISCORD_REACTIONS: done: "tada" is not an emoji`,
 		`unknown reaction state "party"`} {
 		assert.Contains(t, all, name)
 	}
-	assert.Len(t, msgs, 7, all)
+	assert.Len(t, msgs, 8, all)
 }
 
 func TestPlatformServesThroughItsAPIURL(t *testing.T) {
 	fake := newFake(t, discordtest.Options{})
 	k := newSink()
 	h := &health{}
-	p := &Platform{Token: fake.Token, APIURL: fake.APIURL(), CatchupLimit: 100, CatchupMaxAge: time.Hour}
+	p := &Platform{Token: fake.Token, APIURL: fake.APIURL(), CatchupLimit: 100, CatchupMaxAge: time.Hour, CatchupConversations: 200}
 	require.Empty(t, p.Validate())
 	assert.True(t, p.Enabled())
 	ctx, cancel := context.WithCancel(context.Background())

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -252,8 +251,7 @@ func (c *catchup) seed(ctx context.Context, sessions adapters.SessionLister, tea
 		}
 	}
 	since := adapters.CatchupCursors(open, closed, team, seedMargin)
-	channels := slices.SortedFunc(maps.Keys(since), func(a, b string) int { return since[b].Compare(since[a]) })
-	channels = channels[:min(len(channels), c.bounds.Conversations)]
+	channels := adapters.MostRecent(since, c.bounds.Conversations)
 	c.mu.Lock()
 	seeded := 0
 	for i := len(channels) - 1; i >= 0; i-- { // the most recently active ends in front
