@@ -12,8 +12,12 @@ package workflows
 //     on at its next quiet point (between turns, or while its turn waits
 //     for a person) by continuing as new into the new type, carrying its
 //     state. No run stays on an old release longer than its running turn.
-//   - A session that waits idle moves on at its next message, or at once
-//     when `replyflow reload --all` wakes it.
+//   - A session that waits idle moves on at its next message, at once
+//     when `replyflow reload --all` wakes it, and otherwise completes
+//     when its idle TTL (REPLYFLOW_SESSION_IDLE_TTL, 24 h by default)
+//     runs out. So once the live release has served for the idle TTL
+//     plus the longest turn, no run of the release before is open unless
+//     the TTL was raised; `replyflow releases` checks it.
 //   - Once `replyflow releases` shows no open run of a retiring release,
 //     its code and histories are deleted; the replay tests then keep
 //     only the histories of releases that may still be open.
@@ -33,6 +37,16 @@ type Release struct {
 func Releases() []Release {
 	return []Release{
 		{WorkflowType: ChatSessionName, Live: true, Code: "workflows/session", Histories: "workflows/session/testdata/histories"},
-		{WorkflowType: WorkflowName, Code: "workflows/retiring (and retiring.StartedWorkflow in gateway/chain.go, the BuiltBefore builds in cmd)", Histories: "workflows/testdata/histories"},
+		{WorkflowType: WorkflowName, Code: retiringCode, Histories: "workflows/testdata/histories"},
 	}
 }
+
+// retiringCode is everything that serves only the retiring release, so
+// that its deletion is one change: the package, what the live session
+// reads of its state when a run moves on, the frozen rule copies in
+// pipeline, and the builds and tests that play an older release.
+const retiringCode = "workflows/retiring; workflows/state.go and workflows/parts_state.go (its state); " +
+	"workflows/session/from_old.go and RetiredParams (the move into the live type); " +
+	"pipeline/chunk_v1.go; pipeline.ParseMessage, folded into ParseMessageV2 under its name; " +
+	"retiring.StartedWorkflow in gateway/chain.go; the BuiltBefore builds in cmd and the rolling-upgrade test's older release " +
+	"(cmd/replyflow-chaos/upgrade_test.go, which then plays the live release's own change)"
