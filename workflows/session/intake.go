@@ -201,6 +201,17 @@ func (s *IntakeState) Resume() []Effect {
 	return out
 }
 
+// DropAll closes every open window without a batch (/stop): it returns
+// the messages they held, oldest window first, and disarms their timers.
+func (s *IntakeState) DropAll() (dropped []pipeline.Inbound, out []Effect) {
+	for _, b := range s.Buffers {
+		dropped = append(dropped, b.Messages...)
+		out = append(out, Disarm{Timer: windowTimer(b.Gen)})
+	}
+	s.Buffers = nil
+	return dropped, out
+}
+
 // Holding is true while a window is open.
 func (s *IntakeState) Holding() bool { return len(s.Buffers) > 0 }
 

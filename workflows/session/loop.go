@@ -446,19 +446,9 @@ func (s *session) saved(env Env) pipeline.SessionSettings {
 // dropped (the queue, open windows, messages steered into the turn).
 func (s *session) stop(env Env) []Effect {
 	st := s.st
-	var unsent []pipeline.Inbound
-	var out []Effect
-	for len(st.Intake.Buffers) > 0 {
-		b := st.Intake.Buffers[0]
-		unsent = append(unsent, b.Messages...)
-		st.Intake.Buffers = st.Intake.Buffers[1:]
-		out = append(out, Disarm{Timer: windowTimer(b.Gen)})
-	}
+	unsent, out := st.Intake.DropAll()
 	stopped := st.Turn.Running()
-	if a := st.Turn.Active; a != nil {
-		unsent = append(unsent, a.Steered...)
-		a.Steered = nil
-	}
+	unsent = append(unsent, st.Turn.TakeSteered()...)
 	out = append(out, st.Turn.Stop(env, "aborted")...)
 	return append(out, st.Queue.Abort(env, stopped, unsent)...)
 }
@@ -566,7 +556,7 @@ func (s *session) chatSetting(env Env, ev Event) []Effect {
 	case NewTranscriptAsked:
 		st.Queue.AskNewTranscript()
 	case ModelChosen:
-		st.Turn.Models.ModelOverride = ev.Model
+		st.Turn.Models.Choose(ev.Model)
 	case QueuePatched:
 		if ev.Reset {
 			st.Intake.ResetQueue()

@@ -33,6 +33,10 @@ type ModelsState struct {
 	Cooldowns     []Cooldown `json:"cooldowns,omitempty"`
 }
 
+// Choose is /model: the chat's turns ask model alone from now on ("" to
+// go back to the fallback chain).
+func (s *ModelsState) Choose(model string) { s.ModelOverride = model }
+
 // Cooldown keeps a model that was rate limited or overloaded out of the
 // chain until Until; Level counts such failures in a row.
 type Cooldown struct {

@@ -154,6 +154,18 @@ func (s *TurnState) Compacted(compacted bool) []Effect {
 // Running is true while a turn runs.
 func (s *TurnState) Running() bool { return s.Active != nil }
 
+// TakeSteered hands back the messages steered into the running turn that
+// no step read yet (/stop drops them with the rest), so the turn's end
+// does not give them back to the queue.
+func (s *TurnState) TakeSteered() []pipeline.Inbound {
+	if s.Active == nil {
+		return nil
+	}
+	steered := s.Active.Steered
+	s.Active.Steered = nil
+	return steered
+}
+
 // Begin starts a turn: ✍️ on its messages, and its first model step.
 func (s *TurnState) Begin(env Env, start TurnStart) []Effect {
 	s.Seq++
