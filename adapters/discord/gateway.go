@@ -122,6 +122,7 @@ func newGateway(cfg GatewayConfig, tune tuning) (*Gateway, error) {
 		cfg.CatchupConversations = 200
 	}
 	cfg.Logger = cfg.Logger.With("channel", Channel)
+	cfg.HTTPClient = pacedClient(cfg.HTTPClient)
 	s, err := newSession("Bot "+token, cfg)
 	if err != nil {
 		return nil, err
