@@ -28,7 +28,20 @@ type Platform struct {
 	Pace           time.Duration     `envconfig:"TELEGRAM_PACE" default:"1s"`
 	GroupPerMinute int               `envconfig:"TELEGRAM_GROUP_PER_MINUTE" default:"20"`
 	BotPerSecond   int               `envconfig:"TELEGRAM_BOT_PER_SECOND" default:"30"`
+	// CatchupMaxAge: a message sent longer ago than this when its update
+	// reaches the gateway (kept by Telegram while no gateway ran) is left
+	// out, not answered (ReceiverConfig.MaxAge).
+	CatchupMaxAge time.Duration `envconfig:"TELEGRAM_CATCHUP_MAX_AGE" default:"24h"`
 }
+
+// Bounds of REPLYFLOW_TELEGRAM_CATCHUP_MAX_AGE: Telegram keeps an update
+// 24 hours at most, so a longer one would never apply; below a minute,
+// Telegram's whole-second dates and a clock a little off would leave out
+// messages sent just now.
+const (
+	MinCatchupMaxAge = time.Minute
+	MaxCatchupMaxAge = 24 * time.Hour
+)
 
 var (
 	_ adapters.Platform = (*Platform)(nil)
@@ -73,6 +86,9 @@ func (p *Platform) Validate() []error {
 	}
 	if p.Pace < 0 || p.GroupPerMinute < 0 || p.BotPerSecond < 0 {
 		errs = append(errs, errors.New("REPLYFLOW_TELEGRAM_PACE, REPLYFLOW_TELEGRAM_GROUP_PER_MINUTE and REPLYFLOW_TELEGRAM_BOT_PER_SECOND must not be negative"))
+	}
+	if p.CatchupMaxAge < MinCatchupMaxAge || p.CatchupMaxAge > MaxCatchupMaxAge {
+		errs = append(errs, fmt.Errorf("REPLYFLOW_TELEGRAM_CATCHUP_MAX_AGE must be from %s to %s (Telegram keeps updates 24h), got %s", MinCatchupMaxAge, MaxCatchupMaxAge, p.CatchupMaxAge))
 	}
 	_, bad := adapters.ReactionOverrides("REPLYFLOW_TELEGRAM_EMOJI", p.Emoji, nil)
 	return append(errs, bad...)
@@ -135,6 +151,7 @@ func (p *Platform) run(ctx context.Context, gw adapters.GatewaySide, connected *
 	err := untilConnected(ctx, "ask Telegram who the bot is (getMe)", gw, func() (err error) {
 		rcv, err = NewReceiver(ctx, ReceiverConfig{
 			Token: p.Token, APIURL: p.APIURL, Sink: gw.Sink, Feedback: gw.Feedback, Logger: gw.Logger,
+			MaxAge: p.CatchupMaxAge,
 		})
 		return err
 	})

@@ -35,6 +35,11 @@ type ReceiverConfig struct {
 	Logger   *slog.Logger
 	// Now is the clock messages are stamped with; time.Now when nil.
 	Now func() time.Time
+	// MaxAge (REPLYFLOW_TELEGRAM_CATCHUP_MAX_AGE): a message (or an edit
+	// of one) sent longer ago than this when its update reaches the
+	// gateway is left out: confirmed to Telegram, logged, not answered.
+	// Zero leaves nothing out.
+	MaxAge time.Duration
 }
 
 // Receiver turns updates into what the Sink takes, and answers button
@@ -79,13 +84,19 @@ var errNotAccepted = errors.New("not accepted")
 
 // Handle hands one update to the sink. It returns an error only when the
 // sink did not accept it, so the caller must not confirm it to Telegram;
-// an update that can never be used is logged and dropped, and so is one
-// the gateway's rate limits refused (adapters.RateLimitedError).
+// an update that can never be used is logged and dropped, and so are an
+// update the gateway's rate limits refused (adapters.RateLimitedError)
+// and a message that reached the gateway more than MaxAge after it was
+// sent (tooOld).
 func (r *Receiver) Handle(ctx context.Context, u *Update) error {
-	ev := Normalize(r.me, u, r.cfg.Now())
+	now := r.cfg.Now()
+	ev := Normalize(r.me, u, now)
 	switch {
 	case ev.Inbound != nil:
 		in := *ev.Inbound
+		if r.tooOld(u, in, now) {
+			return nil
+		}
 		if err := in.Validate(); err != nil {
 			r.logger.Warn("Telegram message refused; it is dropped", "update_id", u.ID, "chat", in.ChatID, "message_id", in.MessageID, "reason", err)
 			r.answer(ctx, ev.CallbackID, "That did not work: "+err.Error())
@@ -122,6 +133,37 @@ func (r *Receiver) Handle(ctx context.Context, u *Update) error {
 		r.answer(ctx, ev.CallbackID, "")
 	}
 	return nil
+}
+
+// tooOld reports, and logs, a message whose update reached the gateway
+// more than MaxAge after it was made: Telegram kept it while no gateway
+// ran (it keeps updates 24 hours, in both modes), and an answer so late
+// would be more confusing than none. An edit's update is made when the
+// edit is, whatever the message's age. The log names the chat and the
+// message, never the text. A button press is never too old: it is
+// answered, or refused, by the session.
+func (r *Receiver) tooOld(u *Update, in pipeline.Inbound, now time.Time) bool {
+	var date int
+	switch {
+	case u.Message != nil:
+		date = u.Message.Date
+	case u.EditedMessage != nil:
+		date = u.EditedMessage.EditDate
+		if date <= 0 {
+			date = u.EditedMessage.Date
+		}
+	}
+	if r.cfg.MaxAge <= 0 || date <= 0 || in.Action != "" {
+		return false
+	}
+	made := time.Unix(int64(date), 0)
+	age := now.Sub(made)
+	if age <= r.cfg.MaxAge {
+		return false
+	}
+	r.logger.Warn("Telegram message left out, not answered: it reached the gateway longer after it was sent than REPLYFLOW_TELEGRAM_CATCHUP_MAX_AGE (Telegram kept it while no gateway ran); raise REPLYFLOW_TELEGRAM_CATCHUP_MAX_AGE (at most 24h) to answer such messages",
+		"update_id", u.ID, "chat", in.ChatID, "message_id", in.MessageID, "sent_at", made.UTC().Format(time.RFC3339), "age", age.Round(time.Second).String(), "max_age", r.cfg.MaxAge.String())
+	return true
 }
 
 // answer stops the spinner on a pressed button. Telegram allows one
