@@ -19,6 +19,7 @@ import (
 	"github.com/replyflow/replyflow/activities/models/modeltest"
 	"github.com/replyflow/replyflow/adapters/telegram"
 	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
+	"github.com/replyflow/replyflow/cmd/internal/harness"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -71,13 +72,13 @@ func startCostRig(ctx context.Context, c client.Client, o options, name, bin str
 }
 
 // measured is one turn's cost, with the heartbeats the server counted.
-func (r *costRig) measured(ctx context.Context, o options, chat telegramtest.Chat, text string) (turnCost, error) {
+func (r *costRig) measured(ctx context.Context, o options, chat telegramtest.Chat, text string) (harness.TurnCost, error) {
 	id := pipeline.SessionKey{Channel: telegram.Channel, Account: r.bot.Account(), Chat: strconv.FormatInt(chat.ID, 10)}.WorkflowID()
 	var before []*historypb.HistoryEvent
 	if _, err := r.c.DescribeWorkflowExecution(ctx, id, ""); err == nil {
 		events, err := settledHistory(ctx, r.c, id)
 		if err != nil {
-			return turnCost{}, err
+			return harness.TurnCost{}, err
 		}
 		before = events
 	}
@@ -85,29 +86,29 @@ func (r *costRig) measured(ctx context.Context, o options, chat telegramtest.Cha
 	if o.metricsURL != "" {
 		var err error
 		if actionsBefore, err = serverActions(ctx, o.metricsURL); err != nil {
-			return turnCost{}, err
+			return harness.TurnCost{}, err
 		}
 	}
 	msg, err := r.ask(ctx, chat, text)
 	if err != nil {
-		return turnCost{}, err
+		return harness.TurnCost{}, err
 	}
 	if err := r.awaitCleared(ctx, chat, msg); err != nil {
-		return turnCost{}, err
+		return harness.TurnCost{}, err
 	}
 	after, err := settledHistory(ctx, r.c, id)
 	if err != nil {
-		return turnCost{}, err
+		return harness.TurnCost{}, err
 	}
-	cost := costOf(after[len(before):])
+	cost := harness.CostOf(after[len(before):])
 	if o.metricsURL != "" {
 		actionsAfter, err := serverActions(ctx, o.metricsURL)
 		if err != nil {
-			return turnCost{}, err
+			return harness.TurnCost{}, err
 		}
 		if n := heartbeatsBetween(actionsBefore, actionsAfter); n > 0 {
-			cost.actions["heartbeat"] = n
-			cost.counted["heartbeat"] = []string{"RecordActivityTaskHeartbeat calls, from the server's action metric (not in history)"}
+			cost.Actions["heartbeat"] = n
+			cost.Counted["heartbeat"] = []string{"RecordActivityTaskHeartbeat calls, from the server's action metric (not in history)"}
 		}
 	}
 	return cost, nil
@@ -115,15 +116,15 @@ func (r *costRig) measured(ctx context.Context, o options, chat telegramtest.Cha
 
 // simpleTurn measures a simple turn, a session's second, in a new chat:
 // the first turn's start and clear fall outside it.
-func (r *costRig) simpleTurn(ctx context.Context, o options) (telegramtest.Chat, turnCost, error) {
+func (r *costRig) simpleTurn(ctx context.Context, o options) (telegramtest.Chat, harness.TurnCost, error) {
 	r.next++
 	chat := telegramtest.Private(r.next)
 	if _, err := r.measured(ctx, o, chat, "hello"); err != nil {
-		return chat, turnCost{}, r.withLog(err)
+		return chat, harness.TurnCost{}, r.withLog(err)
 	}
 	cost, err := r.measured(ctx, o, chat, "hello again")
 	if err != nil {
-		return chat, turnCost{}, r.withLog(err)
+		return chat, harness.TurnCost{}, r.withLog(err)
 	}
 	return chat, cost, nil
 }
@@ -132,19 +133,19 @@ func (r *costRig) simpleTurn(ctx context.Context, o options) (telegramtest.Chat,
 // turn (a session's second) and, with tools, turns with toolRounds tool
 // rounds after it in the same session, one at a time. It returns the
 // simple turn's cost with its rows.
-func costRows(ctx context.Context, c client.Client, o options, label, bin string, extra map[string]string, tools bool) ([][]string, turnCost, error) {
+func costRows(ctx context.Context, c client.Client, o options, label, bin string, extra map[string]string, tools bool) ([][]string, harness.TurnCost, error) {
 	r, stop, err := startCostRig(ctx, c, o, "cost-"+strings.NewReplacer(" ", "-", ",", "", "=", "-").Replace(label), bin, extra)
 	if err != nil {
-		return nil, turnCost{}, err
+		return nil, harness.TurnCost{}, err
 	}
 	defer stop()
 	simpleChat, simple, err := r.simpleTurn(ctx, o)
 	if err != nil {
-		return nil, turnCost{}, err
+		return nil, harness.TurnCost{}, err
 	}
 	rows := [][]string{
-		{label + ": simple turn, billable actions", fmt.Sprintf("%d (%s)", simple.total(), simple.breakdown()), ""},
-		{label + ": simple turn, history events and bytes", fmt.Sprintf("%d events, %d bytes", simple.events, simple.bytes), ""},
+		{label + ": simple turn, billable actions", fmt.Sprintf("%d (%s)", simple.Total(), simple.Breakdown()), ""},
+		{label + ": simple turn, history events and bytes", fmt.Sprintf("%d events, %d bytes", simple.Events, simple.Bytes), ""},
 	}
 	for _, n := range toolRounds {
 		if !tools {
@@ -159,13 +160,13 @@ func costRows(ctx context.Context, c client.Client, o options, label, bin string
 		// session's start, is measured.
 		cost, err := r.measured(ctx, o, simpleChat, "look it up /model "+toolModel)
 		if err != nil {
-			return nil, turnCost{}, r.withLog(err)
+			return nil, harness.TurnCost{}, r.withLog(err)
 		}
-		beyond := cost.bytes - n*toolResultBytes
+		beyond := cost.Bytes - n*toolResultBytes
 		rows = append(rows,
-			[]string{fmt.Sprintf("%s: turn with %d tool rounds, billable actions", label, n), fmt.Sprintf("%d (%s)", cost.total(), cost.breakdown()), ""},
+			[]string{fmt.Sprintf("%s: turn with %d tool rounds, billable actions", label, n), fmt.Sprintf("%d (%s)", cost.Total(), cost.Breakdown()), ""},
 			[]string{fmt.Sprintf("%s: turn with %d tool rounds, history events and bytes", label, n),
-				fmt.Sprintf("%d events, %d bytes (%d beyond the %d results of %d KiB)", cost.events, cost.bytes, beyond, n, toolResultBytes>>10), ""},
+				fmt.Sprintf("%d events, %d bytes (%d beyond the %d results of %d KiB)", cost.Events, cost.Bytes, beyond, n, toolResultBytes>>10), ""},
 		)
 	}
 	return rows, simple, nil
@@ -176,7 +177,7 @@ func costRows(ctx context.Context, c client.Client, o options, label, bin string
 // of today's ("now"), in the same run.
 func benchTurnCost(ctx context.Context, c client.Client, o options) ([][]string, error) {
 	var rows [][]string
-	var debounceOff turnCost
+	var debounceOff harness.TurnCost
 	for _, b := range []struct{ label, bin string }{{"before", o.baseline}, {"now", o.replyflow}} {
 		r, simple, err := costRows(ctx, c, o, b.label, b.bin, nil, true)
 		if err != nil {
@@ -232,7 +233,7 @@ var devDefaults = map[string]string{"DEBOUNCE": "1s", "REACTION_CLEAR_DELAY": "6
 // devDefaultsRows measures today's simple turn with devDefaults, beside
 // debounceOff (today's, as the "now" rows measured it), and lists what
 // each of its billable actions was.
-func devDefaultsRows(ctx context.Context, c client.Client, o options, debounceOff turnCost) ([][]string, error) {
+func devDefaultsRows(ctx context.Context, c client.Client, o options, debounceOff harness.TurnCost) ([][]string, error) {
 	r, stop, err := startCostRig(ctx, c, o, "cost-dev-defaults", o.replyflow, devDefaults)
 	if err != nil {
 		return nil, err
@@ -242,14 +243,14 @@ func devDefaultsRows(ctx context.Context, c client.Client, o options, debounceOf
 	if err != nil {
 		return nil, err
 	}
-	figures := func(t turnCost) string {
-		return fmt.Sprintf("%d billable actions, %d history events", t.total(), t.events)
+	figures := func(t harness.TurnCost) string {
+		return fmt.Sprintf("%d billable actions, %d history events", t.Total(), t.Events)
 	}
 	rows := [][]string{
 		{"simple turn (debounce off)", figures(debounceOff), ""},
 		{"simple turn (make dev defaults: 1 s debounce, 👀)", figures(dev), ""},
 	}
-	for _, line := range dev.itemized() {
+	for _, line := range dev.Itemized() {
 		rows = append(rows, []string{"  … make dev defaults: " + line[0], line[1], ""})
 	}
 	return rows, nil

@@ -1,4 +1,4 @@
-package main
+package harness
 
 import (
 	"testing"
@@ -67,15 +67,15 @@ func TestCostOfItemizesTheBillableActions(t *testing.T) {
 		localActivityMarker(t, "SetReaction"),
 	}
 
-	cost := costOf(events)
+	cost := CostOf(events)
 
-	assert.Equal(t, len(events), cost.events)
-	assert.Equal(t, 8, cost.total())
+	assert.Equal(t, len(events), cost.Events)
+	assert.Equal(t, 8, cost.Total())
 	assert.Equal(t, [][2]string{
 		{"1 signal", "WorkflowExecutionSignaled: inbound"},
 		{"2 timer", "TimerStarted: debounce 1s; TimerStarted: 1m0s"},
 		{"1 upsert", "UpsertWorkflowSearchAttributes: ReplyflowState=thinking"},
 		{"2 activity", "ActivityTaskStarted: AgentTurn, 2 attempts"},
 		{"2 local activity batch", "MarkerRecorded: SetReaction; MarkerRecorded: Deliver, SetReaction"},
-	}, cost.itemized())
+	}, cost.Itemized())
 }
