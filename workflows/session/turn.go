@@ -49,9 +49,17 @@ const maxDeliveries = 200
 // worker's log.
 const maxFailureText = 300
 
-// failureText is a failure's message cut to maxFailureText, valid UTF-8.
+// failureText is a failure's own words cut to maxFailureText, valid
+// UTF-8: the application error's message where there is one (the
+// platform's answer, as the activity classified it), not the SDK's
+// wrapping of it, which names the activity, its event IDs and the
+// worker's identity in the first hundred bytes.
 func failureText(f *Failure) string {
-	return strings.ToValidUTF8(f.Message[:min(len(f.Message), maxFailureText)], "")
+	text := f.Message
+	if f.Cause != "" {
+		text = f.Cause
+	}
+	return strings.ToValidUTF8(text[:min(len(text), maxFailureText)], "")
 }
 
 // TurnState is the turn part: the running turn, its record, the ledger

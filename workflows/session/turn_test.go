@@ -114,7 +114,11 @@ func TestAChunkThatCannotBeDeliveredParksTheTurnUntilARetry(t *testing.T) {
 	assert.Equal(t, 2, second.Delivery.Total)
 	assert.Equal(t, "second part here.", second.Delivery.Text)
 
-	out = s.Delivered(env, ChunkDelivered{TurnID: ask.TurnID, Index: 1, Failure: &Failure{Type: "Unavailable", Message: "telegram: Forbidden: bot was blocked by the user" + strings.Repeat("!", 2*maxFailureText)}})
+	// The SDK's wrapping (activity type, event IDs, the worker's
+	// identity) comes first in the message; the cause is the platform's.
+	wrapped := "activity error (type: Deliver, scheduledEventID: 31, startedEventID: 32, identity: 4242@a-rather-long-host-name.example@): "
+	cause := "telegram: Forbidden: bot was blocked by the user" + strings.Repeat("!", 2*maxFailureText)
+	out = s.Delivered(env, ChunkDelivered{TurnID: ask.TurnID, Index: 1, Failure: &Failure{Type: "Unavailable", Message: wrapped + cause, Cause: cause}})
 	assert.Equal(t, PhaseParked, s.Active.Phase)
 	assert.True(t, strings.HasPrefix(s.Last.Error, "delivery of chunk 2/2 failed (Unavailable): telegram: Forbidden: bot was blocked by the user"),
 		"inspect shows the failure's own words: %q", s.Last.Error)
