@@ -23,6 +23,19 @@ func testPDF(marker string, size int) []byte {
 	return append([]byte("%PDF-1.7\n"), bytes.Repeat([]byte(marker), size/len(marker))...)
 }
 
+// assertOneDocument checks that the model was given one document, want,
+// its bytes compared without printing them (a failure names their sizes).
+func assertOneDocument(t *testing.T, want modeltest.Document, got []modeltest.Document) {
+	t.Helper()
+	if !assert.Len(t, got, 1, "one document part") {
+		return
+	}
+	assert.Equal(t, want.Name, got[0].Name)
+	assert.Equal(t, want.MediaType, got[0].MediaType)
+	assert.Equal(t, want.Part, got[0].Part)
+	assert.True(t, bytes.Equal(want.Data, got[0].Data), "the document's bytes are the file's: %d bytes given, %d sent", len(got[0].Data), len(want.Data))
+}
+
 // A PDF shared in a Slack message with a mention of the bot is fetched
 // as Slack serves it (files.info, then url_private with the bot token),
 // reaches the model as a document part beside the message's text, and
@@ -56,7 +69,7 @@ func TestSlackSharedPDFReachesTheModelAsADocument(t *testing.T) {
 	assert.Contains(t, replies[0].Text, "it is the Slack quarterly report")
 	reqs := an.Requests()
 	require.Len(t, reqs, 1)
-	assert.Equal(t, []modeltest.Document{{Name: "q3.pdf", MediaType: "application/pdf", Data: pdf, Part: "document"}}, reqs[0].Documents)
+	assertOneDocument(t, modeltest.Document{Name: "q3.pdf", MediaType: "application/pdf", Data: pdf, Part: "document"}, reqs[0].Documents)
 	last := reqs[0].Messages[len(reqs[0].Messages)-1]
 	assert.Contains(t, last, "what is this?")
 	assert.Contains(t, last, `[document "q3.pdf" (application/pdf) attached, shown below as a document]`)
@@ -96,7 +109,7 @@ func TestDiscordAttachedPDFReachesTheModelAsADocument(t *testing.T) {
 	assertQuietReplyTo(t, post, replies[0])
 	reqs := oa.Requests()
 	require.Len(t, reqs, 1)
-	assert.Equal(t, []modeltest.Document{{Name: "q3.pdf", MediaType: "application/pdf", Data: pdf, Part: "file"}}, reqs[0].Documents)
+	assertOneDocument(t, modeltest.Document{Name: "q3.pdf", MediaType: "application/pdf", Data: pdf, Part: "file"}, reqs[0].Documents)
 	last := reqs[0].Messages[len(reqs[0].Messages)-1]
 	assert.Contains(t, last, "what is this?")
 	assert.Contains(t, last, `[document "q3.pdf" (application/pdf) attached, shown below as a document]`)

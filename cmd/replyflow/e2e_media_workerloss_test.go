@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"strings"
 	"sync"
 	"testing"
@@ -46,7 +45,7 @@ func TestAWorkerKilledMidDownloadAnswersOnceAfterTheRestart(t *testing.T) {
 	r := newWorkerLossRigWith(t, "media-download", map[string]string{"MODEL": "openai/gpt-4o", "MEDIA": "true"}, modeltest.Step{Text: answer})
 	hold, release := releaseOnce(t)
 	r.fake.HoldDownloads(hold)
-	pdf := append([]byte("%PDF-1.7\n"), bytes.Repeat([]byte("pdf-bytes."), 2000)...)
+	pdf := testPDF("workerloss-pdf-bytes.", 20<<10)
 	r.fake.AddFile("pdf-workerloss", pdf)
 
 	worker := r.startWorker(1)
@@ -61,7 +60,7 @@ func TestAWorkerKilledMidDownloadAnswersOnceAfterTheRestart(t *testing.T) {
 	assert.Equal(t, 2, r.fake.Downloads(), "the file was downloaded again by the second worker")
 	reqs := r.model.Requests()
 	require.Len(t, reqs, 1, "the model was asked once, by the second worker")
-	assert.Equal(t, []modeltest.Document{{Name: "q3.pdf", MediaType: "application/pdf", Data: pdf, Part: "file"}}, reqs[0].Documents)
+	assertOneDocument(t, modeltest.Document{Name: "q3.pdf", MediaType: "application/pdf", Data: pdf, Part: "file"}, reqs[0].Documents)
 	assert.Contains(t, reqs[0].Messages[len(reqs[0].Messages)-1], "what is this?")
 }
 
