@@ -74,6 +74,7 @@ func TestSlackSharedPDFReachesTheModelAsADocument(t *testing.T) {
 	assert.Contains(t, last, "what is this?")
 	assert.Contains(t, last, `[document "q3.pdf" (application/pdf) attached, shown below as a document]`)
 	assert.Len(t, s.fake.Calls("files.info"), 1, "the file's size and address were asked once")
+	assert.Equal(t, 1, s.fake.Downloads(), "url_private served the file once")
 
 	raw := rawHistory(t, sessionHistory(t, s.client, s.key(channel).WorkflowID()))
 	assert.NotContains(t, raw, "slack-pdf-bytes.")
