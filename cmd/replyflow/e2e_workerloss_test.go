@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -75,6 +76,14 @@ type workerLossRig struct {
 
 func newWorkerLossRig(t *testing.T, name, heartbeatTimeout string, steps ...modeltest.Step) *workerLossRig {
 	t.Helper()
+	return newWorkerLossRigWith(t, name, map[string]string{"TURN_HEARTBEAT_TIMEOUT": heartbeatTimeout}, steps...)
+}
+
+// newWorkerLossRigWith is newWorkerLossRig with settings (REPLYFLOW_
+// names without the prefix) over the rig's: its heartbeat timeout is 2s
+// unless settings has TURN_HEARTBEAT_TIMEOUT.
+func newWorkerLossRigWith(t *testing.T, name string, settings map[string]string, steps ...modeltest.Step) *workerLossRig {
+	t.Helper()
 	dir := t.TempDir()
 	bin, err := harness.Build(dir)
 	require.NoError(t, err)
@@ -85,9 +94,10 @@ func newWorkerLossRig(t *testing.T, name, heartbeatTimeout string, steps ...mode
 	fake := telegramtest.New(fmt.Sprintf("%d:%s", 5600+n, name))
 	t.Cleanup(fake.Close)
 	vars := map[string]string{
-		"MODEL": "openai/gpt-test", "STREAM": "off", "TURN_HEARTBEAT_TIMEOUT": heartbeatTimeout,
+		"MODEL": "openai/gpt-test", "STREAM": "off", "TURN_HEARTBEAT_TIMEOUT": "2s",
 		"DEBOUNCE": "0s", "LOG_LEVEL": "info", "REACTION_CLEAR_DELAY": "1s",
 	}
+	maps.Copy(vars, settings)
 	env := harness.Env(temporalServer.FrontendHostPort(), fmt.Sprintf("%s-%d", name, n), filepath.Join(dir, "store.db"), fake, vars)
 	env = append(env, "OPENAI_BASE_URL="+oa.URL+"/v1", "OPENAI_API_KEY=test")
 	return &workerLossRig{model: oa, fake: fake, chat: telegramtest.Private(6600 + n), startWorker: realProcesses(t, bin, dir, env)}

@@ -102,6 +102,9 @@ type Server struct {
 	// transcript answers every transcription (SetTranscript).
 	transcript     string
 	transcriptions []Transcription
+	// holdTranscriptions keeps transcriptions unanswered until it is
+	// closed (HoldTranscriptions).
+	holdTranscriptions <-chan struct{}
 }
 
 // maxAudioBytes bounds an audio upload the fake reads.
@@ -114,8 +117,19 @@ func (s *Server) SetTranscript(text string) {
 	s.transcript = text
 }
 
+// HoldTranscriptions keeps each transcription unanswered until release
+// is closed, or its client goes away, as Step.Hold does a model call: a
+// test decides the moment a transcription in flight ends (a worker
+// killed mid-transcription). Transcriptions lists a held one when it
+// arrives; nil holds none.
+func (s *Server) HoldTranscriptions(release <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holdTranscriptions = release
+}
+
 // Transcriptions returns the audio files the fake was asked to
-// transcribe so far.
+// transcribe so far, those held (HoldTranscriptions) included.
 func (s *Server) Transcriptions() []Transcription {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -135,8 +149,15 @@ func (s *Server) transcribe(w http.ResponseWriter, r *http.Request) {
 	audio, _ := io.ReadAll(io.LimitReader(f, maxAudioBytes))
 	s.mu.Lock()
 	s.transcriptions = append(s.transcriptions, Transcription{Model: r.FormValue("model"), FileName: h.Filename, Audio: audio})
-	text := s.transcript
+	text, hold := s.transcript, s.holdTranscriptions
 	s.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"text": text})
 }

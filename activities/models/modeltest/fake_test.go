@@ -2,6 +2,7 @@ package modeltest
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,4 +107,43 @@ func TestFakeHoldsAnAnswerUntilReleased(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no answer after the release")
 	}
+}
+
+// A held transcription is listed when it arrives and answered once its
+// release is closed; one whose client goes away ends with it.
+func TestFakeOpenAIHoldsTranscriptions(t *testing.T) {
+	s := NewOpenAI()
+	defer s.Close()
+	s.SetTranscript("hello there")
+	release := make(chan struct{})
+	s.HoldTranscriptions(release)
+	c := openaiClient(s)
+	params := openai.AudioTranscriptionNewParams{File: openai.File(strings.NewReader("OggS"), "voice.ogg", "audio/ogg"), Model: openai.AudioModelWhisper1}
+
+	// The client goes away while held.
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := make(chan error, 1)
+	go func() { _, err := c.Audio.Transcriptions.New(ctx, params); gone <- err }()
+	require.Eventually(t, func() bool { return len(s.Transcriptions()) == 1 }, 10*time.Second, 5*time.Millisecond)
+	cancel()
+	require.Error(t, <-gone)
+
+	answered := make(chan string, 1)
+	go func() {
+		resp, err := c.Audio.Transcriptions.New(context.Background(), openai.AudioTranscriptionNewParams{
+			File: openai.File(strings.NewReader("OggS"), "voice.ogg", "audio/ogg"), Model: openai.AudioModelWhisper1})
+		if err != nil {
+			answered <- "error: " + err.Error()
+			return
+		}
+		answered <- resp.Text
+	}()
+	require.Eventually(t, func() bool { return len(s.Transcriptions()) == 2 }, 10*time.Second, 5*time.Millisecond)
+	select {
+	case got := <-answered:
+		t.Fatalf("answered while held: %q", got)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	assert.Equal(t, "hello there", <-answered)
 }

@@ -46,11 +46,24 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 	id, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/files-pri/"), "/")
 	s.mu.Lock()
 	f, ok := s.findFile(id)
+	served := ok && f.Data != nil
+	if served {
+		s.fetched++
+	}
 	s.mu.Unlock()
-	if !ok || f.Data == nil {
+	if !served {
 		http.Error(w, "Not Found", http.StatusNotFound)
 		return
 	}
+	s.touch()
 	w.Header().Set("Content-Type", "application/octet-stream")
 	_, _ = w.Write(f.Data)
+}
+
+// Downloads is how many files url_private served (to the bot token's
+// bearer).
+func (s *Server) Downloads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fetched
 }

@@ -88,6 +88,7 @@ type Server struct {
 	statuses []Status
 	ephemera []Ephemeral
 	uploads  map[string]*upload // files.getUploadURLExternal's, by file ID
+	fetched  int                // files served from url_private (files.go)
 	nextID   int                // for event and envelope IDs
 	socket   socketState
 	stop     chan struct{}

@@ -31,7 +31,18 @@ func (s *Server) RemoveFile(fileID string) {
 	s.files[fileID] = nil
 }
 
-// Downloads is how many files were downloaded from the file route.
+// HoldDownloads keeps each download from the file route unanswered
+// until release is closed, or its client goes away: a test decides the
+// moment a download in flight ends (a worker killed mid-download).
+// Downloads counts a held download when it arrives; nil holds none.
+func (s *Server) HoldDownloads(release <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holdFiles = release
+}
+
+// Downloads is how many files were downloaded from the file route,
+// counting those held (HoldDownloads) as they arrive.
 func (s *Server) Downloads() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -49,7 +60,7 @@ func (s *Server) getFile(p map[string]string) (int, wireResponse) {
 }
 
 // serveFile answers /file/bot<token>/<path>.
-func (s *Server) serveFile(w http.ResponseWriter, rest string) {
+func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, rest string) {
 	token, path, _ := strings.Cut(rest, "/")
 	if token != s.Token {
 		http.Error(w, "Unauthorized", http.StatusUnauthorized)
@@ -60,10 +71,19 @@ func (s *Server) serveFile(w http.ResponseWriter, rest string) {
 	if data != nil {
 		s.downloads++
 	}
+	hold := s.holdFiles
 	s.mu.Unlock()
 	if data == nil {
 		http.Error(w, "Not Found", http.StatusNotFound)
 		return
+	}
+	s.touch()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+			return
+		}
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	_, _ = w.Write(data)

@@ -46,6 +46,7 @@ type Server struct {
 	waiting    int               // long polls waiting for an update
 	files      map[string][]byte // file ID → bytes served by getFile (AddFile)
 	downloads  int               // files downloaded from the file route
+	holdFiles  <-chan struct{}   // downloads wait for it to close (HoldDownloads)
 }
 
 // Call is one request the fake received, with its fields decoded.
@@ -173,7 +174,7 @@ func (s *Server) touch() { s.feed.Touch() }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if rest, ok := strings.CutPrefix(r.URL.Path, "/file/bot"); ok {
-		s.serveFile(w, rest)
+		s.serveFile(w, r, rest)
 		return
 	}
 	token, method, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/bot"), "/")
