@@ -3,7 +3,7 @@
 # `make test` also needs a C compiler, PostgreSQL and Chromium (for the web
 # chat page's browser test), which it checks first and, for Chromium,
 # installs from Debian's packages when it runs as root
-# (cmd/internal/prereqs/test-prereqs.sh; the README's "Two commands" says how to get them).
+# (cmd/internal/prereqs/test-prereqs.sh; docs/getting-started.md says how to get them).
 
 # Every go command below runs on this Go release, whatever Go is installed:
 # the go command fetches it from the module proxy on first use. A machine
@@ -179,8 +179,8 @@ fuzz:
 		done; \
 	done
 
-# Measure the cost of durability (a table of figures; see the README's
-# Performance section). BENCH_FLAGS passes flags, e.g. -address host:7233,
+# Measure the cost of durability (a table of figures; see
+# docs/performance.md). BENCH_FLAGS passes flags, e.g. -address host:7233,
 # or -cluster to measure a real Temporal cluster on PostgreSQL beside the
 # dev server with one, two and three workers.
 BENCH_FLAGS ?=
@@ -189,8 +189,8 @@ bench: build $(TEMPORAL) $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL)
 
 # Kill the worker, the gateway and the Temporal server at random while
 # conversations run on Telegram, Slack and Discord, then check nothing was
-# lost (the README's Reliability section). CHAOS_FLAGS passes flags, e.g.
-# -platform=slack,discord. A short run of it is part of `make test`.
+# lost (docs/reliability.md, "After a crash"). CHAOS_FLAGS passes flags,
+# e.g. -platform=slack,discord. A short run of it is part of `make test`.
 CHAOS_FLAGS ?=
 chaos: build $(TEMPORAL)
 	go run ./cmd/replyflow-chaos -temporal $(TEMPORAL) -replyflow $(BIN)/replyflow $(CHAOS_FLAGS)
@@ -198,8 +198,9 @@ chaos: build $(TEMPORAL)
 # The same attack on a real Temporal cluster: two server nodes on
 # PostgreSQL (the store there too), three workers, two gateways behind one
 # balancer (Telegram in webhook mode through it); the kills hit workers,
-# gateways and server nodes (the README's Reliability section). It needs
-# the PostgreSQL of `make test` (REPLYFLOW_TEST_POSTGRES_DSN).
+# gateways and server nodes (docs/reliability.md, "On a real Temporal
+# cluster"). It needs the PostgreSQL of `make test`
+# (REPLYFLOW_TEST_POSTGRES_DSN).
 CLUSTER_FLAGS ?=
 cluster: build $(TEMPORAL) $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL)
 	go run ./cmd/replyflow-chaos -cluster -temporal-server $(TEMPORAL_SERVER) -sql-tool $(TEMPORAL_SQL_TOOL) -replyflow $(BIN)/replyflow $(CLUSTER_FLAGS)

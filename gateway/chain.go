@@ -159,15 +159,15 @@ func (i *Ingress) Heartbeat(ctx context.Context, key pipeline.SessionKey, tick p
 func (i *Ingress) signal(ctx context.Context, key pipeline.SessionKey, name string, payload any) error {
 	// No search attributes here: the session sets its channel and chat at
 	// its first task, and the server checks attributes on every call, even
-	// for a running workflow, where it ignores them (replyflow-bench:
-	// ingress at 0.88 of the raw SignalWithStart rate with them, 0.97
-	// without). A session no worker has run yet is found by its missing
-	// ReplyflowState (see the README's stuck queries).
+	// for a running workflow, where it ignores them, so sending them would
+	// slow every message's ingress. A session no worker has run yet is
+	// found by its missing ReplyflowState (docs/operating.md, "Stuck
+	// conversations").
 	opts := client.StartWorkflowOptions{
 		ID:            key.WorkflowID(),
 		TaskQueue:     i.TaskQueue,
 		StaticSummary: fmt.Sprintf("%s chat %s", key.Channel, key.Chat),
-		StaticDetails: fmt.Sprintf("Session workflow for %s chat `%s`. Query `state` for a snapshot; see the README's operator section.", key.Channel, key.Chat),
+		StaticDetails: fmt.Sprintf("Session workflow for %s chat `%s`. Query `state` for a snapshot; see docs/operating.md, \"Acting on a session by hand\".", key.Channel, key.Chat),
 	}
 	_, err := i.Client.SignalWithStartWorkflow(ctx, key.WorkflowID(), name, payload, opts,
 		cmp.Or(i.WorkflowType, retiring.StartedWorkflow()), workflows.SessionParams{Session: key})

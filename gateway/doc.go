@@ -32,5 +32,5 @@
 //		}
 //	}
 //
-// plus its rows in the README's configuration table, which a test checks.
+// plus its rows in docs/configuration.md's table, which a test checks.
 package gateway

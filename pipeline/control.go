@@ -1,8 +1,8 @@
 package pipeline
 
-// Issue 18's contract between the session workflow and the activities:
-// the commands answered from the store (/context, /compact, /export), the
-// per-turn reasoning effort and the usage a model reports.
+// The contract between the session workflow and the activities for the
+// in-chat commands answered from the store (/context, /compact, /export),
+// the per-turn reasoning effort and the usage a model reports.
 const (
 	// ActivityDescribeContext says what the next prompt holds
 	// (ContextRequest → ContextReport).

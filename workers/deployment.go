@@ -45,8 +45,8 @@ type Promote string
 const (
 	// PromoteFirst makes it current only when the deployment never had a
 	// current version: the first deploy on a new namespace works by
-	// itself, and every later version waits for an operator (the README's
-	// Upgrading section).
+	// itself, and every later version waits for an operator
+	// (docs/upgrading.md).
 	PromoteFirst Promote = "first"
 	// PromoteAlways makes it current as soon as the version is registered:
 	// the newest worker to start takes every session (a single host that
@@ -223,7 +223,7 @@ func promoteOnce(ctx context.Context, handle client.WorkerDeploymentHandle, d De
 	}
 	neverCurrent := routing.CurrentVersion == nil && routing.CurrentVersionChangedTime.IsZero()
 	if d.Promote == PromoteNever || (d.Promote == PromoteFirst && !neverCurrent) {
-		logger.Warn("This worker's version is not current: it takes no session until an operator makes it current (the README's Upgrading section)",
+		logger.Warn("This worker's version is not current: it takes no session until an operator makes it current (docs/upgrading.md)",
 			"version", d.String(), "current", current, "promote", string(d.Promote), "make_current", setCurrentCommand(d))
 		return true, nil
 	}

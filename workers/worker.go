@@ -23,8 +23,9 @@ const DefaultTaskQueue = "replyflow"
 // (the SDK's sticky cache; its own default is 10,000). A cached session
 // costs about 60 KB; one that was evicted replays its history on its next
 // message. Most open sessions are idle, so a smaller cache keeps memory
-// flat as sessions pile up (replyflow-bench, 10,000 idle sessions:
-// 638 MB with the SDK's default).
+// flat as sessions pile up, where the SDK's default would hold every one
+// of thousands of idle sessions in memory (docs/performance.md measures
+// it).
 const DefaultWorkflowCacheSize = 2000
 
 // SetWorkflowCacheSize sizes the cache of sessions kept in memory, shared
@@ -70,14 +71,14 @@ func (w *Worker) Running() []string { return w.running.list() }
 // New builds a worker that serves session workflows and their activities on
 // taskQueue. The caller starts and stops it. Its pollers scale with the
 // server's feedback, and sessions already in the cache and new ones have
-// pollers of their own: with the SDK's fixed pollers, which serve cached
-// sessions first, a busy worker left a new session's first task waiting
-// seconds (replyflow-bench, 50 sessions with no pause: first WFT 2.4 s).
+// pollers of their own: the SDK's fixed pollers serve cached sessions
+// first, so on a busy worker a new session's first task would wait
+// seconds behind them.
 //
 // Stop stops polling at once and lets running activities finish for up to
-// stopTimeout before it cancels them: with no grace, every deploy
-// cancelled model attempts and deliveries mid-flight, and a Telegram chunk
-// sent but not yet reported went out twice on the retry.
+// stopTimeout before it cancels them: with no grace, every deploy would
+// cancel model attempts and deliveries mid-flight, and a Telegram chunk
+// sent but not yet reported would go out twice on the retry.
 //
 // With a versioned deployment, the worker serves that version only (see
 // Deployment); start PromoteWhenRegistered beside it.
@@ -124,7 +125,7 @@ func Register(r worker.Registry, acts *activities.Activities) {
 		pipeline.ActivityEdit:           acts.EditMessage,
 		pipeline.ActivityGate:           acts.GateCheck,
 		pipeline.ActivityClaim:          acts.Claim,
-		// Issue 18's commands.
+		// The in-chat commands answered from the store: /context, /compact, /export.
 		pipeline.ActivityDescribeContext:   acts.DescribeContext,
 		pipeline.ActivityCompactTranscript: acts.CompactTranscript,
 		pipeline.ActivityExportTranscript:  acts.ExportTranscript,

@@ -67,7 +67,7 @@ const (
 )
 
 // Custom search attributes. They must be registered on the namespace
-// (`replyflow dev` does it; see the README for production).
+// (`replyflow dev` does it; deploy/README.md says how for production).
 var (
 	AttrChannel          = temporal.NewSearchAttributeKeyKeyword("ReplyflowChannel")
 	AttrChat             = temporal.NewSearchAttributeKeyKeyword("ReplyflowChat")

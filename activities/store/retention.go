@@ -13,8 +13,8 @@ import (
 // pruning at once delete the same rows harmlessly. A zero field keeps
 // DefaultRetention's value.
 //
-// What is kept, and for how long (the README's "What the store keeps"
-// says the same):
+// What is kept, and for how long (docs/how-it-works.md, "What the store
+// keeps", says the same):
 //   - tool_results, stream_shown: ToolResults after they were written.
 //   - inbound_media (the files of users' messages, media.go): ToolResults
 //     after the message arrived, at most pipeline.MaxMedia a message; the

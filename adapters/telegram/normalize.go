@@ -60,7 +60,7 @@ func Normalize(bot Identity, u *models.Update, now time.Time) Event {
 		return messageEvent(bot, u.Message, now)
 	case u.EditedMessage != nil:
 		// An edit keeps its message ID, so the session's dedupe drops
-		// it: what was answered stays answered (see the README).
+		// it: what was answered stays answered (docs/telegram.md, "Edits").
 		return messageEvent(bot, u.EditedMessage, now)
 	case u.CallbackQuery != nil:
 		return callbackEvent(bot, u.CallbackQuery, now)

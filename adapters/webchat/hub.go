@@ -18,7 +18,7 @@ type Event struct {
 	Data json.RawMessage `json:"-"`
 }
 
-// Event payloads, as documented in the README.
+// Event payloads, as docs/webchat.md documents them.
 type (
 	MessageEvent struct {
 		MessageID string            `json:"message_id"`

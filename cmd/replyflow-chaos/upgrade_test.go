@@ -36,14 +36,14 @@ const upgradeChange = "retire-2026-11"
 
 var recordTo = flag.String("record-histories", "", "write the rolling upgrade's history as gzip-compressed JSON into this folder's release folder (make record-histories)")
 
-// The README's Upgrading procedure on a real server, across a release of
-// the session workflow: sessions run on two workers (and a gateway) of
-// version A, the release before upgradeChange, on the retiring workflow
-// type; two workers of version B (today's code) start beside them, an
-// operator makes B current with the Temporal CLI while every session has
-// a turn in flight on A, the A workers are drained (SIGTERM) and the
-// gateway is replaced by B's. Every open session finishes its turn on B
-// with no workflow task failure, then continues as new into the chat
+// The upgrade procedure of docs/upgrading.md on a real server, across a
+// release of the session workflow: sessions run on two workers (and a
+// gateway) of version A, the release before upgradeChange, on the retiring
+// workflow type; two workers of version B (today's code) start beside
+// them, an operator makes B current with the Temporal CLI while every
+// session has a turn in flight on A, the A workers are drained (SIGTERM)
+// and the gateway is replaced by B's. Every open session finishes its turn
+// on B with no workflow task failure, then continues as new into the chat
 // session workflow at its first quiet point, keeping what it held: the
 // chat's settings (/usage tokens: the usage footer) and the clear it owes
 // on its last answered message. A session that starts now starts there.
@@ -229,9 +229,9 @@ func awaitStatus(t *testing.T, url string, want int) int {
 	return last
 }
 
-// setCurrent runs the README's command that makes a version current,
-// again until the server knows the version (its workers' first polls
-// register it).
+// setCurrent runs docs/upgrading.md's command that makes a version
+// current, again until the server knows the version (its workers' first
+// polls register it).
 func setCurrent(t *testing.T, cli, address, deployment, build string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)

@@ -75,7 +75,7 @@ func warnIfClearText(cfg Config, logger *slog.Logger) {
 		return
 	}
 	logger.Warn("Temporal history is stored in clear text: messages, replies and tool calls are readable by anyone who can read Temporal. "+
-		"Set REPLYFLOW_CODEC_KEYS=<id>:<key> on the worker, the gateway and the operator commands (see the README's Encryption section)",
+		"Set REPLYFLOW_CODEC_KEYS=<id>:<key> on the worker, the gateway and the operator commands (see docs/security.md, \"Encryption\")",
 		"make_a_key", "openssl rand -base64 32")
 }
 

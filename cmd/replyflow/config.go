@@ -20,7 +20,7 @@ import (
 	"github.com/replyflow/replyflow/workers/telemetry"
 )
 
-// Config is every REPLYFLOW_ variable. The README's configuration table
+// Config is every REPLYFLOW_ variable. docs/configuration.md's table
 // lists them with their defaults; keep the two in step. The Temporal
 // connection is not here: it is read the way every Temporal tool reads it
 // (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, profiles...), see dialTemporal.

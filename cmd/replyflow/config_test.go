@@ -16,24 +16,25 @@ import (
 	"github.com/replyflow/replyflow/workers"
 )
 
-// TestREADMEListsEveryVariable keeps the README's configuration table, the
-// users' reference, in step with Config and every registered platform's
-// settings.
-func TestREADMEListsEveryVariable(t *testing.T) {
-	readme, err := os.ReadFile("../../docs/configuration.md")
+// TestConfigurationDocListsEveryVariableWithItsDefault keeps
+// docs/configuration.md's table, the users' reference, in step with Config
+// and every registered platform's settings: a row for each variable, and
+// its default where it has one.
+func TestConfigurationDocListsEveryVariableWithItsDefault(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/configuration.md")
 	require.NoError(t, err)
 	known := knownVariables()
 	require.Greater(t, len(known), 60, "every variable is seen")
 	for name, f := range known {
 		row := "| `" + name + "` | "
-		idx := strings.Index(string(readme), row)
-		if !assert.GreaterOrEqual(t, idx, 0, "README has no row for %s", name) {
+		idx := strings.Index(string(doc), row)
+		if !assert.GreaterOrEqual(t, idx, 0, "docs/configuration.md has no row for %s", name) {
 			continue
 		}
 		if def := f.Tag.Get("default"); def != "" {
-			rest := string(readme[idx+len(row):])
+			rest := string(doc[idx+len(row):])
 			line, _, _ := strings.Cut(rest, "\n")
-			assert.True(t, strings.HasPrefix(line, "`"+def+"`"), "README's default for %s is not %q: %s", name, def, line)
+			assert.True(t, strings.HasPrefix(line, "`"+def+"`"), "docs/configuration.md's default for %s is not %q: %s", name, def, line)
 		}
 	}
 }

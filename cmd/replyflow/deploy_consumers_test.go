@@ -551,34 +551,54 @@ func readUnit(t *testing.T, path string) unit {
 	return u
 }
 
-func TestSystemdUnitsCanWriteTheirStateAndStopInTime(t *testing.T) {
-	units, err := filepath.Glob(filepath.Join(deployDir, "systemd", "*.service"))
+// sqliteStore is the SQLite file a unit's process opens as its store
+// (REPLYFLOW_STORE_DSN, relative to the working directory), or "" when
+// it names PostgreSQL.
+func sqliteStore(u unit, cfg Config) string {
+	dsn := cmpOr(u.env["REPLYFLOW_STORE_DSN"], cfg.StoreDSN)
+	if strings.HasPrefix(dsn, "postgres") {
+		return ""
+	}
+	if !filepath.IsAbs(dsn) {
+		dsn = filepath.Join(cmpOr(u.keys["WorkingDirectory"], "/"), dsn)
+	}
+	return strings.ReplaceAll(dsn, "%S", "/var/lib")
+}
+
+// systemdUnits are the units under deploy/systemd by the process each
+// runs (worker, gateway).
+func systemdUnits(t *testing.T) map[string]unit {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(deployDir, "systemd", "*.service"))
 	require.NoError(t, err)
-	require.NotEmpty(t, units)
-	cfg := defaults(t)
-	for _, path := range units {
+	out := map[string]unit{}
+	for _, path := range paths {
 		u := readUnit(t, path)
-		name := filepath.Base(path)
+		fields := strings.Fields(u.keys["ExecStart"])
+		require.GreaterOrEqual(t, len(fields), 2, "%s: ExecStart=%s", path, u.keys["ExecStart"])
+		out[fields[1]] = u
+	}
+	require.Contains(t, out, "worker")
+	require.Contains(t, out, "gateway")
+	return out
+}
+
+func TestSystemdUnitsCanWriteTheirStateAndStopInTime(t *testing.T) {
+	cfg := defaults(t)
+	for name, u := range systemdUnits(t) {
 		stop := 90 * time.Second // systemd's DefaultTimeoutStopSec
 		if v := u.keys["TimeoutStopSec"]; v != "" {
 			secs, err := strconv.Atoi(strings.TrimSuffix(v, "s"))
 			require.NoError(t, err, "%s: TimeoutStopSec=%s", name, v)
 			stop = time.Duration(secs) * time.Second
 		}
-		assert.Greater(t, stop, cfg.ShutdownGrace, "%s stops within REPLYFLOW_SHUTDOWN_GRACE", name)
-		if !strings.Contains(u.keys["ExecStart"], " worker") {
+		assert.Greater(t, stop, cfg.ShutdownGrace, "the %s unit stops within REPLYFLOW_SHUTDOWN_GRACE", name)
+		// The worker and the gateway (the web chat's history, the files
+		// of messages) open the store: a SQLite file must be writable.
+		dsn := sqliteStore(u, cfg)
+		if dsn == "" {
 			continue
 		}
-		// The worker opens the store: a SQLite path (REPLYFLOW_STORE_DSN,
-		// relative to the working directory) must be writable.
-		dsn := cmpOr(u.env["REPLYFLOW_STORE_DSN"], cfg.StoreDSN)
-		if strings.HasPrefix(dsn, "postgres") {
-			continue
-		}
-		if !filepath.IsAbs(dsn) {
-			dsn = filepath.Join(cmpOr(u.keys["WorkingDirectory"], "/"), dsn)
-		}
-		dsn = strings.ReplaceAll(dsn, "%S", "/var/lib")
 		readOnly := u.keys["ProtectSystem"] == "strict" || u.keys["DynamicUser"] == "yes"
 		if !readOnly {
 			continue
@@ -592,9 +612,44 @@ func TestSystemdUnitsCanWriteTheirStateAndStopInTime(t *testing.T) {
 				writable = true
 			}
 		}
-		assert.True(t, writable, "%s: the SQLite store %s is on a read-only root (DynamicUser=%s, ProtectSystem=%s): set StateDirectory= and REPLYFLOW_STORE_DSN under it",
+		assert.True(t, writable, "the %s unit: the SQLite store %s is on a read-only root (DynamicUser=%s, ProtectSystem=%s): set StateDirectory= and REPLYFLOW_STORE_DSN under it",
 			name, dsn, u.keys["DynamicUser"], u.keys["ProtectSystem"])
 	}
+}
+
+// TestSystemdUnitsShareOneStore: the gateway keeps the web chat's
+// history and, with REPLYFLOW_MEDIA=true, the files users send in its
+// store, and the worker reads those files from its own, so on one host
+// the two units must open one store: the same SQLite file (or the same
+// /etc/replyflow/env naming PostgreSQL for both), as one user that owns
+// the file, its WAL and its shared-memory index, and that the committed
+// sysusers.d file creates.
+func TestSystemdUnitsShareOneStore(t *testing.T) {
+	cfg := defaults(t)
+	units := systemdUnits(t)
+	worker, gateway := units["worker"], units["gateway"]
+	assert.Equal(t, worker.keys["EnvironmentFile"], gateway.keys["EnvironmentFile"],
+		"the worker and the gateway read one environment file, so a postgres:// REPLYFLOW_STORE_DSN there names one store for both")
+	store := sqliteStore(worker, cfg)
+	assert.Equal(t, store, sqliteStore(gateway, cfg),
+		"the gateway's store is not the worker's: with REPLYFLOW_MEDIA=true the worker would not find the files users send through the gateway")
+	if store == "" {
+		return
+	}
+	for _, key := range []string{"User", "Group"} {
+		assert.NotEmpty(t, worker.keys[key], "the worker unit names its %s, the one the gateway runs as", key)
+		assert.Equal(t, worker.keys[key], gateway.keys[key], "the worker and the gateway write one SQLite file (%s) as one %s", store, key)
+	}
+	data, err := os.ReadFile(filepath.Join(deployDir, "systemd", "sysusers.d", "replyflow.conf"))
+	require.NoError(t, err, "a sysusers.d file creates the units' user")
+	created := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "u" {
+			created[f[1]] = true
+		}
+	}
+	assert.True(t, created[worker.keys["User"]], "sysusers.d/replyflow.conf creates the user %q the units run as", worker.keys["User"])
+	assert.Equal(t, worker.keys["User"], worker.keys["Group"], "sysusers.d's u line creates a group of the user's name")
 }
 
 // TestSystemdUnitsPassSystemdAnalyzeVerify asks systemd itself, where
@@ -629,6 +684,19 @@ func TestSystemdUnitsPassSystemdAnalyzeVerify(t *testing.T) {
 			assert.NotContains(t, line, name, "systemd-analyze verify")
 		}
 	}
+	// The user the units run as, from the committed sysusers.d file.
+	sysusers, err := exec.LookPath("systemd-sysusers")
+	if err != nil {
+		return
+	}
+	conf, err := os.ReadFile(filepath.Join(deployDir, "systemd", "sysusers.d", "replyflow.conf"))
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "etc/sysusers.d"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "etc/sysusers.d/replyflow.conf"), conf, 0o644))
+	out, err = exec.Command(sysusers, "--dry-run", "--root="+root).CombinedOutput()
+	require.NoError(t, err, "systemd-sysusers --dry-run: %s", out)
+	user := readUnit(t, units[0]).keys["User"]
+	assert.Contains(t, string(out), "'"+user+"'", "systemd-sysusers creates the units' user %s", user)
 }
 
 func cmpOr(a, b string) string {

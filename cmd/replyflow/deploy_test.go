@@ -24,14 +24,15 @@ import (
 )
 
 // productionNeeds are the variables a worker and a gateway outside a
-// laptop cannot do without: without the store DSN a worker keeps its
-// store in the container; without codec keys Temporal holds clear text;
-// the web chat's worker and gateway share the bot token, the worker must
-// find the gateway, and the gateway signs users in with the key and
-// listens beyond loopback.
+// laptop cannot do without: without the store DSN a worker keeps its store
+// in the container, and a gateway keeps the web chat's history and the
+// files users send in one the workers do not read; without codec keys
+// Temporal holds clear text; the web chat's worker and gateway share the
+// bot token, the worker must find the gateway, and the gateway signs users
+// in with the key and listens beyond loopback.
 var productionNeeds = map[string][]string{
 	"worker":  {"REPLYFLOW_STORE_DSN", "REPLYFLOW_CODEC_KEYS", "REPLYFLOW_WEBCHAT_BOT_TOKEN", "REPLYFLOW_WEBCHAT_URL"},
-	"gateway": {"REPLYFLOW_CODEC_KEYS", "REPLYFLOW_WEBCHAT_BOT_TOKEN", "REPLYFLOW_WEBCHAT_AUTH_KEY", "REPLYFLOW_WEBCHAT_ADDR"},
+	"gateway": {"REPLYFLOW_STORE_DSN", "REPLYFLOW_CODEC_KEYS", "REPLYFLOW_WEBCHAT_BOT_TOKEN", "REPLYFLOW_WEBCHAT_AUTH_KEY", "REPLYFLOW_WEBCHAT_ADDR"},
 }
 
 // knownVariables are the REPLYFLOW_ variables the configuration reads.

@@ -67,7 +67,7 @@ Usage:
   replyflow help      show this text
 
 Configuration is read from REPLYFLOW_* and TEMPORAL_* environment variables;
-the README lists them all.
+docs/configuration.md lists them all.
 `
 
 func main() {

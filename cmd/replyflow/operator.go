@@ -38,8 +38,9 @@ type sessionsOptions struct {
 	limit int
 }
 
-// sessionsQuery is the visibility query behind `replyflow sessions`; the
-// README's "Find a stuck conversation" gives the same queries for the UI.
+// sessionsQuery is the visibility query behind `replyflow sessions`;
+// docs/operating.md, "Stuck conversations", gives the same queries for
+// the UI.
 func sessionsQuery(o sessionsOptions, now time.Time) string {
 	parts := []string{workflows.SessionTypesQuery()}
 	if !o.all {

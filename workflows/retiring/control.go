@@ -21,8 +21,8 @@ const (
 	heartbeatActivityTimeout = time.Minute
 )
 
-// control is the part of the chat settings issue 18 added and of
-// heartbeat turns: it owns ControlState (/think, /verbose, /usage, /send,
+// control is the part of the chat settings that changeControl brings and
+// of heartbeat turns: it owns ControlState (/think, /verbose, /usage, /send,
 // the usage totals, when a person last did something here, the last
 // heartbeat and the ticks seen). It touches no other state; the turns
 // read its settings through turnOptions.

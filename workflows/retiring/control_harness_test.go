@@ -14,8 +14,9 @@ import (
 	"github.com/replyflow/replyflow/pipeline"
 )
 
-// controlFake stands in for the activities of issue 18's commands and of
-// heartbeat turns.
+// controlFake stands in for the activities of the in-chat commands
+// answered from the store (/context, /compact, /export) and of heartbeat
+// turns.
 type controlFake struct {
 	mu sync.Mutex
 	// checklist is what ReadHeartbeatChecklist returns.

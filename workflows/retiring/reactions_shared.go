@@ -16,10 +16,11 @@ import (
 //   - A reply's final state rides on the activity that already runs at
 //     that moment: the last chunk's delivery sets the messages to done,
 //     or clears them when REPLYFLOW_REACTION_CLEAR_DELAY is 0 (carry,
-//     carried), where a local activity of its own used to follow.
+//     carried), where a run without changeCost follows it with a local
+//     activity of its own.
 //   - The pending clears share one timer (runClearer): when it fires it
-//     clears every reaction due within clearShare, where each reaction
-//     used to arm a timer of its own.
+//     clears every reaction due within clearShare, where a run without
+//     changeCost arms a timer for each reaction.
 
 // clearShare is how early a clear may be done to share the timer of one
 // due before it: a done reaction shows for its delay less at most this.

@@ -9,7 +9,7 @@ import (
 	"github.com/replyflow/replyflow/pipeline"
 )
 
-// Turn outcomes issue 18 added.
+// Turn outcomes of runs that took changeControl.
 const (
 	// outcomeHeartbeatOK: a heartbeat turn found nothing to report.
 	outcomeHeartbeatOK = "heartbeat_ok"

@@ -15,26 +15,26 @@ import (
 // next run takes the newest. Add a change here, never edit an old one, and
 // record a history that goes through the new path (make record-histories).
 const (
-	// changeHardening (issue 14): debounce windows and the gate buffer
+	// changeHardening: debounce windows and the gate buffer
 	// flush at a maximum wait and size; /stop and interrupts cancel the
 	// context-overflow retry and win over its result; ✍️ is cleared as
 	// soon as an aborted turn's model step has stopped; the fence-safe
 	// chunker.
 	changeHardening = "hardening-2026-11"
-	// changeSlack (issue 15): a Slack reply is cut into chunks that fit
+	// changeSlack: a Slack reply is cut into chunks that fit
 	// Slack's limit once rendered as mrkdwn; a button press refused
 	// (someone not allowed, a decided proposal) is told to the presser
 	// alone where the platform can (Delivery.PrivateTo, PrivateVia); the
 	// edit of a decided proposal names its thread; a member count sent
 	// with a message weighs in the engagement rules.
 	changeSlack = "slack-2026-11"
-	// changeSecurity (issue 17): a sender the adapter verified as an
+	// changeSecurity: a sender the adapter verified as an
 	// owner (Inbound.SenderIsOwner, a web chat token issued with
 	// --owner) is an owner for commands, decisions and the permission
 	// gate; /model picks only a model of the chain or of
 	// REPLYFLOW_MODEL_ALLOW unless the sender is an owner.
 	changeSecurity = "security-2026-11"
-	// changeControl (issue 18): messages are read with
+	// changeControl: messages are read with
 	// pipeline.ParseMessageV2 and the configured reset words (/help,
 	// /whoami, /usage, /context, /compact, /think, /verbose, /send,
 	// /export, /heartbeat, inline directives); turns run with the chat's
@@ -42,7 +42,7 @@ const (
 	// prefix); heartbeat ticks run heartbeat turns; the idle TTL counts
 	// from the last thing a person did.
 	changeControl = "control-2026-11"
-	// changeCost (issue 22): a run reads only this change's version when
+	// changeCost: a run reads only this change's version when
 	// it takes it (every older change is then taken too); the idle timer
 	// lives as long as the run, not one per turn; a reply's first chunk
 	// goes out in a local activity, and its last chunk's delivery sets
@@ -51,7 +51,7 @@ const (
 	// the fast path) are not published as search attributes; tool
 	// results reach later model steps through the store.
 	changeCost = "cost-2026-11"
-	// changeStream (issue 21): model steps may stream (TurnRequest.Stream,
+	// changeStream: model steps may stream (TurnRequest.Stream,
 	// unless muted or a heartbeat turn); what a stream showed (a preview,
 	// blocks) is carried from a failed attempt to the next and from step
 	// to step, and the reply finishes it: the first chunk edits the
@@ -111,7 +111,7 @@ var changesInOrder = []string{changeHardening, changeSlack, changeSecurity, chan
 
 // NewestChange is the newest change, the retirement of this workflow
 // type: a build with BuiltBefore set to it is the release before the
-// chat session workflow (replyflow-bench measures it beside today's
+// chat session workflow (replyflow-bench measures it beside the current
 // code).
 func NewestChange() string { return changeRetire }
 

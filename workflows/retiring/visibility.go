@@ -75,8 +75,8 @@ func (s *visibility) updateStatus() {
 // within seconds: a debounce window (it closes on its timer, at most
 // REPLYFLOW_DEBOUNCE_MAX_WAIT) and a gate check (bounded by
 // REPLYFLOW_GATE_TIMEOUT) show as idle there, and stay visible in the
-// state query and the UI's current details. Each state change used to be
-// an upsert, one billable action, several a turn.
+// state query and the UI's current details. A run without changeCost
+// upserts every state change, one billable action each, several a turn.
 func (s *visibility) searchable(status Status) Status {
 	if s.v.cost && (status == StatusDebouncing || status == StatusGating) {
 		return StatusIdle

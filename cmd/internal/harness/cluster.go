@@ -235,8 +235,8 @@ func schemaDir(ctx context.Context) (string, error) {
 	return filepath.Join(mod.Dir, "schema", "postgresql", "v12"), nil
 }
 
-// setUpDatabases creates the cluster's two databases and their schema, as
-// the README's production notes do with temporal-sql-tool.
+// setUpDatabases creates the cluster's two databases and their schema
+// with temporal-sql-tool, as docs/deploy.md's "Scaling out" does.
 func (c *Cluster) setUpDatabases(ctx context.Context) error {
 	schema, err := schemaDir(ctx)
 	if err != nil {

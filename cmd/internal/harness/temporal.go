@@ -105,8 +105,8 @@ func Dial(ctx context.Context, address, codecKeys string) (client.Client, error)
 // has a current version, buildID when not empty: the first worker makes
 // its own version current once its first poll registered it
 // (REPLYFLOW_PROMOTE=first), and until then a new session's first task
-// waits for unversioned workers. Start the gateways after this, as the
-// README's first deploy does. "replyflow" is the workers' default
+// waits for unversioned workers. Start the gateways after this, as
+// docs/deploy.md's first deploy does. "replyflow" is the workers' default
 // deployment (REPLYFLOW_DEPLOYMENT_NAME).
 func AwaitCurrentVersion(ctx context.Context, c client.Client, deployment, buildID string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
