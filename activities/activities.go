@@ -342,6 +342,7 @@ func (a *Activities) Deliver(ctx context.Context, d pipeline.Delivery) (pipeline
 		return pipeline.Delivered{}, err
 	}
 	var rest []string
+	d = a.withLateNote(d, time.Now())
 	if d.Whole {
 		d, rest = a.firstChunk(d)
 	}

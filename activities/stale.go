@@ -12,6 +12,9 @@ import (
 // prompt, which no person sent: its reply is never late.
 const heartbeatMessagePrefix = "heartbeat/"
 
+// staleNotePrefix begins every late reply's first line (StaleNote).
+const staleNotePrefix = "(replying to "
+
 // withStaleNote is reply with a first line saying which message it
 // answers and how late, when the message it answers (the batch's last,
 // the one the delivery replies to) was sent StaleAfter or more before
@@ -38,6 +41,28 @@ func (a *Activities) withStaleNote(req pipeline.TurnRequest, shown *pipeline.Sho
 	return StaleNote(last, req.Group, now, a.location()) + "\n" + text
 }
 
+// withLateNote is d with the late reply's first line when d goes out
+// StaleAfter or more after the message it answers (d.Answers: set on a
+// delivery that may be retried for long, or parked), unless its text
+// already begins with one (a turn that was late already, or an earlier
+// attempt's). A chunk the line would push past the platform's limit goes
+// as it is: its own delivery is what must not fail.
+func (a *Activities) withLateNote(d pipeline.Delivery, now time.Time) pipeline.Delivery {
+	m := d.Answers
+	if a.StaleAfter <= 0 || m == nil || m.At.IsZero() || strings.HasPrefix(m.MessageID, heartbeatMessagePrefix) ||
+		now.Sub(m.At) < a.StaleAfter || strings.HasPrefix(d.Text, staleNotePrefix) {
+		return d
+	}
+	noted := StaleNote(*m, d.Group, now, a.location()) + "\n" + d.Text
+	if !d.Whole {
+		if chunks := a.chunker(d.Session.Channel).Chunk(noted, a.chunkLimit(d.Session)); len(chunks) != 1 {
+			return d
+		}
+	}
+	d.Text = noted
+	return d
+}
+
 func shownBlocks(s *pipeline.Shown) bool { return s != nil && len(s.Blocks) > 0 }
 
 func (a *Activities) location() *time.Location {
@@ -60,7 +85,7 @@ func StaleNote(m pipeline.TurnMessage, group bool, now time.Time, loc *time.Loca
 	if y, mo, d := at.Date(); y != today.Year() || mo != today.Month() || d != today.Day() {
 		when = at.Format("Jan 2, 15:04")
 	}
-	return fmt.Sprintf("(replying to %s message from %s, %s ago)", whose, when, ago(now.Sub(m.At)))
+	return fmt.Sprintf(staleNotePrefix+"%s message from %s, %s ago)", whose, when, ago(now.Sub(m.At)))
 }
 
 // ago is a wait as a person says it: minutes below an hour, hours below

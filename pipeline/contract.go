@@ -318,6 +318,15 @@ type Delivery struct {
 	// the only one. Cutting in the activity keeps a platform's rules out
 	// of the session's history: a change of them needs no new release.
 	Whole bool `json:"whole,omitempty"`
+	// Answers is the message the reply answers (the batch's last: its ID,
+	// sender's name and time, never its text), on a delivery that may go
+	// out long after the turn answered (one retried as an activity, or
+	// parked until a person retries it), and Group whether it was said
+	// in a group. Going out REPLYFLOW_STALE_AFTER or more after it, the
+	// chunk says which message it answers and how late, as a late turn's
+	// reply does, unless the reply already says so.
+	Answers *TurnMessage `json:"answers,omitempty"`
+	Group   bool         `json:"group,omitempty"`
 }
 
 // Button is an inline button under a bot message; pressing it comes back

@@ -40,8 +40,8 @@ func TestInspectShowsAParkedDeliveryDecoded(t *testing.T) {
 	chat := telegramtest.Private(7401) // each test its own chat: the Temporal server is shared
 	key := tgKey(chat)
 	unique := randomToken()[:12]
-	// Short: the session keeps the first 300 bytes of a failure's text,
-	// of which the SDK's and the adapter's wrapping take about 230 here.
+	// Short: the session keeps the first 300 bytes of the failure's own
+	// words, the adapter's wrapping of the platform's answer included.
 	refusal := "Bad Gateway: relay-" + unique
 	var refusing atomic.Bool
 	refusing.Store(true)

@@ -467,6 +467,13 @@ func (s *TurnState) deliverNext(env Env) []Effect {
 	if i == 0 && a.Attempts.Shown != nil && a.Attempts.Shown.PreviewID != "" {
 		d.Delivery.Replaces = a.Attempts.Shown.PreviewID
 	}
+	if !d.Fast && a.Heartbeat == "" && len(a.Messages) > 0 {
+		// An activity's delivery may be retried for hours, or parked:
+		// what it answers goes with it, so a late one says so.
+		last := a.Messages[len(a.Messages)-1]
+		d.Delivery.Answers = &pipeline.TurnMessage{MessageID: last.MessageID, SenderName: last.SenderName, At: last.ReceivedAt}
+		d.Delivery.Group = anchor.ChatType == pipeline.ChatGroup
+	}
 	if i == len(a.Chunks)-1 {
 		// The last chunk carries the done reaction: the reactions part
 		// attaches it and delivers the chunk.

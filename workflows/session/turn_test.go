@@ -107,6 +107,11 @@ func TestAChunkThatCannotBeDeliveredParksTheTurnUntilARetry(t *testing.T) {
 	again := emitted[LastChunkReady](out)[0].Deliver
 	assert.False(t, again.Fast, "after the local attempt, the chunk goes on as an activity")
 	assert.Equal(t, first.Delivery.IdempotencyKey, again.Delivery.IdempotencyKey)
+	assert.Nil(t, first.Delivery.Answers, "a fast delivery goes out as the turn answers: nothing to say about lateness")
+	if assert.NotNil(t, again.Delivery.Answers, "one that may be retried for long says what it answers") {
+		assert.Equal(t, "1", again.Delivery.Answers.MessageID)
+		assert.Empty(t, again.Delivery.Answers.Text, "never the message's text")
+	}
 
 	out = s.Delivered(env, ChunkDelivered{TurnID: ask.TurnID, Index: 0, Delivered: pipeline.Delivered{Rest: []string{"second part here."}}})
 	second := emitted[LastChunkReady](out)[0].Deliver
