@@ -179,8 +179,11 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 		// Unwrapped: an ApplicationError keeps its type only at the top.
 		return pipeline.TurnResult{}, err
 	}
-	full, files, releaseFiles := a.withMedia(turnCtx, out, full)
+	full, files, releaseFiles, err := a.withMedia(turnCtx, out, full)
 	defer releaseFiles()
+	if err != nil {
+		return pipeline.TurnResult{}, err
+	}
 	// The pages go to the prompt only: the transcript keeps full.
 	prompt := a.prompt(a.withLinks(turnCtx, full), history, time.Now())
 	withFiles(&prompt, files)

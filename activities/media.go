@@ -12,6 +12,8 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"go.temporal.io/sdk/temporal"
+
 	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/activities/store"
 	"github.com/replyflow/replyflow/adapters"
@@ -107,11 +109,16 @@ type capabilities struct {
 //
 // A turn with files holds one of Media's slots from here until release,
 // which the caller calls once its model call has returned.
-func (a *Activities) withMedia(ctx context.Context, out adapters.Outbound, req pipeline.TurnRequest) (_ pipeline.TurnRequest, _ turnFiles, release func()) {
+//
+// A model that takes no images declines a turn with one when a later
+// model of its round takes them (the error's type is
+// pipeline.ErrImagesUnsupported, which moves the step on to the next
+// model); the last able one is asked, told the image is not shown.
+func (a *Activities) withMedia(ctx context.Context, out adapters.Outbound, req pipeline.TurnRequest) (_ pipeline.TurnRequest, _ turnFiles, release func(), _ error) {
 	release = func() {}
 	ms, ok := a.Store.(MediaStore)
 	if a.Media == nil || !ok || len(req.Messages) == 0 {
-		return req, turnFiles{}, release
+		return req, turnFiles{}, release, nil
 	}
 	sessionID := req.Session.WorkflowID()
 	ids := make([]string, len(req.Messages))
@@ -121,13 +128,7 @@ func (a *Activities) withMedia(ctx context.Context, out adapters.Outbound, req p
 	files, err := ms.MessageMedia(ctx, sessionID, ids)
 	if err != nil {
 		a.Logger.Warn("The files of the turn's messages were not read; the model sees them as lines of text", "session", sessionID, "turn_id", req.TurnID, "error", err)
-		return req, turnFiles{}, release
-	}
-	if len(files) > 0 {
-		if release, err = a.Media.hold(ctx); err != nil {
-			// The turn's context ended while it waited: it ends too.
-			return req, turnFiles{}, func() {}
-		}
+		return req, turnFiles{}, release, nil
 	}
 	sees, reads := a.Media.SeesImages, a.Media.ReadsPDFs
 	if sees == nil {
@@ -135,6 +136,19 @@ func (a *Activities) withMedia(ctx context.Context, out adapters.Outbound, req p
 	}
 	if reads == nil {
 		reads = models.ReadsPDFs
+	}
+	if !sees(req.Model) && hasImage(files, req.Text) {
+		if able := slices.IndexFunc(req.NextModels, sees); able >= 0 {
+			return req, turnFiles{}, release, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("model %s takes no images and the turn of %s has one: %s, next in the chain, does (REPLYFLOW_IMAGE_MODELS names the models that do)",
+					req.Model, sessionID, req.NextModels[able]), pipeline.ErrImagesUnsupported, nil)
+		}
+	}
+	if len(files) > 0 {
+		if release, err = a.Media.hold(ctx); err != nil {
+			// The turn's context ended while it waited: it ends too.
+			return req, turnFiles{}, func() {}, nil
+		}
 	}
 	caps := capabilities{images: sees(req.Model), pdfs: reads(req.Model)}
 	shown := turnFiles{textLeft: min(maxTurnTextBytes, a.budget()*2)}
@@ -151,7 +165,20 @@ func (a *Activities) withMedia(ctx context.Context, out adapters.Outbound, req p
 	// in the order they were sent.
 	slices.Reverse(shown.images)
 	slices.Reverse(shown.documents)
-	return req, shown, release
+	return req, shown, release, nil
+}
+
+// hasImage reports whether one of files is an image the turn's text
+// shows (by its line).
+func hasImage(files map[string][]store.StoredMedia, text string) bool {
+	for _, fs := range files {
+		for _, f := range fs {
+			if isImage(f.Media) && strings.Contains(text, f.Line()) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // hold takes one of the worker's slots for a turn's files, waiting for

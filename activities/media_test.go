@@ -13,6 +13,7 @@ import (
 	openaiopt "github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/activities/models/modeltest"
@@ -118,6 +119,37 @@ func TestAModelThatTakesNoImagesGetsTheTextAndANote(t *testing.T) {
 	assert.Empty(t, reqs[0].Images)
 	assert.Contains(t, reqs[0].Messages[len(reqs[0].Messages)-1], "not shown: this model does not take images")
 	assert.Zero(t, m.tg.Downloads(), "nothing downloaded for a model that cannot see it")
+}
+
+// With a model after it in the round that takes images, one that does
+// not declines the turn (a non-retryable ErrImagesUnsupported, which
+// moves the step on) without downloading or asking anything; with none
+// after it that does, it is asked, told the image is not shown.
+func TestAModelThatTakesNoImagesDeclinesForALaterOneThatDoes(t *testing.T) {
+	photo := pipeline.Media{Kind: "photo", Ref: "photo-1", MimeType: "image/jpeg"}
+	m := newMediaTurn(t, photo)
+	m.tg.AddFile("photo-1", pngBytes)
+	in := pipeline.Inbound{Text: "what is this?", Media: []pipeline.Media{photo}}
+	ask := func(next ...string) error {
+		_, err := newActivityEnv(m.acts).ExecuteActivity(m.acts.AgentTurn, pipeline.TurnRequest{
+			Session: m.key, TurnID: "t1", Model: "openai/some-local-model", NextModels: next, Text: in.TextWithMedia(),
+			Messages: []pipeline.TurnMessage{{MessageID: "7", SenderID: "42", Text: in.TextWithMedia()}},
+		})
+		return err
+	}
+
+	err := ask("openai/another-local-model", "openai/gpt-4o")
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	assert.Equal(t, pipeline.ErrImagesUnsupported, app.Type())
+	assert.True(t, app.NonRetryable())
+	assert.Contains(t, app.Message(), "openai/gpt-4o, next in the chain, does")
+	assert.Empty(t, m.model.Requests(), "the model is not asked")
+	assert.Zero(t, m.tg.Downloads(), "nor the file downloaded")
+
+	require.NoError(t, ask("openai/another-local-model"), "no model after it takes images: it answers")
+	require.Len(t, m.model.Requests(), 1)
+	assert.Contains(t, m.model.Requests()[0].Messages[len(m.model.Requests()[0].Messages)-1], "not shown: this model does not take images")
 }
 
 func TestAVoiceNoteIsTranscribedOnceAndTheTranscriptIsWhatTheModelReads(t *testing.T) {

@@ -119,6 +119,10 @@ type TurnRequest struct {
 	Step     int        `json:"step"`
 	// Model is the provider/model to ask in this attempt.
 	Model string `json:"model"`
+	// NextModels are the models this step's round asks after Model, in
+	// order: an attempt may decline for one of them that is able to
+	// (pipeline.ErrImagesUnsupported).
+	NextModels []string `json:"next_models,omitempty"`
 	// Text is the user turn as the rules rendered it: the batch joined,
 	// the collect and overflow notices, messages steered in.
 	Text     string        `json:"text"`
@@ -381,4 +385,9 @@ const (
 	ErrContentFilter   = "ContentFilter"
 	ErrModelNotFound   = "ModelNotFound"
 	ErrFormat          = "Format"
+	// ErrImagesUnsupported: the model takes no images and the turn has
+	// one, while a later model of the round does; the step moves on to
+	// it. (With none left, the model is asked and told the image is not
+	// shown, so it can say so.)
+	ErrImagesUnsupported = "ImagesUnsupported"
 )

@@ -36,7 +36,7 @@ func CooldownFor(n int, retryAfter Duration) Duration {
 // of the chain is tried.
 func MovesToNextModel(errType string) bool {
 	switch errType {
-	case ErrRateLimited, ErrOverloaded, ErrTimeout, ErrAuth, ErrBilling, ErrModelNotFound:
+	case ErrRateLimited, ErrOverloaded, ErrTimeout, ErrAuth, ErrBilling, ErrModelNotFound, ErrImagesUnsupported:
 		return true
 	}
 	return false

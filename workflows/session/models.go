@@ -251,6 +251,15 @@ func (t *StepAttempts) try() TryModel {
 	return TryModel{Model: t.Candidates[t.Asking], Shown: t.Shown, NewTranscript: t.NewTranscript}
 }
 
+// after are the round's models after the one being asked: an attempt may
+// decline for one of them that is able to (pipeline.ErrImagesUnsupported).
+func (t *StepAttempts) after() []string {
+	if t.Asking+1 >= len(t.Candidates) {
+		return nil
+	}
+	return slices.Clone(t.Candidates[t.Asking+1:])
+}
+
 func (t *StepAttempts) record(model, errType string) {
 	t.Failed = append(t.Failed, model+": "+errType)
 	if over := len(t.Failed) - maxRecordedFailures; over > 0 {
@@ -318,7 +327,7 @@ func lostWorker(f *Failure) bool {
 func modelErrorType(f *Failure) string {
 	switch f.Type {
 	case pipeline.ErrRateLimited, pipeline.ErrOverloaded, pipeline.ErrTimeout, pipeline.ErrAuth, pipeline.ErrBilling,
-		pipeline.ErrContextOverflow, pipeline.ErrContentFilter, pipeline.ErrModelNotFound, pipeline.ErrFormat:
+		pipeline.ErrContextOverflow, pipeline.ErrContentFilter, pipeline.ErrModelNotFound, pipeline.ErrFormat, pipeline.ErrImagesUnsupported:
 		return f.Type
 	}
 	return pipeline.ErrTimeout

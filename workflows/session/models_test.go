@@ -37,6 +37,7 @@ func TestEachFailureKindDecidesTheNextAttempt(t *testing.T) {
 		{errType: pipeline.ErrAuth, next: try(modelB), failed: []string{modelA + ": Auth"}},
 		{errType: pipeline.ErrBilling, next: try(modelB), failed: []string{modelA + ": Billing"}},
 		{errType: pipeline.ErrModelNotFound, next: try(modelB), failed: []string{modelA + ": ModelNotFound"}},
+		{errType: pipeline.ErrImagesUnsupported, next: try(modelB), failed: []string{modelA + ": ImagesUnsupported"}},
 		{errType: "SomethingElse", next: try(modelB), failed: []string{modelA + ": Timeout"}},
 		{errType: pipeline.ErrFormat, next: GiveUp{Reply: pipeline.ReplyFormatError, ErrType: pipeline.ErrFormat}, failed: []string{modelA + ": Format"}},
 		{errType: pipeline.ErrContentFilter, next: GiveUp{Reply: pipeline.ReplyContentFilter, ErrType: pipeline.ErrContentFilter}, failed: []string{modelA + ": ContentFilter"}},

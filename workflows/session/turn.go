@@ -204,6 +204,7 @@ func (s *TurnState) ask(env Env, next Next) []Effect {
 	case TryModel:
 		req := s.request(env)
 		n.Apply(&req)
+		req.NextModels = a.Attempts.after()
 		return []Effect{AskModel{TurnID: a.TurnID, Request: req}}
 	case WaitForModel:
 		a.Waiting = &n.Then

@@ -83,6 +83,21 @@ func TestARateLimitedModelFallsBackToTheNext(t *testing.T) {
 	assert.Equal(t, "anthropic/b", only[AskModel](t, out).Request.Model)
 }
 
+// An attempt knows the round's models after its own, so a model that
+// cannot take what the turn holds (an image) can decline for one that
+// can; the step then asks that one, which has none after it.
+func TestAModelThatTakesNoImagesDeclinesForTheNextOfItsRound(t *testing.T) {
+	var s TurnState
+	env := turnEnv()
+	ask := only[AskModel](t, s.Begin(env, startOf(msg("1", "u"))))
+	assert.Equal(t, []string{"anthropic/b"}, ask.Request.NextModels)
+	out := s.Answered(env, ModelAnswered{TurnID: ask.TurnID, Model: "openai/a", Failure: &Failure{Type: pipeline.ErrImagesUnsupported, NonRetryable: true}})
+	next := only[AskModel](t, out).Request
+	assert.Equal(t, "anthropic/b", next.Model)
+	assert.Empty(t, next.NextModels)
+	assert.Equal(t, []string{"openai/a: ImagesUnsupported"}, s.Active.Attempts.Failed, "the reason shows per attempt")
+}
+
 func TestATurnWhoseModelsAllFailIsMarkedFailedAndTheUserIsTold(t *testing.T) {
 	var s TurnState
 	env := turnEnv()
