@@ -32,6 +32,8 @@ import (
 //     last written, and per chat at most ChatLogMessages messages within
 //     ChatLogBytes (chatlog.go).
 //   - sessions: one row per session, kept (the chat's settings).
+//   - voice_replies: one row per chat whose voice replies someone
+//     switched (/voice), kept like sessions (voice.go).
 //   - owners: who claimed the agent, kept.
 //   - claim_codes: one per worker start while the agent has no owner,
 //     valid for its ttl (REPLYFLOW_CLAIM_TTL); the expired unused ones are
