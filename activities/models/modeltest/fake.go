@@ -105,6 +105,10 @@ type Server struct {
 	// holdTranscriptions keeps transcriptions unanswered until it is
 	// closed (HoldTranscriptions).
 	holdTranscriptions <-chan struct{}
+	// speeches are what the speech endpoint was asked to speak;
+	// speechFails answers them with an error while set.
+	speeches    []Speech
+	speechFails bool
 }
 
 // maxAudioBytes bounds an audio upload the fake reads.
@@ -160,6 +164,64 @@ func (s *Server) transcribe(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"text": text})
+}
+
+// Speech is one text the fake's speech endpoint (/v1/audio/speech) was
+// asked to speak.
+type Speech struct {
+	Model, Voice, Format, Input string
+}
+
+// SpeechAudio is the audio the fake's speech endpoint answers with: the
+// start of an Ogg page and the text's length, not playable.
+func SpeechAudio(input string) []byte {
+	return []byte(fmt.Sprintf("OggS\x00fake-opus:%d", len(input)))
+}
+
+// FailSpeech makes the speech endpoint answer 500 (true) or speak again
+// (false).
+func (s *Server) FailSpeech(fail bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.speechFails = fail
+}
+
+// Speeches returns what the fake was asked to speak so far.
+func (s *Server) Speeches() []Speech {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Speech(nil), s.speeches...)
+}
+
+func (s *Server) speak(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Model          string `json:"model"`
+		Voice          string `json:"voice"`
+		Input          string `json:"input"`
+		ResponseFormat string `json:"response_format"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
+		return
+	}
+	if req.Input == "" || len([]rune(req.Input)) > 4096 {
+		http.Error(w, `{"error":{"message":"input must be 1 to 4096 characters"}}`, http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	fails := s.speechFails
+	if !fails {
+		s.speeches = append(s.speeches, Speech{Model: req.Model, Voice: req.Voice, Format: req.ResponseFormat, Input: req.Input})
+	}
+	s.mu.Unlock()
+	if fails {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = io.WriteString(w, `{"error":{"message":"the fake's speech endpoint is failing (FailSpeech)","type":"server_error"}}`)
+		return
+	}
+	w.Header().Set("Content-Type", "audio/ogg")
+	_, _ = w.Write(SpeechAudio(req.Input))
 }
 
 // NewOpenAI starts a fake OpenAI-compatible server; point the client's base
@@ -219,6 +281,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if !s.anthropic && r.Method == http.MethodPost && r.URL.Path == "/v1/audio/transcriptions" {
 		s.transcribe(w, r)
+		return
+	}
+	if !s.anthropic && r.Method == http.MethodPost && r.URL.Path == "/v1/audio/speech" {
+		s.speak(w, r)
 		return
 	}
 	if r.Method != http.MethodPost || r.URL.Path != wantPath {
