@@ -155,3 +155,17 @@ type File struct {
 type FileSender interface {
 	SendFile(ctx context.Context, d pipeline.Delivery, f File) (string, error)
 }
+
+// VoiceSender is an Outbound that can send a spoken reply (Ogg/Opus
+// audio in v.Data): as a voice note where the platform has them, else as
+// an audio file. d is the reply's last chunk under the voice's own
+// idempotency key, in its thread; the voice has no caption (the text went
+// out as its own message). It returns the platform's message (or file)
+// ID. An Outbound that is no VoiceSender gets no voice replies.
+type VoiceSender interface {
+	SendVoice(ctx context.Context, d pipeline.Delivery, v File) (string, error)
+}
+
+// VoiceFileName is the name a spoken reply is sent under where it is a
+// file.
+const VoiceFileName = "reply.ogg"

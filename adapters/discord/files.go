@@ -45,3 +45,12 @@ func (c *Client) SendFile(ctx context.Context, d pipeline.Delivery, f adapters.F
 
 // MaxFileBytes is the largest file SendFile takes.
 func (c *Client) MaxFileBytes() int { return maxFileBytes }
+
+var _ adapters.VoiceSender = (*Client)(nil)
+
+// SendVoice posts a spoken reply as an audio file (Discord plays it in
+// the channel), without a caption, as SendFile does.
+func (c *Client) SendVoice(ctx context.Context, d pipeline.Delivery, v adapters.File) (string, error) {
+	d.Text = ""
+	return c.SendFile(ctx, d, v)
+}

@@ -366,3 +366,36 @@ func (c *Client) SendFile(ctx context.Context, d pipeline.Delivery, f adapters.F
 
 // maxUploadBytes is the Bot API's bound on a file a bot uploads.
 const maxUploadBytes = 50 << 20
+
+var _ adapters.VoiceSender = (*Client)(nil)
+
+// SendVoice sends a spoken reply as a voice note (sendVoice: Ogg/Opus),
+// without a caption, in the inbound's topic and anchored as Send does.
+// Like Send it remembers what this worker sent under the idempotency key.
+func (c *Client) SendVoice(ctx context.Context, d pipeline.Delivery, v adapters.File) (string, error) {
+	if id, ok := c.sent.Get(d.IdempotencyKey); ok {
+		return id, nil
+	}
+	chat, err := chatOf(d.Session)
+	if err != nil {
+		return "", err
+	}
+	if len(v.Data) == 0 || len(v.Data) > maxUploadBytes {
+		return "", &adapters.Error{Kind: adapters.Permanent, Op: "telegram sendVoice", Err: fmt.Errorf("the voice note is %d bytes; bots upload 1 byte to %d MB", len(v.Data), maxUploadBytes>>20)}
+	}
+	params := &bot.SendVoiceParams{
+		ChatID: chat,
+		Voice:  &models.InputFileUpload{Filename: v.Name, Data: bytes.NewReader(v.Data)},
+	}
+	params.MessageThreadID, params.ReplyParameters = c.placement(ctx, d)
+	if err := c.pace.wait(ctx, adapters.PriorityOf(ctx), "sendVoice", chat, costMessage); err != nil {
+		return "", err
+	}
+	msg, err := c.bot.SendVoice(ctx, params)
+	if err != nil {
+		return "", c.failed(chat, "sendVoice", err)
+	}
+	id := strconv.Itoa(msg.ID)
+	c.sent.Put(d.IdempotencyKey, id)
+	return id, nil
+}

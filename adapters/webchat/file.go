@@ -59,3 +59,12 @@ func (c *Client) SendFile(ctx context.Context, d pipeline.Delivery, f adapters.F
 
 // MaxFileBytes is the largest file SendFile takes.
 func (c *Client) MaxFileBytes() int { return MaxFileBytes }
+
+var _ adapters.VoiceSender = (*Client)(nil)
+
+// SendVoice sends a spoken reply as an audio part, which the page plays
+// in an <audio> element; it is a file, at most MaxFileBytes.
+func (c *Client) SendVoice(ctx context.Context, d pipeline.Delivery, v adapters.File) (string, error) {
+	d.Text = ""
+	return c.SendFile(ctx, d, v)
+}
