@@ -42,14 +42,16 @@ type Message struct {
 	Reaction []string
 	// File is a document the bot sent (sendDocument); Text is then its
 	// caption.
-	File     *SentFile
-	date     int64
-	topic    bool // a topic's first (service) message
-	caption  bool
-	photo    string
-	document *wireDocument
-	voice    string
-	entities []wireEntity
+	File *SentFile
+	// VoiceNote is a voice note the bot sent (sendVoice); it has no text.
+	VoiceNote *SentFile
+	date      int64
+	topic     bool // a topic's first (service) message
+	caption   bool
+	photo     string
+	document  *wireDocument
+	voice     string
+	entities  []wireEntity
 }
 
 // Button is an inline keyboard button.

@@ -57,3 +57,41 @@ func (s *Server) sendDocument(p map[string]string) (int, wireResponse) {
 	st.add(m)
 	return ok(st.wire(m, 0))
 }
+
+// sendVoice takes an uploaded voice note (Ogg/Opus; a file ID or URL is
+// not supported by this fake), in a topic and as a reply as sendMessage
+// does. The fake keeps its bytes in Message.VoiceNote.
+func (s *Server) sendVoice(p map[string]string) (int, wireResponse) {
+	st, bad := s.chatOf(p)
+	if bad != nil {
+		return bad.status, bad.resp
+	}
+	name, uploaded := p["voice"+uploadNameSuffix]
+	if !uploaded {
+		return badRequest("there is no voice in the request")
+	}
+	if p["voice"] == "" {
+		return badRequest("file must be non-empty")
+	}
+	if len(utf16.Encode([]rune(p["caption"]))) > maxCaptionLength {
+		return badRequest("message caption is too long")
+	}
+	m := &Message{From: s.Bot, Text: p["caption"], caption: true, date: s.now().Unix(), VoiceNote: &SentFile{Name: name, Data: []byte(p["voice"])}}
+	m.voice = "voice-" + strconv.Itoa(st.nextID+1)
+	if raw := p["message_thread_id"]; raw != "" {
+		m.ThreadID, _ = strconv.Atoi(raw)
+	}
+	if raw := p["reply_parameters"]; raw != "" {
+		var rp struct {
+			MessageID int `json:"message_id"`
+		}
+		if err := json.Unmarshal([]byte(raw), &rp); err != nil {
+			return badRequest("can't parse reply parameters JSON object")
+		}
+		if st.messages[rp.MessageID] != nil {
+			m.ReplyTo = rp.MessageID
+		}
+	}
+	st.add(m)
+	return ok(st.wire(m, 0))
+}

@@ -37,7 +37,7 @@ var PublishedLimits = Limits{PerChat: time.Second, PerChatBurst: 3, GroupPerMinu
 // countedMessages are the methods that send or change a message: what
 // the per-chat and per-group limits count.
 var countedMessages = map[string]bool{
-	"sendMessage": true, "sendDocument": true, "editMessageText": true, "editMessageReplyMarkup": true,
+	"sendMessage": true, "sendDocument": true, "sendVoice": true, "editMessageText": true, "editMessageReplyMarkup": true,
 }
 
 // limiter is the fake's flood control; guarded by Server.mu. Its maps

@@ -46,6 +46,8 @@ func (s *Server) dispatch(ctx context.Context, method string, p map[string]strin
 		return s.getFile(p)
 	case "sendDocument":
 		return s.sendDocument(p)
+	case "sendVoice":
+		return s.sendVoice(p)
 	case "editMessageText":
 		return s.editMessage(p, true)
 	case "editMessageReplyMarkup":
