@@ -70,7 +70,10 @@ type Activities struct {
 	Spend *Spend
 	// Media shows the model the files users send (media.go); nil shows
 	// them as lines of text.
-	Media  *Media
+	Media *Media
+	// Voice speaks the replies of the chats that have voice replies
+	// (voice.go); nil speaks none, and /voice says so.
+	Voice  *Voice
 	Logger *slog.Logger
 }
 
@@ -127,8 +130,13 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 	if err != nil {
 		return pipeline.TurnResult{}, err
 	}
-	// Before typing shows: /budget, and a refused step, answer at once.
-	if reply, ok, err := a.budgetCommand(ctx, req); err != nil {
+	// Before typing shows: /budget, /voice, and a refused step, answer
+	// at once.
+	reply, ok, err := a.budgetCommand(ctx, req)
+	if err == nil && !ok {
+		reply, ok, err = a.voiceCommand(ctx, out, req)
+	}
+	if err != nil {
 		return pipeline.TurnResult{}, err
 	} else if ok {
 		// The session keeps its hold (or learns a raise ended it).
@@ -376,7 +384,15 @@ func (a *Activities) Deliver(ctx context.Context, d pipeline.Delivery) (pipeline
 		}
 		a.mapMessage(ctx, d, id)
 	}
-	return pipeline.Delivered{PlatformMessageID: id, ReactionsFailed: a.thenReact(ctx, out, d), Rest: rest}, nil
+	reactionsFailed := a.thenReact(ctx, out, d)
+	if d.Index == d.Total-1 {
+		// The reply's last chunk is out: its voice reply, where the chat
+		// has them, is sent once under a key of its own.
+		if err := a.speak(ctx, out, d); err != nil {
+			return pipeline.Delivered{}, err
+		}
+	}
+	return pipeline.Delivered{PlatformMessageID: id, ReactionsFailed: reactionsFailed, Rest: rest}, nil
 }
 
 // firstChunk cuts a whole reply with its platform's rules: the delivery
