@@ -87,6 +87,13 @@ type Config struct {
 	// bytes at once; the others wait for a slot.
 	MediaConcurrent int      `envconfig:"MEDIA_CONCURRENT" default:"8"`
 	TranscribeModel string   `envconfig:"TRANSCRIBE_MODEL" default:"gpt-4o-mini-transcribe"`
+	// VoiceReplies is whether a chat nobody switched with /voice gets its
+	// replies also spoken (activities.Voice), with OpenAI's speech model
+	// VoiceModel in the voice VoiceName; an empty VoiceModel turns voice
+	// replies off everywhere.
+	VoiceReplies bool   `envconfig:"VOICE_REPLIES" default:"false"`
+	VoiceModel   string `envconfig:"VOICE_MODEL" default:"gpt-4o-mini-tts"`
+	VoiceName    string `envconfig:"VOICE_NAME" default:"alloy"`
 	ImageModels     []string `envconfig:"IMAGE_MODELS"`
 	PDFModels       []string `envconfig:"PDF_MODELS"`
 	// MediaRetention is how long the store keeps a file's bytes or
@@ -356,6 +363,8 @@ func (c Config) validate() error {
 	check(c.MediaChatFiles >= 1 && c.MediaChatFiles <= 10000, "REPLYFLOW_MEDIA_CHAT_FILES must be from 1 to 10000, got %d", c.MediaChatFiles)
 	check(c.MediaChatBytes >= c.MediaMaxBytes*4/3+64, "REPLYFLOW_MEDIA_CHAT_BYTES must hold at least one file of REPLYFLOW_MEDIA_MAX_BYTES as stored (base64: %d bytes), got %d", c.MediaMaxBytes*4/3+64, c.MediaChatBytes)
 	check(c.DeliveryRetention >= 24*time.Hour, "REPLYFLOW_DELIVERY_RETENTION must be at least 24h, got %s", c.DeliveryRetention)
+	check(c.VoiceModel == "" || c.VoiceName != "", "REPLYFLOW_VOICE_NAME must name a voice (alloy, ash, coral, ...) while REPLYFLOW_VOICE_MODEL is set")
+	check(!c.VoiceReplies || c.VoiceModel != "", "REPLYFLOW_VOICE_REPLIES=true needs REPLYFLOW_VOICE_MODEL (the speech model, e.g. gpt-4o-mini-tts)")
 	check(c.TranscriptRetention >= time.Hour, "REPLYFLOW_TRANSCRIPT_RETENTION must be at least 1h, got %s", c.TranscriptRetention)
 	check(c.FeedbackRetention >= time.Hour, "REPLYFLOW_FEEDBACK_RETENTION must be at least 1h, got %s", c.FeedbackRetention)
 	check(c.MaxSteps >= 1 && c.MaxSteps <= 50, "REPLYFLOW_MAX_STEPS must be from 1 to 50, got %d", c.MaxSteps)
@@ -546,6 +555,20 @@ func (c Config) streaming() activities.Streaming {
 		s.ByChannel[channel], _ = pipeline.ParseStreamMode(m)
 	}
 	return s
+}
+
+// voice speaks the replies of the chats with voice replies; nil without
+// REPLYFLOW_VOICE_MODEL.
+func (c Config) voice() *activities.Voice {
+	if c.VoiceModel == "" {
+		return nil
+	}
+	return &activities.Voice{
+		Speaker: models.NewOpenAISpeaker(c.VoiceModel, c.VoiceName),
+		// Priced as REPLYFLOW_MODEL_PRICES names OpenAI's models.
+		Model:   "openai/" + c.VoiceModel,
+		Default: c.VoiceReplies,
+	}
 }
 
 // media is how turns show the model the files users send; nil without

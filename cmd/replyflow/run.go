@@ -138,6 +138,7 @@ func buildActivities(ctx context.Context, cfg Config, ids adapters.IDMap, logger
 		Streaming:       cfg.streaming(),
 		ChannelSettings: cfg.channelSettings,
 		Media:           cfg.media(),
+		Voice:           cfg.voice(),
 		Logger:          logger,
 	}, nil
 }
