@@ -23,6 +23,7 @@ func RenderHelp(owner bool, closed []string) string {
 		"/verbose on|off — show tool calls as short lines",
 		"/usage [off|tokens|full] — a usage footer under each reply; alone: this session's totals",
 		"/budget — what is left of today's budgets: this chat's, yours, the agent's",
+		"/voice [on|off] — also send this chat's replies as voice notes (in a group, owners switch it)",
 		"/context — what the next prompt holds",
 		"/compact [focus] — summarize the conversation and go on from the summary",
 		"/export — the conversation as a Markdown document",

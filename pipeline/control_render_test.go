@@ -91,6 +91,7 @@ func TestHelpSaysWhatIsOpenToTheSender(t *testing.T) {
 		}
 		assert.Equal(t, owner, strings.Contains(help, "/send on|off —"))
 		assert.Contains(t, help, "/budget — what is left of today's budgets")
+		assert.Contains(t, help, "/voice [on|off] — also send this chat's replies as voice notes")
 		assert.Equal(t, owner, strings.Contains(help, "/budget raise N — add N tokens"), "owners see how to raise it")
 		assert.Equal(t, !owner, strings.Contains(help, "Only owners raise /think, /verbose on, /usage full, /queue debounce, cap and drop here"), help)
 	}
