@@ -87,6 +87,8 @@ type Config struct {
 	// bytes at once; the others wait for a slot.
 	MediaConcurrent int      `envconfig:"MEDIA_CONCURRENT" default:"8"`
 	TranscribeModel string   `envconfig:"TRANSCRIBE_MODEL" default:"gpt-4o-mini-transcribe"`
+	ImageModels     []string `envconfig:"IMAGE_MODELS"`
+	PDFModels       []string `envconfig:"PDF_MODELS"`
 	// VoiceReplies is whether a chat nobody switched with /voice gets its
 	// replies also spoken (activities.Voice), with OpenAI's speech model
 	// VoiceModel in the voice VoiceName; an empty VoiceModel turns voice
@@ -94,8 +96,6 @@ type Config struct {
 	VoiceReplies bool   `envconfig:"VOICE_REPLIES" default:"false"`
 	VoiceModel   string `envconfig:"VOICE_MODEL" default:"gpt-4o-mini-tts"`
 	VoiceName    string `envconfig:"VOICE_NAME" default:"alloy"`
-	ImageModels     []string `envconfig:"IMAGE_MODELS"`
-	PDFModels       []string `envconfig:"PDF_MODELS"`
 	// MediaRetention is how long the store keeps a file's bytes or
 	// transcript (0: as long as the file's row, the tool results'
 	// retention); MediaChatFiles and MediaChatBytes bound them per chat

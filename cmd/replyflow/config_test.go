@@ -167,3 +167,23 @@ func TestMediaBoundsAreCheckedAndReachTheStore(t *testing.T) {
 	cfg.MediaRetention = 48 * time.Hour
 	assert.Equal(t, 48*time.Hour, cfg.retention().Media)
 }
+
+// Voice replies are off by default, with OpenAI's gpt-4o-mini-tts in
+// alloy ready for the chats that switch them on; the default cannot be
+// on without a speech model, and an empty model builds no speaker.
+func TestVoiceRepliesSettings(t *testing.T) {
+	cfg := testConfig(t)
+	assert.False(t, cfg.VoiceReplies)
+	assert.Equal(t, "gpt-4o-mini-tts", cfg.VoiceModel)
+	assert.Equal(t, "alloy", cfg.VoiceName)
+	v := cfg.voice()
+	require.NotNil(t, v)
+	assert.False(t, v.Default)
+	assert.Equal(t, "openai/gpt-4o-mini-tts", v.Model, "priced as REPLYFLOW_MODEL_PRICES names it")
+
+	cfg.VoiceReplies, cfg.VoiceModel = true, ""
+	assert.ErrorContains(t, cfg.validate(), "REPLYFLOW_VOICE_REPLIES=true needs REPLYFLOW_VOICE_MODEL")
+	assert.Nil(t, cfg.voice())
+	cfg.VoiceModel, cfg.VoiceName = "tts-1", ""
+	assert.ErrorContains(t, cfg.validate(), "REPLYFLOW_VOICE_NAME must name a voice")
+}
