@@ -259,6 +259,7 @@ func TestDeployFilesNameOnlyRealVariablesAndSeries(t *testing.T) {
 		workflows.MetricParked, workflows.MetricHeartbeats, workflows.MetricGateDecisions, workflows.MetricProposals,
 		workflows.MetricReactionsClearedLate, gateway.MetricInbound, gateway.MetricLastEvent,
 		activities.MetricBudgetTokens, activities.MetricBudgetCost, activities.MetricBudgetRefused, activities.MetricBreakerTrips,
+		activities.MetricVoiceSent, activities.MetricVoiceFailed,
 		workers.MetricSessions, workers.MetricProposalsPending, workers.MetricTaskQueuePollers, workers.MetricGaugesUpdated,
 		telemetry.MetricReady, telemetry.MetricReadyCheck} {
 		series[name] = true
