@@ -12,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/replyflow/replyflow/activities/models"
 	"github.com/replyflow/replyflow/activities/models/modeltest"
@@ -50,10 +51,17 @@ type fakeSpeaker struct {
 	mu   sync.Mutex
 	said []string
 	err  error
+	// block makes Speak wait for its context to end, like a slow API.
+	block bool
 }
 
-func (s *fakeSpeaker) Speak(_ context.Context, text string) ([]byte, error) {
+func (s *fakeSpeaker) Speak(ctx context.Context, text string) ([]byte, error) {
 	s.mu.Lock()
+	if s.block {
+		s.mu.Unlock()
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	defer s.mu.Unlock()
 	if s.err != nil {
 		return nil, s.err
@@ -304,4 +312,36 @@ func TestSpeechTextIsCutAtASentence(t *testing.T) {
 	got = models.SpeechText(words, 100)
 	assert.LessOrEqual(t, len(got), 100)
 	assert.True(t, strings.HasSuffix(got, "word"))
+}
+
+// A fast first delivery (the session's local activity) whose speech call
+// does not fit its few seconds delivers the text and defers the voice
+// with a retryable VoiceDeferred; the session's redelivery as an
+// activity sends the text no more and speaks the reply.
+func TestAFastDeliveryDefersTheVoiceToTheRedelivery(t *testing.T) {
+	f := newVoiceFixture(t, true)
+	f.remember(t, "t10", "Slow to speak.")
+	d := pipeline.Delivery{Session: session, IdempotencyKey: session.WorkflowID() + "/t10/0", Text: "Slow to speak.", Total: 1, Whole: true}
+	f.speaker.block = true
+	env := newActivityEnv(f.acts)
+	env.SetTestTimeout(2500 * time.Millisecond)
+	_, err := env.ExecuteLocalActivity(f.acts.Deliver, d)
+	require.Error(t, err)
+	var app *temporal.ApplicationError
+	require.True(t, errors.As(err, &app), "%v", err)
+	assert.Equal(t, voiceDeferred, app.Type())
+	assert.False(t, app.NonRetryable(), "the session redelivers a retryable failure as an activity")
+	assert.Len(t, f.out.sent, 1, "the text is out")
+
+	env = newActivityEnv(f.acts)
+	env.SetTestTimeout(time.Second) // no time left to try at all
+	_, err = env.ExecuteLocalActivity(f.acts.Deliver, d)
+	require.True(t, errors.As(err, &app), "%v", err)
+	assert.Equal(t, voiceDeferred, app.Type())
+
+	f.speaker.block = false
+	deliver(t, f.acts, d)
+	assert.Len(t, f.out.sent, 1, "the text is not sent again")
+	assert.Equal(t, []string{"Slow to speak."}, f.speaker.calls())
+	assert.Equal(t, 1, f.out.voiceCount())
 }
