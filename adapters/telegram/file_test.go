@@ -59,3 +59,38 @@ func TestAFailedUploadIsClassifiedAsASendIs(t *testing.T) {
 	assert.Equal(t, adapters.Permanent, kind)
 	assert.Empty(t, fake.Calls("sendDocument")[1:], "an oversized file is refused before any call")
 }
+
+// A voice reply is a voice note (sendVoice), without a caption, in the
+// topic; a retry on this worker sends it once, and an empty one is
+// refused before any call.
+func TestAVoiceReplyIsAVoiceNoteSentOnce(t *testing.T) {
+	fake, c := fakeAndClient(t, nil)
+	ctx := context.Background()
+	chat := telegramtest.Forum(-101)
+	topic := fake.CreateTopic(chat, user42)
+	fake.AddMessage(telegramtest.Incoming{Chat: chat, From: user42, Topic: topic, Text: "hi"})
+	d := pipeline.Delivery{Session: keyOf(chat), IdempotencyKey: "t1/0/voice", ThreadID: "topic-" + strconv.Itoa(topic)}
+	v := adapters.File{Name: adapters.VoiceFileName, ContentType: "audio/ogg", Data: []byte("OggS voice")}
+	id, err := c.SendVoice(ctx, d, v)
+	require.NoError(t, err)
+	again, err := c.SendVoice(ctx, d, v)
+	require.NoError(t, err)
+	assert.Equal(t, id, again)
+
+	var notes []telegramtest.Message
+	for _, m := range fake.Sent(chat.ID) {
+		if m.VoiceNote != nil {
+			notes = append(notes, m)
+		}
+	}
+	require.Len(t, notes, 1, "a retry on this worker sends nothing again")
+	assert.Equal(t, v.Data, notes[0].VoiceNote.Data)
+	assert.Equal(t, "", notes[0].Text, "no caption")
+	assert.Equal(t, topic, notes[0].ThreadID)
+	assert.Equal(t, strconv.Itoa(notes[0].ID), id)
+
+	_, err = c.SendVoice(ctx, pipeline.Delivery{Session: keyOf(chat), IdempotencyKey: "t2/0/voice"}, adapters.File{Name: adapters.VoiceFileName})
+	kind, _ := adapters.Classify(err)
+	assert.Equal(t, adapters.Permanent, kind)
+	assert.Len(t, fake.Calls("sendVoice"), 1)
+}
