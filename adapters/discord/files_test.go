@@ -47,3 +47,19 @@ func TestAFileOverTheBoundIsRefusedBeforeAnyCall(t *testing.T) {
 	assert.Empty(t, fake.Calls(discordtest.RouteSend))
 	assert.Equal(t, maxFileBytes, c.MaxFileBytes())
 }
+
+// A voice reply is an audio file without a caption.
+func TestAVoiceReplyIsAnAudioFileWithoutACaption(t *testing.T) {
+	fake := outFake(t, discordtest.Options{})
+	c := outClient(t, fake, ClientConfig{})
+	d := pipeline.Delivery{Session: outSession(outGeneral), IdempotencyKey: "session:discord:b:c/t1/0/voice", Text: "the reply's text", Total: 1}
+	v := adapters.File{Name: adapters.VoiceFileName, ContentType: "audio/ogg", Data: []byte("OggS voice")}
+	id, err := c.SendVoice(context.Background(), d, v)
+	require.NoError(t, err)
+	m, ok := fake.Message(outGeneral, id)
+	require.True(t, ok)
+	assert.Equal(t, "", m.Content)
+	require.Len(t, m.Attachments, 1)
+	assert.Equal(t, "reply.ogg", m.Attachments[0].Filename)
+	assert.Equal(t, v.Data, m.Attachments[0].Data)
+}

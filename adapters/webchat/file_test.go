@@ -64,3 +64,18 @@ func TestAFileOutOfBoundsIsRefusedAsPermanent(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	assert.Equal(t, MaxFileBytes, c.MaxFileBytes())
 }
+
+// A voice reply is an audio part without a caption, which the page plays.
+func TestAVoiceReplyIsAnAudioPartWithoutACaption(t *testing.T) {
+	ts := newTestServer(t, &recordingSink{})
+	stream := openStream(t, ts.URL+"/api/chats/room/events", "")
+	c, err := NewClient(ts.URL, token, nil)
+	require.NoError(t, err)
+	session := pipeline.SessionKey{Channel: Channel, Chat: "room"}
+	d := pipeline.Delivery{Session: session, IdempotencyKey: "t1/0/voice", Text: "the reply's text", ThreadID: "t1"}
+	v := adapters.File{Name: adapters.VoiceFileName, ContentType: "audio/ogg", Data: []byte("OggS voice")}
+	id, err := c.SendVoice(context.Background(), d, v)
+	require.NoError(t, err)
+	events := readEvents(t, stream, 1)
+	assert.Equal(t, `message {"message_id":"`+id+`","text":"","thread_id":"t1","file":{"name":"reply.ogg","content_type":"audio/ogg","data":"`+base64.StdEncoding.EncodeToString(v.Data)+`"}}`, events[0])
+}
