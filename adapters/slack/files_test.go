@@ -56,3 +56,26 @@ func TestAFailedShareIsClassifiedAsASendIs(t *testing.T) {
 	kind, _ = adapters.Classify(err)
 	assert.Equal(t, adapters.Permanent, kind)
 }
+
+// A voice reply is an audio file shared in the thread without a comment.
+func TestAVoiceReplyIsAnAudioFileWithoutAComment(t *testing.T) {
+	fake := outboundFake(t)
+	c := outboundClient(t, fake)
+	parent, _ := fake.AddMessage(slacktest.Post{Channel: "C1", User: "U1", Text: "hi"})
+	d := pipeline.Delivery{Session: outboundSession("C1"), IdempotencyKey: "t1/0/voice", ThreadID: parent.TS, Text: "the reply's text", Total: 1}
+	v := adapters.File{Name: adapters.VoiceFileName, ContentType: "audio/ogg", Data: []byte("OggS voice")}
+	id, err := c.SendVoice(context.Background(), d, v)
+	require.NoError(t, err)
+	var shared []slacktest.Message
+	for _, m := range fake.Sent("C1") {
+		if len(m.Files) > 0 {
+			shared = append(shared, m)
+		}
+	}
+	require.Len(t, shared, 1)
+	assert.Equal(t, parent.TS, shared[0].ThreadTS)
+	assert.Equal(t, "", shared[0].Text)
+	assert.Equal(t, id, shared[0].Files[0].ID)
+	assert.Equal(t, "reply.ogg", shared[0].Files[0].Name)
+	assert.Equal(t, v.Data, shared[0].Files[0].Data)
+}
