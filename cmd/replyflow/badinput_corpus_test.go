@@ -94,6 +94,11 @@ func (c badInputCase) isControl() bool { return c.Name == "control" }
 type corpusVars struct {
 	TelegramSecret  string
 	WebchatBotToken string
+	// TelegramNow is a Telegram message date (Unix seconds) of the run:
+	// the gateway leaves out a message older than
+	// REPLYFLOW_TELEGRAM_CATCHUP_MAX_AGE, so an accepted case's date is
+	// now.
+	TelegramNow int64
 }
 
 var corpusFuncs = template.FuncMap{

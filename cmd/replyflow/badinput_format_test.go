@@ -8,7 +8,7 @@ import (
 )
 
 func TestBadInputCaseFormat(t *testing.T) {
-	vars := corpusVars{TelegramSecret: "tg-secret", WebchatBotToken: "wc-token"}
+	vars := corpusVars{TelegramSecret: "tg-secret", WebchatBotToken: "wc-token", TelegramNow: 1700000000}
 	c, err := parseBadInput("webchat", "sample", []byte(`# why
 method: POST
 path: /api/chats/<% repeat 3 "c" %>/messages?x=1

@@ -54,7 +54,7 @@ func TestBadInputCorpus(t *testing.T) {
 	s.waitSlackUp()
 	s.startWorker(nil)
 
-	corpus := loadBadInput(t, "testdata/badinput", corpusVars{TelegramSecret: badInputWebhookSecret, WebchatBotToken: webchatOf(cfg).BotToken})
+	corpus := loadBadInput(t, "testdata/badinput", corpusVars{TelegramSecret: badInputWebhookSecret, WebchatBotToken: webchatOf(cfg).BotToken, TelegramNow: time.Now().Unix()})
 	channels := []string{"webchat", "telegram", "slack"}
 	require.ElementsMatch(t, channels, sortedKeys(corpus), "a folder per channel with an HTTP surface (Discord has none: it dials out)")
 	accounts := map[string]string{"webchat": "", "telegram": "1000", "slack": fakeSlack.TeamID}
