@@ -118,19 +118,34 @@ func readLock(f *os.File) (lockContent, error) {
 // dbFile (a pid can be reused by an unrelated process: the command line
 // must name the database), and waits until it has exited.
 func stopLeftoverServer(pid int, dbFile string, logger *slog.Logger) error {
-	if pid <= 0 || !strings.Contains(commandLine(pid), dbFile) {
+	if pid <= 0 || !strings.Contains(liveCommandLine(pid), dbFile) {
 		return nil
 	}
 	logger.Warn("A Temporal dev server left by an earlier replyflow dev still holds the database; stopping it", "pid", pid, "db", dbFile)
+	// Once the process is known to be that server, it is stopped when it
+	// no longer runs: its command line is not read again, as a live
+	// process's can read empty for a moment.
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		_ = syscall.Kill(pid, sig)
 		deadline := time.Now().Add(leftoverStopWait)
-		for strings.Contains(commandLine(pid), dbFile) && time.Now().Before(deadline) {
+		for running(pid) && time.Now().Before(deadline) {
 			time.Sleep(100 * time.Millisecond)
 		}
-		if !strings.Contains(commandLine(pid), dbFile) {
+		if !running(pid) {
 			return nil
 		}
 	}
 	return fmt.Errorf("a Temporal dev server left by an earlier run (pid %d) holds %s and does not stop: stop it yourself (kill -9 %d)", pid, dbFile, pid)
+}
+
+// liveCommandLine is commandLine, read again (for up to a second) while
+// it reads empty for a process that runs: the kernel answers an empty
+// command line while it cannot reach the process's memory.
+func liveCommandLine(pid int) string {
+	line := commandLine(pid)
+	for tries := 0; line == "" && running(pid) && tries < 50; tries++ {
+		time.Sleep(20 * time.Millisecond)
+		line = commandLine(pid)
+	}
+	return line
 }

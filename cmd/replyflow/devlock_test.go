@@ -87,3 +87,17 @@ func TestDevServerStartFailureNamesTheCause(t *testing.T) {
 		assert.ErrorContains(t, server.startFailure("127.0.0.1:7233"), want, logged)
 	}
 }
+
+// A process runs until it exits; exited and not yet reaped (a zombie), it
+// no longer does.
+func TestRunningTellsALiveProcessFromAnExitedOne(t *testing.T) {
+	assert.True(t, running(os.Getpid()))
+	cmd := exec.Command("sleep", "30")
+	require.NoError(t, cmd.Start())
+	assert.True(t, running(cmd.Process.Pid))
+	require.NoError(t, cmd.Process.Kill())
+	require.Eventually(t, func() bool { return !running(cmd.Process.Pid) }, 10*time.Second, 10*time.Millisecond,
+		"killed, it is a zombie until waited for")
+	_ = cmd.Wait()
+	assert.False(t, running(cmd.Process.Pid))
+}

@@ -25,3 +25,21 @@ func commandLine(pid int) string {
 	}
 	return strings.ReplaceAll(string(data), "\x00", " ")
 }
+
+// running reports whether pid is a process that has not exited (a zombie,
+// exited and not yet reaped, has). It reads the process's state, which
+// the kernel always answers, where a live process's command line can read
+// empty while the kernel cannot reach the process's memory.
+func running(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// "pid (comm) S ...": the state follows the last ')', as comm may hold one.
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 || i+2 >= len(data) {
+		return false
+	}
+	state := data[i+2]
+	return state != 'Z' && state != 'X'
+}

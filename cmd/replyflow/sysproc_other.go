@@ -25,3 +25,11 @@ func commandLine(pid int) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// running reports whether pid is a process that has not exited (a zombie
+// has).
+func running(pid int) bool {
+	out, err := exec.Command("ps", "-o", "state=", "-p", strconv.Itoa(pid)).Output()
+	state := strings.TrimSpace(string(out))
+	return err == nil && state != "" && !strings.HasPrefix(state, "Z")
+}
