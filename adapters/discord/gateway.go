@@ -62,7 +62,9 @@ type Gateway struct {
 	// gateway connection. ws is replaced by a new discordgo session when
 	// Discord ended its session and refused the IDENTIFY that followed:
 	// discordgo would otherwise RESUME the dead session forever, and only
-	// a fresh IDENTIFY in Open returns Discord's close code to Run.
+	// a fresh IDENTIFY in Open returns Discord's close code to Run. Each
+	// RESUME has a new one too (resumeOnNewConnection), carrying the
+	// Discord session, so an ended connection's goroutines cannot close it.
 	session *discordgo.Session
 	ws      atomic.Pointer[discordgo.Session]
 	recv    *Receiver
@@ -134,6 +136,9 @@ func newGateway(cfg GatewayConfig, tune tuning) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, tune: tune, session: s, logger: cfg.Logger, ended: make(chan struct{}, 1), answered: make(chan struct{}, 1),
 		budget: newIdentifyBudget(tune.identifyBurst, tune.identifyEvery, time.Now)}
 	g.recv = newReceiver(cfg, tune, s)
+	if err := checkResumeFields(); err != nil {
+		return nil, err
+	}
 	if err := g.newConnection(); err != nil {
 		return nil, err
 	}
@@ -177,6 +182,25 @@ func (g *Gateway) newConnection() error {
 	g.handle(ws)
 	g.ws.Store(ws)
 	g.resumable.Store(false)
+	return nil
+}
+
+// resumeOnNewConnection makes ws a new discordgo session that RESUMEs
+// the current one's Discord session (gateway_resume.go says why a
+// connection that resumes needs a Session of its own). The one it
+// replaces has no connection left; closing it again only emits a
+// Disconnect the handler ignores.
+func (g *Gateway) resumeOnNewConnection() error {
+	old := g.ws.Load()
+	ws, err := newSession(g.session.Token, g.cfg)
+	if err != nil {
+		return err
+	}
+	ws.State = g.session.State
+	carryResume(old, ws)
+	g.handle(ws)
+	g.ws.Store(ws)
+	_ = old.CloseWithCode(closeResumable) // keeps the Discord session, were a connection still open
 	return nil
 }
 
@@ -282,6 +306,11 @@ func (g *Gateway) open(ctx context.Context) error {
 	drain(g.ended)
 	drain(g.answered)
 	resuming := g.resumable.Load()
+	if resuming {
+		if err := g.resumeOnNewConnection(); err != nil {
+			return err
+		}
+	}
 	g.handshake.Store(handshakeOpening)
 	err := g.ws.Load().Open()
 	switch {

@@ -130,3 +130,26 @@ func TestAnOrdinaryCloseStillResumesOrIdentifiesAgain(t *testing.T) {
 		})
 	}
 }
+
+// discordgo's heartbeat goroutine of a connection that ended can call
+// Close on its Session once more after the next connection is up (it
+// fails its write to the closed socket). The connection that resumed has
+// a Session of its own, so that late Close ends nothing: the next
+// message arrives on it, with no other RESUME.
+func TestALateCloseOfAnEndedConnectionLeavesTheNextOneUp(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, discordtest.Options{})
+	r := s.run(t)
+	s.connected(t, r)
+	ended := r.g.ws.Load()
+	s.fake.CloseConnections(4000)
+	waitFake(t, s.fake, "the RESUME", func() bool { return len(s.fake.Resumes()) == 1 && s.fake.Connections() == 1 })
+	s.health.waitFor(t, "up again", func(h adapters.Health) bool { return h.State == adapters.StateUp })
+
+	require.NoError(t, ended.Close()) // what the ended connection's heartbeat goroutine may do
+	after := s.fake.Post(discordtest.Post{Channel: general, Author: ada, Content: "still there?"})
+	s.sink.waitAccepted(t, after.ID)
+	assert.Len(t, s.fake.Resumes(), 1, "the connection that resumed stayed open")
+	assert.Len(t, s.fake.Identifies(), 1)
+	assert.Equal(t, 1, s.fake.Connections())
+}
