@@ -190,7 +190,14 @@ type Post struct {
 	// replied-to author is mentioned, as Discord's client does by default.
 	ReplyTo     string
 	Attachments []Attachment
+	// Flags are the message's flags, such as FlagVoiceMessage.
+	Flags int
 }
+
+// FlagVoiceMessage (IS_VOICE_MESSAGE) marks a voice message: recorded in
+// Discord's client, no content, one audio/ogg attachment,
+// voice-message.ogg, with its duration and waveform.
+const FlagVoiceMessage = 1 << 13
 
 // Post stores a user's message in its channel (so history returns it)
 // and dispatches MESSAGE_CREATE to the live sessions; with no gateway
@@ -204,7 +211,7 @@ func (s *Server) Post(p Post) Message {
 		panic("discordtest: Post to unknown channel " + p.Channel + "; AddChannel it first")
 	}
 	m := &message{Message: Message{ChannelID: st.ch.ID, GuildID: st.ch.GuildID, Author: s.user(p.Author),
-		Content: p.Content, Attachments: slices.Clone(p.Attachments)}}
+		Content: p.Content, Attachments: slices.Clone(p.Attachments), Flags: p.Flags}}
 	m.Mentions = mentionsIn(p.Content)
 	replied := ""
 	if p.ReplyTo != "" {

@@ -48,6 +48,10 @@ type User struct {
 type Attachment struct {
 	ID, Filename, ContentType string
 	Size                      int
+	// DurationSecs and Waveform are a voice message's: its length and
+	// its base64 waveform, as Discord's client records them.
+	DurationSecs float64
+	Waveform     string
 	// Data is the file's content: the bot's uploads', and a user's
 	// post's where the test gives it (the CDN route serves it).
 	Data []byte

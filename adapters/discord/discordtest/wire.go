@@ -69,8 +69,12 @@ func (s *Server) wireMessage(m *message, content bool) obj {
 		}
 		var files []obj
 		for _, a := range m.Attachments {
-			files = append(files, obj{"id": a.ID, "filename": a.Filename, "content_type": a.ContentType, "size": a.Size,
-				"url": a.URL(m.ChannelID), "proxy_url": a.URL(m.ChannelID)})
+			f := obj{"id": a.ID, "filename": a.Filename, "content_type": a.ContentType, "size": a.Size,
+				"url": a.URL(m.ChannelID), "proxy_url": a.URL(m.ChannelID)}
+			if a.Waveform != "" {
+				f["duration_secs"], f["waveform"] = a.DurationSecs, a.Waveform
+			}
+			files = append(files, f)
 		}
 		w["attachments"] = orEmpty(files)
 	}

@@ -47,6 +47,9 @@ type Metadata struct {
 // File is a file shared in a message.
 type File struct {
 	ID, Name, Mimetype string
+	// Subtype is "slack_audio" for an audio clip recorded in Slack; ""
+	// for an uploaded file.
+	Subtype string
 	// Data is the file's content: the bot's uploads', and a user's
 	// message's where the test gives it (url_private serves it).
 	Data []byte
@@ -247,7 +250,19 @@ func (s *Server) wire(st *channelState, m *Message, withMetadata bool) map[strin
 func (s *Server) wireFiles(files []File) []map[string]any {
 	var out []map[string]any
 	for _, f := range files {
-		out = append(out, map[string]any{"id": f.ID, "name": f.Name, "mimetype": f.Mimetype, "url_private": s.privateURL(f)})
+		out = append(out, withClip(f, map[string]any{"id": f.ID, "name": f.Name, "mimetype": f.Mimetype, "url_private": s.privateURL(f)}))
 	}
 	return out
+}
+
+// withClip adds to a file object what Slack's file objects say of an
+// audio clip: its subtype, and that Slack plays it as audio.
+func withClip(f File, w map[string]any) map[string]any {
+	if f.Subtype != "" {
+		w["subtype"] = f.Subtype
+	}
+	if f.Subtype == "slack_audio" {
+		w["media_display_type"] = "audio"
+	}
+	return w
 }

@@ -32,7 +32,7 @@ func (s *Server) fileInfo(p map[string]string) answer {
 		return slackErr("file_not_found")
 	}
 	u := s.privateURL(f)
-	return answer{"file": map[string]any{"id": f.ID, "name": f.Name, "mimetype": f.Mimetype, "size": len(f.Data), "url_private": u, "url_private_download": u}}
+	return answer{"file": withClip(f, map[string]any{"id": f.ID, "name": f.Name, "mimetype": f.Mimetype, "size": len(f.Data), "url_private": u, "url_private_download": u})}
 }
 
 // serveFile answers url_private: the file's bytes to the bot token's
