@@ -45,8 +45,13 @@ var recordTo = flag.String("record-histories", "", "write the rolling upgrade's 
 // and the gateway is replaced by B's. Every open session finishes its turn
 // on B with no workflow task failure, then continues as new into the chat
 // session workflow at its first quiet point, keeping what it held: the
-// chat's settings (/usage tokens: the usage footer) and the clear it owes
-// on its last answered message. A session that starts now starts there.
+// chat's settings (/usage tokens: the usage footer), the clear it owes
+// on its last answered message, and the message that waited in its queue,
+// which the new run answers once; the model's next prompt still holds the
+// chat's earlier turns. A session whose tool call waits for approval is
+// at no quiet point: it stays on the retiring type, on B, until the
+// decision, runs the tool once, answers once, and then moves on with the
+// decided proposal's record. A session that starts now starts there.
 func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 	cluster, binB := sharedCluster(t)
 	cli := os.Getenv("REPLYFLOW_TEST_TEMPORAL_CLI")
@@ -54,6 +59,7 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 		cli, _ = filepath.Abs("../../bin/temporal")
 	}
 	dir := t.TempDir()
+	toolsFile, payments := payTool(t, dir)
 	binA, err := harness.BuildAs(dir, "replyflow-a", "-X github.com/replyflow/replyflow/workflows/retiring.BuiltBefore="+upgradeChange)
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -74,6 +80,7 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 		// Clears owed across the upgrade, for the carried state to keep.
 		"REACTION_CLEAR_DELAY": "10m",
 		"LOG_LEVEL":            "info",
+		"TOOLS_FILE":           toolsFile,
 	}
 	env := func(build, promote string) []string {
 		vars := maps.Clone(common)
@@ -105,6 +112,15 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 		reply := chat.awaitAnswer(t, chat.say("one"))
 		assert.True(t, usageFooter(reply.Text), "/usage tokens holds on A: %q", reply.Text)
 	}
+	// And one whose agent asks, on A, to call a tool that needs approval:
+	// the proposal still waits for a decision when B becomes current.
+	payer := telegramChat{fake, telegramtest.Private(8_100_100)}
+	model.Push(payCall)
+	payRequest := payer.say("pay bob 5")
+	proposal := payer.awaitProposal(t, payRequest)
+	awaitState(t, c, sessionKeyOf(fake, payer), "the turn waits for the decision on p1", func(s workflows.Snapshot) bool {
+		return s.Active != nil && s.Active.Phase == workflows.PhaseWaiting && len(s.Proposals) == 1 && s.Proposals[0].Status == workflows.ProposalPending
+	})
 
 	// Each session has a turn in flight on A: its model call waits for
 	// the release below, which comes once B is current; the answers
@@ -119,6 +135,17 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return len(model.Requests()) == asked+len(chats) }, 30*time.Second, 50*time.Millisecond,
 		"every session's second turn is asking the model on A")
+	// Meanwhile each chat says more: it waits in the session's queue
+	// (REPLYFLOW_QUEUE_MODE followup) for the turn in flight to end.
+	queued := make([]int, len(chats))
+	for i, chat := range chats {
+		queued[i] = chat.say("queued")
+	}
+	for i, chat := range chats {
+		awaitState(t, c, sessionKeyOf(fake, chat), "the message waits in the queue on A", func(s workflows.Snapshot) bool {
+			return slices.ContainsFunc(s.Queued, func(b workflows.BatchView) bool { return slices.Contains(b.MessageIDs, strconv.Itoa(queued[i])) })
+		})
+	}
 
 	// ... when B starts, is made current, and A is drained. B's workers
 	// are not ready (/readyz) until B is current: an orchestrator's
@@ -157,18 +184,80 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 		assert.True(t, usageFooter(reply.Text), "the chat's setting holds: %q", reply.Text)
 	}
 	// Then each run moves on into the chat session workflow, with what
-	// it held: the setting, and the clear it owes on "two".
+	// it held: the setting, the clear it owes on "two", and the queued
+	// message, which the new run answers, once and in order; the model
+	// is asked about it once, and the chat's earlier turns are still in
+	// its prompt (the transcript is the session's, not the run's).
 	for i, chat := range chats {
 		key := sessionKeyOf(fake, chat)
 		runs := runsOf(t, c, key, 2)
 		assert.Equal(t, workflows.WorkflowName, runs[0].GetType().GetName(), "%s began on the retiring type", key.WorkflowID())
 		assert.Equal(t, workflows.ChatSessionName, runs[len(runs)-1].GetType().GetName(), "%s moved on", key.WorkflowID())
+		assert.True(t, queues(carriedState(t, c, key, runs[0].Execution.RunId).Queue, queued[i]), "%s carried the queued message into the new run", key.WorkflowID())
 		snap := stateOf(t, c, key)
 		assert.True(t, slices.ContainsFunc(snap.Reactions, func(r workflows.Reaction) bool {
 			return r.MessageID == strconv.Itoa(inFlight[i]) && !r.ClearAt.IsZero()
 		}), "%s owes the clear of the ✅ on two: %+v", key.WorkflowID(), snap.Reactions)
+		answer := chat.awaitAnswer(t, queued[i])
+		assert.Regexp(t, `^\[openai/gpt-test\] echo: \[telegram [^]]*\] queued\n`, answer.Text)
 		reply := chat.awaitAnswer(t, chat.say("three"))
 		assert.True(t, usageFooter(reply.Text), "the setting moved with the session: %q", reply.Text)
+		assert.Len(t, chat.answers(queued[i]), 1, "%s answers the queued message once", key.WorkflowID())
+		assert.Less(t, chat.answers(inFlight[i])[0].ID, answer.ID, "%s: two is answered before the queued message", key.WorkflowID())
+		assert.Less(t, answer.ID, reply.ID, "%s: the queued message is answered before three", key.WorkflowID())
+		assert.Len(t, asking(model, chat, "queued"), 1, "%s asks the model about the queued message once", key.WorkflowID())
+		if prompts := asking(model, chat, "three"); assert.Len(t, prompts, 1, key.WorkflowID()) {
+			assert.Equal(t, []string{
+				"user: one", "assistant: one", "user: two", "assistant: two", "user: queued", "assistant: queued", "user: three",
+			}, turnsOf(prompts[0]), "%s: the model's prompt holds the chat's turns from before the move", key.WorkflowID())
+		}
+	}
+
+	// The session whose proposal waits is at no quiet point: it stays on
+	// the retiring type, now on B, until the decision. The decision taken
+	// after the upgrade runs the tool once and the answer goes out once;
+	// then the session moves on, with the decided proposal's record.
+	payKey := sessionKeyOf(fake, payer)
+	assert.Equal(t, workflows.WorkflowName, currentType(t, c, payKey), "a turn waiting for a decision holds the session on the retiring type")
+	assert.Zero(t, payments.Load(), "nothing is paid before the decision")
+	press := fake.AddCallbackQuery(payer.user(), payer.chat.ID, proposal.ID, proposal.Buttons[0][0].Data)
+	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	require.NoError(t, fake.WaitFor(waitCtx, func() bool { return len(payer.answers(payRequest)) > 1 }), "the answer after the approval")
+	paid := payer.answers(payRequest)[1]
+	assert.Regexp(t, `^\[openai/gpt-test\] echo: \[telegram [^]]*\] pay bob 5$`, paid.Text)
+	answered, _ := fake.Answered(press)
+	assert.True(t, answered, "the press is answered")
+	require.Eventually(t, func() bool {
+		desc, err := c.DescribeWorkflowExecution(ctx, payKey.WorkflowID(), "")
+		return err == nil && desc.GetWorkflowExecutionInfo().GetType().GetName() == workflows.ChatSessionName
+	}, 30*time.Second, 200*time.Millisecond, "%s moves on once the turn has answered", payKey.WorkflowID())
+	payRuns := runsOf(t, c, payKey, 2)
+	carried := carriedState(t, c, payKey, payRuns[0].Execution.RunId)
+	assert.Nil(t, carried.Active, "the turn ended before the move")
+	decided := func(p workflows.Proposal) bool {
+		return p.ID == "p1" && p.Status == workflows.ProposalApproved && p.DecidedBy == "telegram:"+strconv.FormatInt(payer.chat.ID, 10) &&
+			p.Call.Name == "pay" && p.Origin == strconv.Itoa(payRequest)
+	}
+	assert.True(t, slices.ContainsFunc(carried.Proposals, decided), "the decided proposal moved with the session: %+v", carried.Proposals)
+	snap := stateOf(t, c, payKey)
+	assert.True(t, slices.ContainsFunc(snap.Proposals, decided), "the new run shows the decided proposal: %+v", snap.Proposals)
+	edited, _ := fake.Message(payer.chat.ID, proposal.ID)
+	assert.Empty(t, edited.Buttons, "a decided proposal loses its buttons")
+	assert.Contains(t, edited.Text, "Approved by telegram:"+strconv.FormatInt(payer.chat.ID, 10))
+	after := payer.awaitAnswer(t, payer.say("after"))
+	assert.Regexp(t, `^\[openai/gpt-test\] echo: \[telegram [^]]*\] after$`, after.Text)
+	assert.Equal(t, int32(1), payments.Load(), "the approved tool ran exactly once")
+	assert.Len(t, payer.answers(payRequest), 2, "the request is answered by its proposal and one reply")
+	assert.Len(t, asking(model, payer, "pay bob 5"), 2, "the model is asked about the request twice: for the call, then with its result")
+	if prompts := asking(model, payer, "pay bob 5"); len(prompts) == 2 {
+		assert.True(t, slices.ContainsFunc(prompts[1].Messages, func(m string) bool {
+			return strings.HasPrefix(m, "tool: ") && strings.Contains(m, `{"paid":true}`)
+		}), "the second ask carries the tool's result: %q", prompts[1].Messages)
+	}
+	if prompts := asking(model, payer, "after"); assert.Len(t, prompts, 1) {
+		assert.Equal(t, []string{"user: pay bob 5", "assistant: pay bob 5", "user: after"}, turnsOf(prompts[0]),
+			"the model's prompt holds the turn from before the move")
 	}
 	// A session that starts now starts on the chat session workflow.
 	fresh := telegramChat{fake, telegramtest.Private(8_199_999)}
@@ -182,7 +271,7 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 		_, err := harness.RecordHistory(ctx, c, key.WorkflowID(), filepath.Join(*recordTo, upgradeChange), "rolling_upgrade_moves_on")
 		require.NoError(t, err)
 	}
-	for _, chat := range append(chats, fresh) {
+	for _, chat := range append(chats, payer, fresh) {
 		key := pipeline.SessionKey{Channel: telegram.Channel, Account: "4343", Chat: strconv.FormatInt(chat.chat.ID, 10)}
 		want := 2 // the run begun on A, and the one it continued as
 		if chat == fresh {
