@@ -224,11 +224,23 @@ func mediaOf(files []slack.File) []pipeline.Media {
 		if f.ID == "" || len(out) == pipeline.MaxMedia {
 			continue
 		}
+		kind, mime := pipeline.MediaKindOf(f.Mimetype), f.Mimetype
+		if kind == "video" && isAudioClip(f) {
+			kind, mime = "audio", "audio/"+strings.TrimPrefix(mime, "video/")
+		}
 		out = append(out, pipeline.Media{
-			Kind: pipeline.MediaKindOf(f.Mimetype), Ref: f.ID, MimeType: f.Mimetype, Name: pipeline.ClipName(f.Name),
+			Kind: kind, Ref: f.ID, MimeType: mime, Name: pipeline.ClipName(f.Name),
 		})
 	}
 	return out
+}
+
+// isAudioClip tells an audio clip recorded in Slack from a video: Slack
+// labels some clips video/mp4 or video/webm, and they are transcribed as
+// audio. Slack shows them as audio (media_display_type) and names them
+// audio_message; slack-go leaves out the file's subtype, slack_audio.
+func isAudioClip(f slack.File) bool {
+	return f.MediaDisplayType == "audio" || strings.HasPrefix(f.Name, "audio_message")
 }
 
 func reactionEvent(bot Identity, ev slackevents.EventsAPIEvent, r *slackevents.ReactionAddedEvent, now time.Time) Event {
