@@ -44,6 +44,18 @@ type signals struct {
 	inbound, retries, disengages, feedback, heartbeats, reloads, decisions workflow.ReceiveChannel
 }
 
+func signalsOf(ctx workflow.Context) signals {
+	return signals{
+		inbound:    workflow.GetSignalChannel(ctx, workflows.SignalInbound),
+		retries:    workflow.GetSignalChannel(ctx, workflows.SignalRetry),
+		disengages: workflow.GetSignalChannel(ctx, workflows.SignalDisengage),
+		feedback:   workflow.GetSignalChannel(ctx, workflows.SignalFeedback),
+		heartbeats: workflow.GetSignalChannel(ctx, workflows.SignalHeartbeat),
+		reloads:    workflow.GetSignalChannel(ctx, workflows.SignalReload),
+		decisions:  workflow.GetSignalChannel(ctx, workflows.SignalProposal),
+	}
+}
+
 func (c signals) pending() bool {
 	return c.inbound.Len() > 0 || c.retries.Len() > 0 || c.disengages.Len() > 0 || c.feedback.Len() > 0 ||
 		c.heartbeats.Len() > 0 || c.reloads.Len() > 0 || c.decisions.Len() > 0
@@ -56,19 +68,11 @@ func Workflow(ctx workflow.Context, p Params) error {
 		return temporal.NewNonRetryableApplicationError("invalid session key: "+err.Error(), "InvalidSession", err)
 	}
 	s := &session{
-		ctx: ctx,
-		key: p.Session,
-		log: log.With(workflow.GetLogger(ctx), "session", p.Session.WorkflowID()),
-		st:  p.State,
-		signals: signals{
-			inbound:    workflow.GetSignalChannel(ctx, workflows.SignalInbound),
-			retries:    workflow.GetSignalChannel(ctx, workflows.SignalRetry),
-			disengages: workflow.GetSignalChannel(ctx, workflows.SignalDisengage),
-			feedback:   workflow.GetSignalChannel(ctx, workflows.SignalFeedback),
-			heartbeats: workflow.GetSignalChannel(ctx, workflows.SignalHeartbeat),
-			reloads:    workflow.GetSignalChannel(ctx, workflows.SignalReload),
-			decisions:  workflow.GetSignalChannel(ctx, workflows.SignalProposal),
-		},
+		ctx:     ctx,
+		key:     p.Session,
+		log:     log.With(workflow.GetLogger(ctx), "session", p.Session.WorkflowID()),
+		st:      p.State,
+		signals: signalsOf(ctx),
 	}
 	if p.Retired != nil {
 		// A run of the retiring session workflow continued as new into
@@ -189,28 +193,27 @@ func (s *session) decision(env Env, ev DecisionAsked) []Effect {
 // order the parts expect: decisions, then messages, then heartbeats (a
 // tick that arrives with a message is skipped for it).
 func (s *session) takeSignals() {
-	var d pipeline.Decision
-	for s.signals.decisions.ReceiveAsync(&d) {
-		s.events = append(s.events, DecisionTaken{Decision: d})
-	}
+	drain(s.signals.decisions, func(d pipeline.Decision) { s.events = append(s.events, DecisionTaken{Decision: d}) })
 	for s.signals.disengages.ReceiveAsync(nil) {
 		s.events = append(s.events, Disengaged{})
 	}
-	var f pipeline.Feedback
-	for s.signals.feedback.ReceiveAsync(&f) {
-		s.events = append(s.events, FeedbackGiven{Feedback: f})
-	}
-	var r workflows.RetryRequest
-	for s.signals.retries.ReceiveAsync(&r) {
-		s.events = append(s.events, RetryAsked{By: r.By, Reason: r.Reason})
-	}
-	var in pipeline.Inbound
-	for s.signals.inbound.ReceiveAsync(&in) {
-		s.events = append(s.events, MessageArrived{In: in})
-	}
-	var t pipeline.HeartbeatTick
-	for s.signals.heartbeats.ReceiveAsync(&t) {
-		s.events = append(s.events, HeartbeatTicked{Tick: t})
+	drain(s.signals.feedback, func(f pipeline.Feedback) { s.events = append(s.events, FeedbackGiven{Feedback: f}) })
+	drain(s.signals.retries, func(r workflows.RetryRequest) { s.events = append(s.events, RetryAsked{By: r.By, Reason: r.Reason}) })
+	drain(s.signals.inbound, func(in pipeline.Inbound) { s.events = append(s.events, MessageArrived{In: in}) })
+	drain(s.signals.heartbeats, func(t pipeline.HeartbeatTick) { s.events = append(s.events, HeartbeatTicked{Tick: t}) })
+}
+
+// drain hands each signal waiting on ch to take, each decoded into a
+// value of its own: decoding into the value that held the one before
+// would keep, for the next sender, what the signal's JSON leaves out
+// when empty (an owner's rights, a thread, the files).
+func drain[T any](ch workflow.ReceiveChannel, take func(T)) {
+	for {
+		var v T
+		if !ch.ReceiveAsync(&v) {
+			return
+		}
+		take(v)
 	}
 }
 

@@ -264,3 +264,52 @@ func TestAToolCallsActivityOptionsFollowItsDeclaration(t *testing.T) {
 	assert.Equal(t, time.Minute+queueAllowance, opts.ScheduleToCloseTimeout, "all attempts within the turn's time")
 	assert.Equal(t, "mcp docs.search (turn t1 step 1)", opts.Summary)
 }
+
+// Signals taken together are each taken as sent: a member's message
+// after an owner's keeps none of the owner's fields (the owner's rights,
+// thread or files), which the signal's JSON leaves out when empty. The
+// test workflow sleeps while both arrive, as a session's first task does
+// after the server held its messages for a worker.
+func TestSignalsTakenTogetherKeepOnlyTheirOwnFields(t *testing.T) {
+	suite := &testsuite.WorkflowTestSuite{}
+	env := suite.NewTestWorkflowEnvironment()
+	type taken struct {
+		Feedback []pipeline.Feedback
+		Messages []pipeline.Inbound
+	}
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context) (taken, error) {
+		s := &session{ctx: ctx, signals: signalsOf(ctx)}
+		if err := workflow.Sleep(ctx, time.Hour); err != nil {
+			return taken{}, err
+		}
+		s.takeSignals()
+		var out taken
+		for _, ev := range s.events {
+			switch ev := ev.(type) {
+			case FeedbackGiven:
+				out.Feedback = append(out.Feedback, ev.Feedback)
+			case MessageArrived:
+				out.Messages = append(out.Messages, ev.In)
+			}
+		}
+		return out, nil
+	}, workflow.RegisterOptions{Name: "take-signals"})
+	owner := inbound("m1", "boss", "look at this")
+	owner.SenderIsOwner, owner.ThreadID, owner.MentionsBot = true, "t1", true
+	owner.Media = []pipeline.Media{{Kind: "photo", Ref: "file-1", MimeType: "image/png"}}
+	member := inbound("m2", "mallory", "/think high")
+	liked := pipeline.Feedback{MessageID: "r1", Emoji: []string{"👍"}}
+	plain := pipeline.Feedback{MessageID: "r2"}
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.SignalFeedback, liked)
+		env.SignalWorkflow(workflows.SignalFeedback, plain)
+		env.SignalWorkflow(workflows.SignalInbound, owner)
+		env.SignalWorkflow(workflows.SignalInbound, member)
+	}, time.Minute)
+	env.ExecuteWorkflow("take-signals")
+	require.NoError(t, env.GetWorkflowError())
+	var got taken
+	require.NoError(t, env.GetWorkflowResult(&got))
+	assert.Equal(t, []pipeline.Feedback{liked, plain}, got.Feedback, "the second reaction has no emoji of the first")
+	assert.Equal(t, []pipeline.Inbound{owner, member}, got.Messages, "the member's message is the member's alone")
+}

@@ -136,9 +136,8 @@ func (s *session) takeReloads() error {
 	if s.signals.reloads.Len() == 0 {
 		return nil
 	}
-	var r workflows.ReloadRequest
-	for s.signals.reloads.ReceiveAsync(&r) {
+	drain(s.signals.reloads, func(r workflows.ReloadRequest) {
 		s.log.Info("Reloading the session's settings", "by", r.By, "reason", r.Reason)
-	}
+	})
 	return s.loadSettings()
 }
