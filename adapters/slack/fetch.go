@@ -21,6 +21,11 @@ var _ adapters.FileFetcher = (*Client)(nil)
 func (c *Client) FetchFile(ctx context.Context, m pipeline.Media, max int64) ([]byte, error) {
 	f, _, _, err := c.api.GetFileInfoContext(ctx, m.Ref, 0, 0)
 	if err != nil {
+		if code := slackCode(err); code == "file_deleted" || code == "file_not_found" {
+			// Deleted since it was shared, or never visible to the bot:
+			// no retry brings it back.
+			return nil, &adapters.Error{Kind: adapters.Permanent, Op: "files.info", Err: fmt.Errorf("%w (the file is gone)", err)}
+		}
 		return nil, classify("files.info", err)
 	}
 	if int64(f.Size) > max {

@@ -2,13 +2,15 @@ package discordtest
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 )
 
 // serveCDN answers /attachments/<channel>/<attachment>/<name> as
 // Discord's CDN does: the bytes of an attachment that has Data (a
-// user's post that gave them, or the bot's upload), else 404. A client
-// reaches it through the adapter's rebasing of the CDN's host.
+// user's post that gave them, or the bot's upload), with their
+// Content-Length, else 404. A client reaches it through the adapter's
+// rebasing of the CDN's host.
 func (s *Server) serveCDN(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/attachments/"), "/")
 	if len(parts) != 3 {
@@ -33,6 +35,7 @@ func (s *Server) serveCDN(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	_, _ = w.Write(data)
 }
 

@@ -53,6 +53,13 @@ type File struct {
 	// Data is the file's content: the bot's uploads', and a user's
 	// message's where the test gives it (url_private serves it).
 	Data []byte
+	// Size is the size files.info reports; zero reports len(Data). A
+	// file with a Size and no Data is one url_private no longer serves
+	// (a 404) though files.info still describes it.
+	Size int
+	// Deleted is a file deleted after it was shared: files.info answers
+	// file_deleted and url_private 404, as Slack does.
+	Deleted bool
 }
 
 // Status is one assistant.threads.setStatus the fake applied.

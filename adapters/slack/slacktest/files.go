@@ -31,8 +31,15 @@ func (s *Server) fileInfo(p map[string]string) answer {
 	if !ok {
 		return slackErr("file_not_found")
 	}
+	if f.Deleted {
+		return slackErr("file_deleted")
+	}
+	size := f.Size
+	if size == 0 {
+		size = len(f.Data)
+	}
 	u := s.privateURL(f)
-	return answer{"file": withClip(f, map[string]any{"id": f.ID, "name": f.Name, "mimetype": f.Mimetype, "size": len(f.Data), "url_private": u, "url_private_download": u})}
+	return answer{"file": withClip(f, map[string]any{"id": f.ID, "name": f.Name, "mimetype": f.Mimetype, "size": size, "url_private": u, "url_private_download": u})}
 }
 
 // serveFile answers url_private: the file's bytes to the bot token's
@@ -46,7 +53,7 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 	id, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/files-pri/"), "/")
 	s.mu.Lock()
 	f, ok := s.findFile(id)
-	served := ok && f.Data != nil
+	served := ok && f.Data != nil && !f.Deleted
 	if served {
 		s.fetched++
 	}
