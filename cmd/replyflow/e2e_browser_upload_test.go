@@ -50,7 +50,8 @@ func (m *fileModel) texts() []string {
 }
 
 // The page uploads a picked file and a pasted one, says why a refused
-// one was not sent, and shows the files' names again after a reload.
+// one was not sent (and sends its text alone), and shows the files'
+// names again after a reload.
 func TestWebChatPageUploadsPickedAndPastedFiles(t *testing.T) {
 	b := startBrowser(t)
 	cfg := testConfig(t)
@@ -95,8 +96,19 @@ func TestWebChatPageUploadsPickedAndPastedFiles(t *testing.T) {
 	b.waitFor("why the SVG was not sent", `[...document.querySelectorAll("#log .msg.user .meta")].some((e) => e.textContent.startsWith("not sent: the file's bytes are image/svg+xml"))`)
 	assert.Len(t, model.texts(), 2, "a refused file reaches no one")
 
+	// A refused file with text: the file is named as not sent, and the
+	// text is answered on its own.
+	b.do("type a caption", chromedp.SetValue("#text", "what about this logo?"))
+	paste("logo2.svg", `<svg xmlns="http://www.w3.org/2000/svg"></svg>`, "image/svg+xml")
+	b.waitFor("why the file was not sent", `[...document.querySelectorAll("#log .msg.user .meta")].some((e) => e.textContent.startsWith("file not sent: the file's bytes are image/svg+xml"))`)
+	b.waitFor("the answer to the text", `document.querySelectorAll("#log .msg.bot").length === 3`)
+	texts = model.texts()
+	require.Len(t, texts, 3)
+	assert.Contains(t, texts[2], "what about this logo?")
+	assert.NotContains(t, texts[2], "logo2.svg", "the refused file reaches no one")
+
 	b.do("reload the page", chromedp.Reload())
-	b.waitFor("the history", `document.querySelectorAll("#log .msg.bot").length === 2`)
+	b.waitFor("the history", `document.querySelectorAll("#log .msg.bot").length === 3`)
 	assert.Equal(t, []string{"📎 report.pdf (2 KiB)", "📎 notes.txt (1 KiB)"},
 		eval[[]string](b, `[...document.querySelectorAll("#log .msg.user .upload")].map((e) => e.textContent)`), "the files' names, from the store")
 	assert.Empty(t, b.pageErrors(), "the page threw")
