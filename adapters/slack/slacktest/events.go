@@ -33,15 +33,19 @@ type Post struct {
 
 // AddMessage stores a user's post in its channel (creating the channel)
 // and returns its events: the message event and, when the text mentions
-// the bot, its app_mention twin, as Slack sends both for one post.
+// the bot, its app_mention twin (with the files of a file_share), as
+// Slack sends both for one post.
 func (s *Server) AddMessage(p Post) (Message, []Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.channelLocked(Channel{ID: p.Channel, Members: 2})
 	m := s.add(st, &Message{User: p.User, Text: p.Text, ThreadTS: p.ThreadTS, Subtype: p.Subtype, BotID: p.BotID, Files: p.Files})
 	events := []Event{s.messageEvent(st, m)}
-	if strings.Contains(p.Text, "<@"+s.BotUserID+">") && p.Subtype == "" {
+	if strings.Contains(p.Text, "<@"+s.BotUserID+">") && (p.Subtype == "" || p.Subtype == "file_share") {
 		mention := Event{"type": "app_mention", "user": m.User, "text": m.Text, "ts": m.TS, "channel": m.Channel, "event_ts": m.TS, "client_msg_id": events[0]["client_msg_id"]}
+		if len(m.Files) > 0 {
+			mention["files"] = s.wireFiles(m.Files)
+		}
 		if m.ThreadTS != "" && m.ThreadTS != m.TS {
 			mention["thread_ts"] = m.ThreadTS
 		}
