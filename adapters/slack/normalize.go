@@ -225,7 +225,7 @@ func mediaOf(files []slack.File) []pipeline.Media {
 			continue
 		}
 		out = append(out, pipeline.Media{
-			Kind: pipeline.MediaKindOf(f.Mimetype), Ref: f.ID, MimeType: f.Mimetype, Name: pipeline.ClipName(f.Name),
+			Kind: pipeline.MediaKindOf(f.Mimetype), Ref: f.ID, MimeType: f.Mimetype, Name: pipeline.ClipFileName(f.Name),
 		})
 	}
 	return out

@@ -100,7 +100,7 @@ func (s *Server) postUpload(w http.ResponseWriter, r *http.Request) {
 	if u.msg.MessageID == "" {
 		u.msg.MessageID = randomID("u-")
 	}
-	file := pipeline.Media{Kind: pipeline.MediaKindOf(kind), Ref: uploadRefPrefix + chat + "/" + u.msg.MessageID + "/0", MimeType: kind, Name: pipeline.ClipName(u.name)}
+	file := pipeline.Media{Kind: pipeline.MediaKindOf(kind), Ref: uploadRefPrefix + chat + "/" + u.msg.MessageID + "/0", MimeType: kind, Name: pipeline.ClipFileName(u.name)}
 	in, err := u.msg.inbound(chat, s.cfg.Now(), file)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())

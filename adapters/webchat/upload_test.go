@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -183,4 +184,51 @@ func TestUploadsFromAnotherSiteAndMultipartElsewhereAreRefused(t *testing.T) {
 		assert.Equal(t, c.status, resp.StatusCode, c.path)
 	}
 	assert.Empty(t, sink.accepted)
+}
+
+// postRawUpload posts body as a multipart form with boundary "B".
+func postRawUpload(t *testing.T, url, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(url, "multipart/form-data; boundary=B", strings.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out)
+}
+
+// A file's name is a name, never a path: the message keeps it without
+// control characters (an escaped NUL included, which PostgreSQL would
+// not store), clipped, and what the store keeps is keyed by the chat
+// and message, whatever the name says.
+func TestUploadedFileNamesAreCleanedAndNeverPaths(t *testing.T) {
+	ts, sink, db := uploadGateway(t, filepath.Join(t.TempDir(), "store.db"), 1<<20)
+	url := ts.URL + "/api/chats/room/uploads"
+	form := func(id, disposition string) string {
+		return "--B\r\nContent-Disposition: form-data; name=\"sender_id\"\r\n\r\nalice\r\n" +
+			"--B\r\nContent-Disposition: form-data; name=\"message_id\"\r\n\r\n" + id + "\r\n" +
+			"--B\r\nContent-Disposition: form-data; name=\"file\"; " + disposition + "\r\nContent-Type: image/png\r\n\r\n%PDF-1.7\n1 0 obj\r\n--B--\r\n"
+	}
+	for _, c := range []struct {
+		id, disposition, name string
+	}{
+		{"m1", `filename*=UTF-8''a%00b%1B%5B31mc%0D%0Ad.pdf`, "ab[31mcd.pdf"},
+		{"m2", `filename="../../../etc/passwd"`, "passwd"},
+		{"m3", `filename="..\\..\\report.pdf"`, `..\..\report.pdf`},
+		{"m4", `filename="` + strings.Repeat("n", 10_000) + `.pdf"`, strings.Repeat("n", pipeline.MaxNameBytes)},
+	} {
+		code, body := postRawUpload(t, url, form(c.id, c.disposition))
+		require.Equal(t, http.StatusAccepted, code, "%s: %s", c.id, body)
+		in := sink.accepted[len(sink.accepted)-1]
+		require.Len(t, in.Media, 1)
+		assert.Equal(t, pipeline.Media{Kind: "document", Ref: "upload:room/" + c.id + "/0", MimeType: "application/pdf", Name: c.name}, in.Media[0], c.id)
+		kept, err := db.MessageMedia(context.Background(), in.Session().WorkflowID(), []string{c.id})
+		require.NoError(t, err)
+		require.Len(t, kept[c.id], 1)
+		assert.Equal(t, c.name, kept[c.id][0].Name, c.id)
+	}
+
+	// A raw NUL in the part's header is no form at all.
+	code, body := postRawUpload(t, url, form("m5", "filename=\"a\x00b.pdf\""))
+	assert.Equal(t, http.StatusBadRequest, code, body)
+	assert.Contains(t, body, "the form could not be read")
 }
