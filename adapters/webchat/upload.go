@@ -44,10 +44,32 @@ func isUpload(r *http.Request) bool {
 }
 
 // isSVG is whether text is an SVG image, which sniffs as plain text: an
-// image that can hold script, refused rather than passed on as text.
+// image that can hold script, refused rather than passed on as text. Its
+// <svg root may come after a prolog of any length (blank lines, a
+// DOCTYPE's internal subset), so a text that starts as markup is looked
+// at whole.
 func isSVG(data []byte) bool {
 	head := data[:min(len(data), 1024)]
-	return bytes.Contains(bytes.ToLower(head), []byte("<svg"))
+	if containsFold(head, "<svg") {
+		return true
+	}
+	body := bytes.TrimLeft(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), " \t\r\n\f")
+	return bytes.HasPrefix(body, []byte("<")) && containsFold(body, "<svg")
+}
+
+// containsFold is whether data holds the ASCII word, in any case.
+func containsFold(data []byte, word string) bool {
+	for i := bytes.IndexByte(data, word[0]); i >= 0; {
+		if len(data)-i >= len(word) && bytes.EqualFold(data[i:i+len(word)], []byte(word)) {
+			return true
+		}
+		next := bytes.IndexByte(data[i+1:], word[0])
+		if next < 0 {
+			return false
+		}
+		i += 1 + next
+	}
+	return false
 }
 
 // upload is what a multipart upload carries.

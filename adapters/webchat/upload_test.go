@@ -232,3 +232,26 @@ func TestUploadedFileNamesAreCleanedAndNeverPaths(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, code, body)
 	assert.Contains(t, body, "the form could not be read")
 }
+
+// An SVG is refused however long the prolog before its <svg root (which
+// the sniffer reads past in no case: it takes it for plain text); a text
+// that is no markup may mention <svg anywhere and is taken.
+func TestAnSVGAfterALongPrologIsRefused(t *testing.T) {
+	ts, sink, _ := uploadGateway(t, filepath.Join(t.TempDir(), "store.db"), 1<<20)
+	url := ts.URL + "/api/chats/room/uploads"
+	svg := `<SVG xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>`
+	for name, data := range map[string]string{
+		"blank lines":        strings.Repeat("\n", 5000) + svg,
+		"a byte-order mark":  "\xef\xbb\xbf" + strings.Repeat(" ", 2000) + svg,
+		"a DOCTYPE's subset": `<!DOCTYPE svg [` + strings.Repeat(`<!ENTITY a "b">`, 200) + `]>` + svg,
+	} {
+		code, body := postUpload(t, url, map[string]string{"sender_id": "alice"}, "photo.png", []byte(data))
+		assert.Equal(t, http.StatusUnsupportedMediaType, code, "%s: %s", name, body)
+		assert.Contains(t, body, "the file's bytes are image/svg+xml", name)
+	}
+	assert.Empty(t, sink.accepted)
+
+	code, body := postUpload(t, url, map[string]string{"sender_id": "alice"}, "notes.txt",
+		[]byte(strings.Repeat("notes ", 300)+"and the logo is an <svg> element"))
+	assert.Equal(t, http.StatusAccepted, code, body)
+}
