@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -254,4 +255,39 @@ func TestAnSVGAfterALongPrologIsRefused(t *testing.T) {
 	code, body := postUpload(t, url, map[string]string{"sender_id": "alice"}, "notes.txt",
 		[]byte(strings.Repeat("notes ", 300)+"and the logo is an <svg> element"))
 	assert.Equal(t, http.StatusAccepted, code, body)
+}
+
+// A form cut off before its closing delimiter is refused, even after a
+// whole file part (what came after it, a caption, is lost), and so is a
+// body none of whose lines is the header's boundary: neither is taken
+// for a form that simply ended.
+func TestACutFormIsRefusedNotTakenAsEnded(t *testing.T) {
+	ts, sink, _ := uploadGateway(t, filepath.Join(t.TempDir(), "store.db"), 1<<20)
+	url := ts.URL + "/api/chats/room/uploads"
+	whole := "--B\r\nContent-Disposition: form-data; name=\"sender_id\"\r\n\r\nalice\r\n" +
+		"--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\nhello\r\n" +
+		"--B\r\nContent-Disposition: form-data; name=\"text\"\r\n\r\nwhat is this?\r\n--B--\r\n"
+	for name, body := range map[string]string{
+		"cut after the file part":     whole[:strings.Index(whole, "hello\r\n--B\r\n")+len("hello\r\n--B\r\n")],
+		"cut in the caption's header": whole[:strings.Index(whole, `name="text"`)+len(`name="te`)],
+		"cut in the caption":          whole[:strings.Index(whole, "what is")+len("what is")],
+		"another boundary":            strings.ReplaceAll(whole, "--B", "--X"),
+	} {
+		code, answer := postRawUpload(t, url, body)
+		assert.Equal(t, http.StatusBadRequest, code, "%s: %s", name, answer)
+		assert.Contains(t, answer, "could not be read", name)
+	}
+	assert.Empty(t, sink.accepted)
+	code, answer := postRawUpload(t, url, whole)
+	assert.Equal(t, http.StatusAccepted, code, answer)
+
+	// The closing delimiter is found however the body's reads split it.
+	read := func(body string) error {
+		req := httptest.NewRequest(http.MethodPost, "/api/chats/room/uploads", io.NopCloser(iotest.OneByteReader(strings.NewReader(body))))
+		req.Header.Set("Content-Type", "multipart/form-data; boundary=B")
+		_, _, err := readUpload(req, 1<<20)
+		return err
+	}
+	assert.NoError(t, read(whole))
+	assert.ErrorContains(t, read(whole[:len(whole)-len("--\r\n")]+"\r\n"), "ends before its closing delimiter")
 }
