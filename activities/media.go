@@ -1,10 +1,15 @@
 package activities
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"image"
+	_ "image/gif" // image.DecodeConfig reads GIF, JPEG and PNG headers
+	_ "image/jpeg"
+	_ "image/png"
 	"net/http"
 	"slices"
 	"strconv"
@@ -258,6 +263,9 @@ func (a *Activities) present(ctx context.Context, ms MediaStore, sessionID strin
 		if !caps.images {
 			return "[" + desc + " attached, not shown: this model does not take images]"
 		}
+		if !readableImage(data, mime) {
+			return "[" + desc + " attached, not shown: its bytes start as " + mime + " but are no readable image (a broken or cut-off file)]"
+		}
 		if len(shown.images) >= maxTurnImages {
 			return fmt.Sprintf("[%s attached, not shown: a turn shows at most %d images]", desc, maxTurnImages)
 		}
@@ -291,6 +299,20 @@ func (a *Activities) present(ctx context.Context, ms MediaStore, sessionID strin
 			"<<<file " + strconv.Quote(name) + " sent by the user\n" + text + "\n>>>end of file " + strconv.Quote(name)
 	}
 	return "[" + desc + " attached, but it is not a file the model can take: images, PDFs and plain text are (its bytes are " + mime + ")]"
+}
+
+// readableImage is whether an image's header reads as the image its
+// sniffed type says: a broken one is named as such to the model, rather
+// than sent to a provider that refuses the whole request for it. Only
+// the header is read (image.DecodeConfig): nothing is decompressed or
+// rendered. WebP has no decoder here, and goes as it is.
+func readableImage(data []byte, mime string) bool {
+	switch mime {
+	case "image/png", "image/jpeg", "image/gif":
+		_, format, err := image.DecodeConfig(bytes.NewReader(data))
+		return err == nil && "image/"+format == mime
+	}
+	return true
 }
 
 // clipFileText is a text file's text cut to at most limit bytes on a

@@ -303,3 +303,26 @@ func TestTurnsWithFilesWaitForASlot(t *testing.T) {
 		require.NoError(t, err)
 	}
 }
+
+// An image whose bytes sniff as a PNG but whose header is cut off or
+// broken is named as such to the model, which answers the text; its
+// bytes reach no provider, which would refuse the whole request.
+func TestABrokenImageIsSaidSoAndTheTextIsStillAnswered(t *testing.T) {
+	broken := pipeline.Media{Kind: "photo", Ref: "broken-1", MimeType: "image/jpeg", Name: "broken.png"}
+	cut := pipeline.Media{Kind: "photo", Ref: "cut-1", MimeType: "image/jpeg"}
+	whole := pipeline.Media{Kind: "photo", Ref: "whole-1", MimeType: "image/jpeg"}
+	m := newMediaTurn(t, broken, cut, whole)
+	m.tg.AddFile("broken-1", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xff\xff\xff\x08"))
+	m.tg.AddFile("cut-1", pngBytes[:20])
+	m.tg.AddFile("whole-1", pngBytes)
+
+	m.turn(t, "openai/gpt-4o", "what are these?", broken, cut, whole)
+	reqs := m.model.Requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, []string{"data:image/png;base64," + base64.StdEncoding.EncodeToString(pngBytes)}, reqs[0].Images, "the whole image alone")
+	last := reqs[0].Messages[len(reqs[0].Messages)-1]
+	assert.Contains(t, last, "what are these?")
+	assert.Contains(t, last, `[photo "broken.png" (image/jpeg) attached, not shown: its bytes start as image/png but are no readable image (a broken or cut-off file)]`)
+	assert.Contains(t, last, `[photo (image/jpeg) attached, not shown: its bytes start as image/png but are no readable image`)
+	assert.Contains(t, last, `[photo (image/jpeg) attached, shown below]`)
+}

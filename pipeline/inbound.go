@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -17,6 +18,9 @@ const (
 	MaxIDBytes   = 128
 	MaxNameBytes = 256
 	MaxMedia     = 10
+	// MaxRefBytes bounds an attachment's reference: a platform's file
+	// ID, or a signed CDN address (a few hundred bytes at most).
+	MaxRefBytes = 2048
 )
 
 // ChatType says how many people a chat has, which later drives engagement.
@@ -79,6 +83,29 @@ type Media struct {
 	Ref      string `json:"ref"`  // the platform's file ID or URL
 	MimeType string `json:"mime_type,omitempty"`
 	Name     string `json:"name,omitempty"`
+}
+
+// validate reports what is wrong with an attachment. Its reference and
+// type are the platform's: one that is no short text is no platform's,
+// and is refused. Its name is the user's: adapters clip it first
+// (ClipFileName).
+func (m Media) validate() error {
+	switch {
+	case m.Ref == "":
+		return errors.New("the file has no reference")
+	case len(m.Ref) > MaxRefBytes || !plainText(m.Ref):
+		return fmt.Errorf("the file's reference must be text without control characters, at most %d bytes", MaxRefBytes)
+	case len(m.Kind) > MaxIDBytes || !plainText(m.Kind) || len(m.MimeType) > MaxIDBytes || !plainText(m.MimeType):
+		return fmt.Errorf("the file's kind and type must be text without control characters, at most %d bytes each", MaxIDBytes)
+	case len(m.Name) > MaxNameBytes || !plainText(m.Name):
+		return fmt.Errorf("the file's name must be text without control characters, at most %d bytes", MaxNameBytes)
+	}
+	return nil
+}
+
+// plainText is whether s is valid UTF-8 without control characters.
+func plainText(s string) bool {
+	return utf8.ValidString(s) && strings.IndexFunc(s, unicode.IsControl) < 0
 }
 
 // MaxReplyTokenBytes bounds Inbound.ReplyToken (platforms' are about 200
@@ -160,6 +187,11 @@ func (in Inbound) Validate() error {
 	}
 	if len(in.Media) > MaxMedia {
 		return fmt.Errorf("%d attachments, the limit is %d", len(in.Media), MaxMedia)
+	}
+	for i, m := range in.Media {
+		if err := m.validate(); err != nil {
+			return fmt.Errorf("attachment %d: %w", i+1, err)
+		}
 	}
 	if len(in.Text) > MaxTextBytes {
 		return fmt.Errorf("text is %d bytes, the limit is %d", len(in.Text), MaxTextBytes)
@@ -256,6 +288,20 @@ func ClipName(name string) string {
 		name = name[:MaxNameBytes]
 	}
 	return strings.ToValidUTF8(name, "")
+}
+
+// ClipFileName is a file's name as an Inbound takes it: ClipName's,
+// without control characters. A name is shown to people and to the model
+// and kept in the store (where PostgreSQL takes no NUL); it is never a
+// path, so separators and dots stay as the user wrote them.
+func ClipFileName(name string) string {
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(name, ""))
+	return ClipName(name)
 }
 
 // MediaKindOf is a Media Kind for a MIME type.

@@ -155,7 +155,7 @@ func mediaOf(files []*discordgo.MessageAttachment) []pipeline.Media {
 		if ref == "" {
 			continue
 		}
-		out = append(out, pipeline.Media{Kind: pipeline.MediaKindOf(f.ContentType), Ref: ref, MimeType: f.ContentType, Name: pipeline.ClipName(f.Filename)})
+		out = append(out, pipeline.Media{Kind: pipeline.MediaKindOf(f.ContentType), Ref: ref, MimeType: f.ContentType, Name: pipeline.ClipFileName(f.Filename)})
 	}
 	return out
 }

@@ -229,7 +229,7 @@ func mediaOf(files []slack.File) []pipeline.Media {
 			kind, mime = "audio", "audio/"+strings.TrimPrefix(mime, "video/")
 		}
 		out = append(out, pipeline.Media{
-			Kind: kind, Ref: f.ID, MimeType: mime, Name: pipeline.ClipName(f.Name),
+			Kind: kind, Ref: f.ID, MimeType: mime, Name: pipeline.ClipFileName(f.Name),
 		})
 	}
 	return out

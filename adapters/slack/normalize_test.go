@@ -223,6 +223,23 @@ func TestNormalizeRespectsLimits(t *testing.T) {
 	assert.Len(t, got.Inbound.Media[0].Name, pipeline.MaxNameBytes)
 }
 
+// A shared file's name loses its control characters (an escaped NUL
+// included) and is clipped; a file without an ID is nothing to fetch and
+// is left out; a negative size is no concern of the message's.
+func TestSharedFilesHostileNamesAreCleaned(t *testing.T) {
+	got := normalize(t, ReplyThreaded, envelope("Ev1",
+		`{"type":"message","subtype":"file_share","channel":"D1","channel_type":"im","user":"U1","text":"","ts":"`+postTS+`","files":[`+
+			`{"name":"no-id.pdf","size":10},`+
+			`{"id":"F1","name":"../../etc/passwd\u0000\u001b[31m\r\n.pdf","mimetype":"application/pdf","size":-1}]}`))
+	require.NotNil(t, got.Inbound, got.Skip)
+	assert.Equal(t, []pipeline.Media{{Kind: "document", Ref: "F1", MimeType: "application/pdf", Name: "../../etc/passwd[31m.pdf"}}, got.Inbound.Media)
+
+	none := normalize(t, ReplyThreaded, envelope("Ev2",
+		`{"type":"message","subtype":"file_share","channel":"D1","channel_type":"im","user":"U1","text":"","ts":"`+postTS+`","files":[{"name":"no-id.pdf"}]}`))
+	assert.Nil(t, none.Inbound)
+	assert.Equal(t, "message without text or files", none.Skip)
+}
+
 func FuzzNormalize(f *testing.F) {
 	for _, seed := range []string{
 		`{"type":"message","channel":"C1","channel_type":"channel","user":"U1","text":"<@UBOT> &lt;hi <@U2|x>","ts":"1.2","thread_ts":"1.1","parent_user_id":"UBOT"}`,

@@ -141,24 +141,30 @@ func displayName(u models.User) string {
 }
 
 // mediaOf keeps references to the message's attachments; their bytes stay
-// with Telegram until a tool fetches them.
+// with Telegram until a tool fetches them. An attachment without a file ID
+// is none (nothing could fetch it), and a name is clipped as every
+// platform's is.
 func mediaOf(m *models.Message) []pipeline.Media {
 	var out []pipeline.Media
+	add := func(kind, id, mime, name string) {
+		if id != "" {
+			out = append(out, pipeline.Media{Kind: kind, Ref: id, MimeType: mime, Name: pipeline.ClipFileName(name)})
+		}
+	}
 	if n := len(m.Photo); n > 0 {
-		largest := m.Photo[n-1] // Telegram lists sizes smallest first
-		out = append(out, pipeline.Media{Kind: "photo", Ref: largest.FileID, MimeType: "image/jpeg"})
+		add("photo", m.Photo[n-1].FileID, "image/jpeg", "") // Telegram lists sizes smallest first
 	}
 	if d := m.Document; d != nil {
-		out = append(out, pipeline.Media{Kind: "document", Ref: d.FileID, MimeType: d.MimeType, Name: d.FileName})
+		add("document", d.FileID, d.MimeType, d.FileName)
 	}
 	if v := m.Video; v != nil {
-		out = append(out, pipeline.Media{Kind: "video", Ref: v.FileID, MimeType: v.MimeType, Name: v.FileName})
+		add("video", v.FileID, v.MimeType, v.FileName)
 	}
 	if a := m.Audio; a != nil {
-		out = append(out, pipeline.Media{Kind: "audio", Ref: a.FileID, MimeType: a.MimeType, Name: a.FileName})
+		add("audio", a.FileID, a.MimeType, a.FileName)
 	}
 	if v := m.Voice; v != nil {
-		out = append(out, pipeline.Media{Kind: "voice", Ref: v.FileID, MimeType: v.MimeType})
+		add("voice", v.FileID, v.MimeType, "")
 	}
 	return out
 }

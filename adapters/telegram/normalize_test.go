@@ -1,6 +1,8 @@
 package telegram
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,6 +111,36 @@ func TestPhotoWithCaptionBecomesAMediaReference(t *testing.T) {
 		Document: &models.Document{FileID: "doc1", FileName: "report.pdf", MimeType: "application/pdf"}}})
 	assert.Empty(t, doc.Text)
 	assert.Equal(t, []pipeline.Media{{Kind: "document", Ref: "doc1", MimeType: "application/pdf", Name: "report.pdf"}}, doc.Media)
+}
+
+// A file's name is clipped and loses its control characters, as every
+// platform's does, so the message is accepted; an attachment without a
+// file ID is none, and a photo sent in many sizes is one photo.
+func TestHostileFileNamesAreClippedAndFilesWithoutIDsLeftOut(t *testing.T) {
+	sizes := make([]models.PhotoSize, 500)
+	for i := range sizes {
+		sizes[i] = models.PhotoSize{FileID: fmt.Sprintf("size-%d", i), FileSize: -1}
+	}
+	in := inbound(t, &models.Update{ID: 1, Message: &models.Message{ID: 3, Chat: forum, From: &alice, Photo: sizes,
+		Document: &models.Document{FileID: "doc1", FileName: "../../etc/passwd\x00\x1b[31m\n" + strings.Repeat("n", 100_000), FileSize: 1 << 62},
+		Audio:    &models.Audio{FileID: "", FileName: "lost.mp3"},
+		Voice:    &models.Voice{FileID: "voice1", Duration: -5, FileSize: -1}}})
+	require.NoError(t, in.Validate())
+	require.Len(t, in.Media, 3)
+	assert.Equal(t, pipeline.Media{Kind: "photo", Ref: "size-499", MimeType: "image/jpeg"}, in.Media[0])
+	assert.Equal(t, "document", in.Media[1].Kind)
+	assert.Len(t, in.Media[1].Name, pipeline.MaxNameBytes)
+	assert.True(t, strings.HasPrefix(in.Media[1].Name, "../../etc/passwd[31mnnn"), in.Media[1].Name[:30])
+	assert.Equal(t, pipeline.Media{Kind: "voice", Ref: "voice1"}, in.Media[2])
+
+	caption := inbound(t, &models.Update{ID: 2, Message: &models.Message{ID: 4, Chat: forum, From: &alice, Caption: "see this",
+		Photo: []models.PhotoSize{{FileID: ""}}}})
+	assert.Empty(t, caption.Media, "a photo without a file ID is nothing to fetch")
+	assert.Equal(t, "see this", caption.Text)
+	ev := Normalize(testBot, &models.Update{ID: 3, Message: &models.Message{ID: 5, Chat: forum, From: &alice,
+		Photo: []models.PhotoSize{{FileID: ""}}}}, time.Now())
+	assert.Nil(t, ev.Inbound)
+	assert.Equal(t, "message without text or media", ev.Skip)
 }
 
 // The session's dedupe then drops the edit; cmd/replyflow's

@@ -44,10 +44,32 @@ func isUpload(r *http.Request) bool {
 }
 
 // isSVG is whether text is an SVG image, which sniffs as plain text: an
-// image that can hold script, refused rather than passed on as text.
+// image that can hold script, refused rather than passed on as text. Its
+// <svg root may come after a prolog of any length (blank lines, a
+// DOCTYPE's internal subset), so a text that starts as markup is looked
+// at whole.
 func isSVG(data []byte) bool {
 	head := data[:min(len(data), 1024)]
-	return bytes.Contains(bytes.ToLower(head), []byte("<svg"))
+	if containsFold(head, "<svg") {
+		return true
+	}
+	body := bytes.TrimLeft(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), " \t\r\n\f")
+	return bytes.HasPrefix(body, []byte("<")) && containsFold(body, "<svg")
+}
+
+// containsFold is whether data holds the ASCII word, in any case.
+func containsFold(data []byte, word string) bool {
+	for i := bytes.IndexByte(data, word[0]); i >= 0; {
+		if len(data)-i >= len(word) && bytes.EqualFold(data[i:i+len(word)], []byte(word)) {
+			return true
+		}
+		next := bytes.IndexByte(data[i+1:], word[0])
+		if next < 0 {
+			return false
+		}
+		i += 1 + next
+	}
+	return false
 }
 
 // upload is what a multipart upload carries.
@@ -100,7 +122,7 @@ func (s *Server) postUpload(w http.ResponseWriter, r *http.Request) {
 	if u.msg.MessageID == "" {
 		u.msg.MessageID = randomID("u-")
 	}
-	file := pipeline.Media{Kind: pipeline.MediaKindOf(kind), Ref: uploadRefPrefix + chat + "/" + u.msg.MessageID + "/0", MimeType: kind, Name: pipeline.ClipName(u.name)}
+	file := pipeline.Media{Kind: pipeline.MediaKindOf(kind), Ref: uploadRefPrefix + chat + "/" + u.msg.MessageID + "/0", MimeType: kind, Name: pipeline.ClipFileName(u.name)}
 	in, err := u.msg.inbound(chat, s.cfg.Now(), file)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
@@ -130,6 +152,9 @@ func (s *Server) keep(ctx context.Context, in pipeline.Inbound, data []byte) err
 // bytes; its error says what is wrong, with the status to answer.
 func readUpload(r *http.Request, max int64) (upload, int, error) {
 	var u upload
+	_, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	body := &closingReader{ReadCloser: r.Body, delim: []byte("\n--" + params["boundary"] + "--"), seam: []byte("\n")}
+	r.Body = body
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return u, http.StatusBadRequest, fmt.Errorf("the body is not a multipart form: %w", err)
@@ -139,6 +164,11 @@ func readUpload(r *http.Request, max int64) (upload, int, error) {
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
+			if !body.closed {
+				// Cut off, or delimited by another boundary: what
+				// followed (a caption, the file) is lost.
+				return u, http.StatusBadRequest, errors.New("the form could not be read: it ends before its closing delimiter (--boundary--)")
+			}
 			break
 		}
 		if err != nil {
@@ -181,6 +211,38 @@ func readUpload(r *http.Request, max int64) (upload, int, error) {
 		return u, http.StatusBadRequest, errors.New("the form has no file, or an empty one (field file)")
 	}
 	return u, 0, nil
+}
+
+// closingReader reads a form's body and notes whether its closing
+// delimiter went by: the multipart reader answers io.EOF at that
+// delimiter, and also when the body ends just after another one, inside
+// a part's headers, and only the first is a form that ended. A part's
+// content never holds the delimiter (it would end the part), so the
+// delimiter's bytes anywhere in the body are the close.
+type closingReader struct {
+	io.ReadCloser
+	delim []byte // "\n--boundary--"
+	// seam is the end of what was read before, up to len(delim)-1
+	// bytes, for a delimiter split across two reads; it starts as "\n",
+	// so that a body that starts with the delimiter is an empty form.
+	seam   []byte
+	closed bool
+}
+
+func (c *closingReader) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	if c.closed || n == 0 {
+		return n, err
+	}
+	keep := len(c.delim) - 1
+	c.seam = append(c.seam, p[:min(n, keep)]...)
+	c.closed = bytes.Contains(c.seam, c.delim) || bytes.Contains(p[:n], c.delim)
+	if n >= keep {
+		c.seam = append(c.seam[:0], p[n-keep:n]...)
+	} else if len(c.seam) > keep {
+		c.seam = c.seam[len(c.seam)-keep:]
+	}
+	return n, err
 }
 
 var _ adapters.FileFetcher = (*Client)(nil)

@@ -10,7 +10,9 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -183,4 +185,109 @@ func TestUploadsFromAnotherSiteAndMultipartElsewhereAreRefused(t *testing.T) {
 		assert.Equal(t, c.status, resp.StatusCode, c.path)
 	}
 	assert.Empty(t, sink.accepted)
+}
+
+// postRawUpload posts body as a multipart form with boundary "B".
+func postRawUpload(t *testing.T, url, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(url, "multipart/form-data; boundary=B", strings.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out)
+}
+
+// A file's name is a name, never a path: the message keeps it without
+// control characters (an escaped NUL included, which PostgreSQL would
+// not store), clipped, and what the store keeps is keyed by the chat
+// and message, whatever the name says.
+func TestUploadedFileNamesAreCleanedAndNeverPaths(t *testing.T) {
+	ts, sink, db := uploadGateway(t, filepath.Join(t.TempDir(), "store.db"), 1<<20)
+	url := ts.URL + "/api/chats/room/uploads"
+	form := func(id, disposition string) string {
+		return "--B\r\nContent-Disposition: form-data; name=\"sender_id\"\r\n\r\nalice\r\n" +
+			"--B\r\nContent-Disposition: form-data; name=\"message_id\"\r\n\r\n" + id + "\r\n" +
+			"--B\r\nContent-Disposition: form-data; name=\"file\"; " + disposition + "\r\nContent-Type: image/png\r\n\r\n%PDF-1.7\n1 0 obj\r\n--B--\r\n"
+	}
+	for _, c := range []struct {
+		id, disposition, name string
+	}{
+		{"m1", `filename*=UTF-8''a%00b%1B%5B31mc%0D%0Ad.pdf`, "ab[31mcd.pdf"},
+		{"m2", `filename="../../../etc/passwd"`, "passwd"},
+		{"m3", `filename="..\\..\\report.pdf"`, `..\..\report.pdf`},
+		{"m4", `filename="` + strings.Repeat("n", 10_000) + `.pdf"`, strings.Repeat("n", pipeline.MaxNameBytes)},
+	} {
+		code, body := postRawUpload(t, url, form(c.id, c.disposition))
+		require.Equal(t, http.StatusAccepted, code, "%s: %s", c.id, body)
+		in := sink.accepted[len(sink.accepted)-1]
+		require.Len(t, in.Media, 1)
+		assert.Equal(t, pipeline.Media{Kind: "document", Ref: "upload:room/" + c.id + "/0", MimeType: "application/pdf", Name: c.name}, in.Media[0], c.id)
+		kept, err := db.MessageMedia(context.Background(), in.Session().WorkflowID(), []string{c.id})
+		require.NoError(t, err)
+		require.Len(t, kept[c.id], 1)
+		assert.Equal(t, c.name, kept[c.id][0].Name, c.id)
+	}
+
+	// A raw NUL in the part's header is no form at all.
+	code, body := postRawUpload(t, url, form("m5", "filename=\"a\x00b.pdf\""))
+	assert.Equal(t, http.StatusBadRequest, code, body)
+	assert.Contains(t, body, "the form could not be read")
+}
+
+// An SVG is refused however long the prolog before its <svg root (which
+// the sniffer reads past in no case: it takes it for plain text); a text
+// that is no markup may mention <svg anywhere and is taken.
+func TestAnSVGAfterALongPrologIsRefused(t *testing.T) {
+	ts, sink, _ := uploadGateway(t, filepath.Join(t.TempDir(), "store.db"), 1<<20)
+	url := ts.URL + "/api/chats/room/uploads"
+	svg := `<SVG xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>`
+	for name, data := range map[string]string{
+		"blank lines":        strings.Repeat("\n", 5000) + svg,
+		"a byte-order mark":  "\xef\xbb\xbf" + strings.Repeat(" ", 2000) + svg,
+		"a DOCTYPE's subset": `<!DOCTYPE svg [` + strings.Repeat(`<!ENTITY a "b">`, 200) + `]>` + svg,
+	} {
+		code, body := postUpload(t, url, map[string]string{"sender_id": "alice"}, "photo.png", []byte(data))
+		assert.Equal(t, http.StatusUnsupportedMediaType, code, "%s: %s", name, body)
+		assert.Contains(t, body, "the file's bytes are image/svg+xml", name)
+	}
+	assert.Empty(t, sink.accepted)
+
+	code, body := postUpload(t, url, map[string]string{"sender_id": "alice"}, "notes.txt",
+		[]byte(strings.Repeat("notes ", 300)+"and the logo is an <svg> element"))
+	assert.Equal(t, http.StatusAccepted, code, body)
+}
+
+// A form cut off before its closing delimiter is refused, even after a
+// whole file part (what came after it, a caption, is lost), and so is a
+// body none of whose lines is the header's boundary: neither is taken
+// for a form that simply ended.
+func TestACutFormIsRefusedNotTakenAsEnded(t *testing.T) {
+	ts, sink, _ := uploadGateway(t, filepath.Join(t.TempDir(), "store.db"), 1<<20)
+	url := ts.URL + "/api/chats/room/uploads"
+	whole := "--B\r\nContent-Disposition: form-data; name=\"sender_id\"\r\n\r\nalice\r\n" +
+		"--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\nhello\r\n" +
+		"--B\r\nContent-Disposition: form-data; name=\"text\"\r\n\r\nwhat is this?\r\n--B--\r\n"
+	for name, body := range map[string]string{
+		"cut after the file part":     whole[:strings.Index(whole, "hello\r\n--B\r\n")+len("hello\r\n--B\r\n")],
+		"cut in the caption's header": whole[:strings.Index(whole, `name="text"`)+len(`name="te`)],
+		"cut in the caption":          whole[:strings.Index(whole, "what is")+len("what is")],
+		"another boundary":            strings.ReplaceAll(whole, "--B", "--X"),
+	} {
+		code, answer := postRawUpload(t, url, body)
+		assert.Equal(t, http.StatusBadRequest, code, "%s: %s", name, answer)
+		assert.Contains(t, answer, "could not be read", name)
+	}
+	assert.Empty(t, sink.accepted)
+	code, answer := postRawUpload(t, url, whole)
+	assert.Equal(t, http.StatusAccepted, code, answer)
+
+	// The closing delimiter is found however the body's reads split it.
+	read := func(body string) error {
+		req := httptest.NewRequest(http.MethodPost, "/api/chats/room/uploads", io.NopCloser(iotest.OneByteReader(strings.NewReader(body))))
+		req.Header.Set("Content-Type", "multipart/form-data; boundary=B")
+		_, _, err := readUpload(req, 1<<20)
+		return err
+	}
+	assert.NoError(t, read(whole))
+	assert.ErrorContains(t, read(whole[:len(whole)-len("--\r\n")]+"\r\n"), "ends before its closing delimiter")
 }

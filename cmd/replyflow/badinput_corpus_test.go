@@ -42,8 +42,10 @@ import (
 // corpus if the case is accepted, and must not otherwise); repeat (send
 // it n times, each must meet expect: a replay); seen (accepted cases:
 // how many distinct messages the session holds after the corpus; a
-// replay counts once); sign (Slack: how to sign, see slackSignModes);
-// chunked (yes: send the body without a Content-Length).
+// replay counts once); answer (accepted web chat cases: a text the
+// chat's answer must contain, once the corpus has run: the session did
+// not merely start, it answered); sign (Slack: how to sign, see
+// slackSignModes); chunked (yes: send the body without a Content-Length).
 //
 // expect is one of: a 4xx status ("413"), which must come with a reason
 // in the body; "4xx", any of them with a reason (where 400 and 401 would
@@ -51,13 +53,18 @@ import (
 // whose message reached its session; "ignored 200", a 2xx by design
 // (Telegram and Slack retry anything else) that started no session.
 //
-// The path, the header values and the body are templates with the
-// delimiters <% %>, so what cannot be stored is built when the case
-// runs: <% repeat 2097152 "a" %> (2 MiB of a), <% nest 10000 "[" "]" %>
-// (10,000 nested arrays), <% gzip "text" %>, Go string literals for bytes
-// a text file should not hold ("\x00", "\xff", "\x1b[31m"), and the
-// secrets the test configured: <% .TelegramSecret %>,
-// <% .WebchatBotToken %>.
+// The path, the header values, the reason, the answer and the body are
+// templates with the delimiters <% %>, so what cannot be stored is built
+// when the case runs: <% repeat 2097152 "a" %> (2 MiB of a),
+// <% nest 10000 "[" "]" %> (10,000 nested arrays), <% gzip "text" %>,
+// <% add 1 2 %>, Go string literals for bytes a text file should not
+// hold ("\x00", "\xff", "\x1b[31m"), the secrets the test configured:
+// <% .TelegramSecret %>, <% .WebchatBotToken %>, and the largest file
+// the gateway takes: <% .MediaMaxBytes %>.
+//
+// The web chat's uploads are multipart forms; a case writes its parts'
+// lines ending in LF alone, which Go's multipart reader takes as it
+// takes CRLF.
 
 // badInputCase is one parsed case file.
 type badInputCase struct {
@@ -72,6 +79,7 @@ type badInputCase struct {
 	Reason        string
 	Session       string
 	Seen          int
+	Answer        string
 }
 
 // badInputOutcome is what a case's answer must be.
@@ -99,10 +107,13 @@ type corpusVars struct {
 	// REPLYFLOW_TELEGRAM_CATCHUP_MAX_AGE, so an accepted case's date is
 	// now.
 	TelegramNow int64
+	// MediaMaxBytes is REPLYFLOW_MEDIA_MAX_BYTES of the run.
+	MediaMaxBytes int
 }
 
 var corpusFuncs = template.FuncMap{
 	"repeat": func(n int, s string) string { return strings.Repeat(s, n) },
+	"add":    func(a, b int) int { return a + b },
 	"nest": func(n int, open, close string) string {
 		return strings.Repeat(open, n) + strings.Repeat(close, n)
 	},
@@ -188,7 +199,7 @@ func parseBadInput(channel, name string, data []byte, vars corpusVars) (badInput
 		case "expect":
 			c.Expect, err = parseOutcome(value)
 		case "reason":
-			c.Reason = value
+			c.Reason, err = expand("reason", value)
 		case "session":
 			c.Session = value
 		case "sign":
@@ -202,6 +213,8 @@ func parseBadInput(channel, name string, data []byte, vars corpusVars) (badInput
 			c.Repeat, err = strconv.Atoi(value)
 		case "seen":
 			c.Seen, err = strconv.Atoi(value)
+		case "answer":
+			c.Answer, err = expand("answer", value)
 		default:
 			err = fmt.Errorf("unknown key %q", key)
 		}
@@ -247,6 +260,8 @@ func (c badInputCase) check() error {
 		return fmt.Errorf("an accepted case names its session, to check that it exists")
 	case c.Seen != 0 && c.Expect.Kind != outcomeAccepted:
 		return fmt.Errorf("seen is for accepted cases")
+	case c.Answer != "" && (c.Expect.Kind != outcomeAccepted || c.Channel != "webchat"):
+		return fmt.Errorf("answer is for accepted web chat cases")
 	case c.Repeat < 1:
 		return fmt.Errorf("repeat must be at least 1")
 	case c.isControl() && c.Expect.Kind != outcomeAccepted:

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,11 +14,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/replyflow/replyflow/activities"
 	"github.com/replyflow/replyflow/adapters/slack"
 	"github.com/replyflow/replyflow/adapters/slack/slacktest"
 	"github.com/replyflow/replyflow/pipeline"
@@ -31,13 +36,20 @@ const badInputDeadline = 15 * time.Second
 // badInputWebhookSecret is the Telegram webhook's secret in the corpus run.
 const badInputWebhookSecret = "bi-telegram-webhook-secret"
 
+// badInputMediaMaxBytes is REPLYFLOW_MEDIA_MAX_BYTES in the corpus run:
+// small, so that a file over it costs little to send.
+const badInputMediaMaxBytes = 1 << 20
+
 // The corpus under testdata/badinput (see badinput_corpus_test.go) runs
 // against one real gateway serving the web chat, Telegram's webhook and
 // Slack's Events API with their secrets set, and a worker, on the shared
 // dev server. Each case must get its answer in time, with a reason when
 // refused, and leave the gateway healthy; after all of them, exactly the
 // accepted cases' sessions exist, and each channel's control request,
-// sent last, was accepted. The stack logs at debug level, so the debug
+// sent last, was accepted. Files are on (REPLYFLOW_MEDIA): what the
+// gateway recorded of every accepted file is bounded and clean, each
+// accepted session still runs, and the web chat's accepted cases that
+// name an answer got it. The stack logs at debug level, so the debug
 // lines go through the secret scan too.
 func TestBadInputCorpus(t *testing.T) {
 	cfg := testConfig(t)
@@ -45,6 +57,7 @@ func TestBadInputCorpus(t *testing.T) {
 	// The worker reads the links of accepted cases: every link in the
 	// corpus points at this machine, so it must refuse each when dialed.
 	cfg.Links = true
+	cfg.Media, cfg.MediaMaxBytes = true, badInputMediaMaxBytes
 	cfg, _ = withTelegram(t, cfg)
 	tg := telegramOf(cfg)
 	tg.Mode, tg.WebhookSecret = "webhook", badInputWebhookSecret
@@ -52,9 +65,15 @@ func TestBadInputCorpus(t *testing.T) {
 	s := &slackStack{stack: startStack(t, cfg), fake: fakeSlack, mode: slackEvents}
 	s.waitTelegramUp()
 	s.waitSlackUp()
-	s.startWorker(nil)
+	// The worker takes the demo model for one that sees images, so an
+	// accepted image's bytes go as far as a model request; the demo
+	// echoes what the turn made of each file.
+	s.startWorkerWith(func(acts *activities.Activities) {
+		acts.Media.SeesImages = func(string) bool { return true }
+	})
 
-	corpus := loadBadInput(t, "testdata/badinput", corpusVars{TelegramSecret: badInputWebhookSecret, WebchatBotToken: webchatOf(cfg).BotToken, TelegramNow: time.Now().Unix()})
+	corpus := loadBadInput(t, "testdata/badinput", corpusVars{TelegramSecret: badInputWebhookSecret, WebchatBotToken: webchatOf(cfg).BotToken,
+		TelegramNow: time.Now().Unix(), MediaMaxBytes: badInputMediaMaxBytes})
 	channels := []string{"webchat", "telegram", "slack"}
 	require.ElementsMatch(t, channels, sortedKeys(corpus), "a folder per channel with an HTTP surface (Discord has none: it dials out)")
 	accounts := map[string]string{"webchat": "", "telegram": "1000", "slack": fakeSlack.TeamID}
@@ -118,6 +137,26 @@ func TestBadInputCorpus(t *testing.T) {
 		}, 30*time.Second, 100*time.Millisecond, "visibility lists the accepted sessions")
 		assert.Equal(t, want, started, "the sessions on the gateway's task queue are the accepted cases' and no other")
 	})
+	t.Run("accepted sessions run", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, c := range mustExist {
+			d, err := s.client.DescribeWorkflowExecution(ctx, keyOf(c).WorkflowID(), "")
+			if assert.NoError(t, err, "%s/%s", c.Channel, c.Name) {
+				assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, d.WorkflowExecutionInfo.Status, "%s/%s: session %s", c.Channel, c.Name, keyOf(c).WorkflowID())
+			}
+		}
+	})
+	t.Run("answers", func(t *testing.T) {
+		for _, c := range mustExist {
+			if c.Answer != "" {
+				waitForAnswer(t, client, s.baseURL, c)
+			}
+		}
+	})
+	t.Run("recorded files are bounded and clean", func(t *testing.T) {
+		assertRecordedFilesClean(t, cfg.StoreDSN)
+	})
 	t.Run("replays counted once", func(t *testing.T) {
 		for _, c := range mustExist {
 			if c.Seen > 0 {
@@ -142,6 +181,85 @@ func assertOutcome(t *testing.T, c badInputCase, status int, body []byte) {
 		assert.Contains(t, reason, c.Reason)
 	default:
 		assert.Equal(t, c.Expect.Status, status, "%s: %.300s", c.Expect.Kind, body)
+	}
+}
+
+// waitForAnswer waits until the web chat's history of c's chat holds a
+// bot message that contains c.Answer.
+func waitForAnswer(t *testing.T, client *http.Client, baseURL string, c badInputCase) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		answers := botAnswers(client, baseURL, c.Session)
+		if slices.ContainsFunc(answers, func(text string) bool { return strings.Contains(text, c.Answer) }) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("webchat/%s: no answer contains %q; the answers are %q", c.Name, c.Answer, answers)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// botAnswers are the texts of the bot's messages in the web chat's
+// history of chat (none while it cannot be read).
+func botAnswers(client *http.Client, baseURL, chat string) []string {
+	resp, err := client.Get(baseURL + "/api/chats/" + chat + "/history")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var history struct {
+		Events []struct {
+			Type string          `json:"type"`
+			Data json.RawMessage `json:"data"`
+		} `json:"events"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&history) != nil {
+		return nil
+	}
+	var texts []string
+	for _, ev := range history.Events {
+		var msg struct {
+			Text string `json:"text"`
+		}
+		if ev.Type == "message" && json.Unmarshal(ev.Data, &msg) == nil {
+			texts = append(texts, msg.Text)
+		}
+	}
+	return texts
+}
+
+// assertRecordedFilesClean checks what the gateway recorded of the
+// accepted files in the store at dsn: at most pipeline.MaxMedia a
+// message, each with a reference and a name that are bounded text
+// without control characters (a name is never a path, and PostgreSQL
+// stores no NUL).
+func assertRecordedFilesClean(t *testing.T, dsn string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", dsn)
+	require.NoError(t, err)
+	defer db.Close()
+	rows, err := db.Query(`SELECT session_id, message_id, seq, ref, mime_type, name FROM inbound_media`)
+	require.NoError(t, err)
+	defer rows.Close()
+	perMessage := map[string]int{}
+	for rows.Next() {
+		var session, message, ref, mime, name string
+		var seq int
+		require.NoError(t, rows.Scan(&session, &message, &seq, &ref, &mime, &name))
+		where := fmt.Sprintf("%s message %s file %d", session, message, seq)
+		perMessage[session+" "+message]++
+		clean := func(s string) bool { return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl) }
+		assert.True(t, ref != "" && len(ref) <= pipeline.MaxRefBytes && clean(ref), "%s: reference %.80q", where, ref)
+		assert.True(t, len(mime) <= pipeline.MaxIDBytes && clean(mime), "%s: type %.80q", where, mime)
+		assert.True(t, len(name) <= pipeline.MaxNameBytes && clean(name), "%s: name %.80q", where, name)
+	}
+	require.NoError(t, rows.Err())
+	assert.NotEmpty(t, perMessage, "the corpus's accepted files were recorded")
+	for message, n := range perMessage {
+		assert.LessOrEqual(t, n, pipeline.MaxMedia, "files of %s", message)
 	}
 }
 
