@@ -28,7 +28,7 @@ func (s *Store) KeepExport(ctx context.Context, sessionID, key string, doc Expor
 		return ExportDocument{}, fmt.Errorf("keep export %s of %s: %w", key, sessionID, err)
 	}
 	if _, err := s.db.ExecContext(ctx, s.q(`INSERT INTO export_documents (session_id, export_key, document, messages, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, export_key) DO NOTHING`),
-		sessionID, key, doc.Text, doc.Messages, now); err != nil {
+		sessionID, key, withoutNUL(doc.Text), doc.Messages, now); err != nil {
 		return ExportDocument{}, fmt.Errorf("keep export %s of %s: %w", key, sessionID, err)
 	}
 	kept, found, err := s.Export(ctx, sessionID, key)

@@ -232,7 +232,7 @@ func (s *Store) MessageMedia(ctx context.Context, sessionID string, messageIDs [
 // neither downloads nor transcribes it again. With a Sealer both are
 // encrypted.
 func (s *Store) SaveMediaContent(ctx context.Context, sessionID, messageID string, seq int, content, transcript string) error {
-	content, transcript, err := s.sealMedia(sessionID, messageID, seq, content, transcript)
+	content, transcript, err := s.sealMedia(sessionID, messageID, seq, content, withoutNUL(transcript))
 	if err != nil {
 		return fmt.Errorf("encrypt file %d of message %s of %s: %w", seq, messageID, sessionID, err)
 	}

@@ -324,7 +324,7 @@ func (s *Store) Append(ctx context.Context, transcriptID string, msgs []Message)
 	for _, m := range msgs {
 		seq++
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO transcript_messages (transcript_id, message_key, seq, role, sender, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (transcript_id, message_key) DO NOTHING`),
-			transcriptID, m.Key, seq, m.Role, m.Sender, m.Body, m.CreatedAt.UTC())
+			transcriptID, m.Key, seq, m.Role, withoutNUL(m.Sender), withoutNUL(m.Body), m.CreatedAt.UTC())
 		if err != nil {
 			return fmt.Errorf("append %s to transcript %s: %w", m.Key, transcriptID, err)
 		}
@@ -419,7 +419,7 @@ func (s *Store) AddFeedback(ctx context.Context, f Feedback) error {
 		return fmt.Errorf("record feedback %s: %w", f.EventID, err)
 	}
 	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO feedback_events (event_id, session_id, message_id, unresolved, sender_id, emoji, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`),
-		f.EventID, f.SessionID, f.MessageID, f.Unresolved, f.SenderID, f.Emoji, f.CreatedAt.UTC())
+		f.EventID, f.SessionID, f.MessageID, f.Unresolved, withoutNUL(f.SenderID), withoutNUL(f.Emoji), f.CreatedAt.UTC())
 	if err != nil {
 		return fmt.Errorf("record feedback %s: %w", f.EventID, err)
 	}
@@ -442,4 +442,12 @@ func (s *Store) Feedbacks(ctx context.Context, sessionID string) ([]Feedback, er
 		out = append(out, f)
 	}
 	return out, rows.Err()
+}
+
+// withoutNUL is free text (a user's or a model's words, a tool's output,
+// a name) as both stores keep it: PostgreSQL's text takes no NUL and
+// would refuse the whole write, failing the turn that makes it, so NUL
+// is dropped on SQLite too and the two agree.
+func withoutNUL(s string) string {
+	return strings.ReplaceAll(s, "\x00", "")
 }

@@ -74,6 +74,19 @@ func runSuite(t *testing.T, dsn func(*testing.T) string) {
 		return s, d
 	}
 
+	t.Run("free text with a NUL is kept without it, on either store", func(t *testing.T) {
+		s, _ := open(t)
+		require.NoError(t, s.Append(ctx, "session:webchat:nul#1", []Message{
+			{Key: "t1/user", Role: "user", Sender: "al\x00ice", Body: "a\x00b", CreatedAt: time.Now()},
+		}))
+		got, err := s.Recent(ctx, "session:webchat:nul#1", 10)
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		assert.Equal(t, "ab", got[0].Body)
+		assert.Equal(t, "alice", got[0].Sender)
+		require.NoError(t, s.SaveToolResult(ctx, "session:webchat:nul", "t1", "c1", "out\x00put", false))
+	})
+
 	t.Run("what a stream showed is kept per turn, the newest write winning", func(t *testing.T) {
 		s, _ := open(t)
 		got, err := s.Shown(ctx, "session:webchat:a", "t1")

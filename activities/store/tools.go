@@ -16,7 +16,7 @@ func (s *Store) SaveToolResult(ctx context.Context, sessionID, turnID, callID, o
 		return fmt.Errorf("save the result of tool call %s (turn %s of %s): %w", callID, turnID, sessionID, err)
 	}
 	if _, err := s.db.ExecContext(ctx, s.q(`INSERT INTO tool_results (session_id, turn_id, call_id, output, is_error, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, turn_id, call_id) DO NOTHING`),
-		sessionID, turnID, callID, output, isError, now); err != nil {
+		sessionID, turnID, callID, withoutNUL(output), isError, now); err != nil {
 		return fmt.Errorf("save the result of tool call %s (turn %s of %s): %w", callID, turnID, sessionID, err)
 	}
 	return nil
