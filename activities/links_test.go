@@ -301,8 +301,9 @@ func TestPagesThatAreTooLargeNotTextOrFailingGetALineEach(t *testing.T) {
 	})
 	// Before the site closes, which waits for its handlers.
 	t.Cleanup(func() { close(release) })
-	links := &Links{MaxLinks: 10, MaxBytes: 64 << 10, MaxText: 2048, Timeout: 300 * time.Millisecond, publicAddr: standIn}
-	l := newLinkTurn(t, links)
+	// Each page's outcome is its own, not the clock's: a deadline no
+	// loaded machine reaches, but for the page that never answers.
+	l := newLinkTurn(t, &Links{MaxLinks: 10, MaxBytes: 64 << 10, MaxText: 2048, Timeout: 30 * time.Second, publicAddr: standIn})
 	want := map[string]string{
 		"/declared-big":      "its page is larger than 65536 bytes",
 		"/streamed-big":      "its page is larger than 65536 bytes",
@@ -322,9 +323,13 @@ func TestPagesThatAreTooLargeNotTextOrFailingGetALineEach(t *testing.T) {
 	assert.NotContains(t, got, "<untrusted-", "no page was given")
 
 	// At most maxTurnLinks per turn: the others in a turn of their own.
-	got = l.turn(t, "t2", "slow: "+site.URL+"/slow, binary: "+site.URL+"/nul-text")
-	assert.Contains(t, got, "[link "+site.URL+"/slow not read: the site did not answer within 300ms]")
+	got = l.turn(t, "t2", "binary: "+site.URL+"/nul-text")
 	assert.Contains(t, got, "[link "+site.URL+"/nul-text not read: it is not a text page (its bytes are application/octet-stream)]")
+
+	// A site that never answers costs the link's timeout.
+	slow := newLinkTurn(t, &Links{MaxLinks: 10, MaxBytes: 64 << 10, MaxText: 2048, Timeout: 300 * time.Millisecond, publicAddr: standIn})
+	got = slow.turn(t, "t3", "slow: "+site.URL+"/slow")
+	assert.Contains(t, got, "[link "+site.URL+"/slow not read: the site did not answer within 300ms]")
 }
 
 // Without REPLYFLOW_LINKS nothing is fetched and the prompt is the
@@ -507,11 +512,19 @@ func TestBadPagesCorpus(t *testing.T) {
 		routes["/"+c.name] = c.serve
 	}
 	site := newPages(t, routes)
-	links := &Links{MaxLinks: 1, MaxBytes: 64 << 10, MaxText: 2048, Timeout: 500 * time.Millisecond, publicAddr: standIn}
+	// A page that hangs waits out its deadline, kept short; every other
+	// page has a deadline no loaded machine reaches, so its outcome is
+	// the page's, not the clock's.
+	links := &Links{MaxLinks: 1, MaxBytes: 64 << 10, MaxText: 2048, Timeout: 30 * time.Second, publicAddr: standIn}
+	hanging := &Links{MaxLinks: 1, MaxBytes: 64 << 10, MaxText: 2048, Timeout: 500 * time.Millisecond, publicAddr: standIn}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			link := site.URL + "/" + c.name
-			got, failed := links.read(context.Background(), link)
+			l := links
+			if c.hang {
+				l = hanging
+			}
+			got, failed := l.read(context.Background(), link)
 			assert.True(t, utf8.ValidString(got), "valid UTF-8")
 			assert.False(t, strings.ContainsFunc(got, func(r rune) bool { return r != '\n' && (unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)) }), "no control characters")
 			if c.given {
