@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/replyflow/replyflow/activities/models/modeltest"
 	"github.com/replyflow/replyflow/adapters/discord/discordtest"
 	"github.com/replyflow/replyflow/adapters/slack/slacktest"
+	"github.com/replyflow/replyflow/pipeline"
 )
 
 // testPDF is a PDF's header and size bytes after it, each a marker the
@@ -290,4 +293,37 @@ func TestDiscordAttachedImageAndVoiceMessageReachTheModel(t *testing.T) {
 	assert.NotContains(t, raw, "discord-voice-bytes.")
 	assert.NotContains(t, raw, "after lunch", "the transcript stays in the store")
 	assert.Less(t, len(raw), 200<<10, "history does not grow with the files")
+}
+
+// A PNG uploaded to the web chat with a caption reaches the model as an
+// image part beside the caption, and the reply comes back; the session's
+// history holds none of the image's bytes.
+func TestWebchatUploadedImageReachesTheModelWithItsCaption(t *testing.T) {
+	t.Parallel()
+	oa := modeltest.NewOpenAI()
+	t.Cleanup(oa.Close)
+	cfg := testConfig(t)
+	cfg.Model, cfg.Media = "openai/gpt-4o", true
+	s := startStack(t, cfg)
+	s.startWorkerWith(func(acts *activities.Activities) {
+		acts.Models = &models.Registry{MaxTokens: 256, OpenAIOptions: []openaiopt.RequestOption{openaiopt.WithBaseURL(oa.URL + "/v1"), openaiopt.WithAPIKey("test")}}
+	})
+	chat := fmt.Sprintf("image-e2e-%d", queueSeq.Add(1))
+	events := subscribe(t, s.baseURL, chat)
+
+	png := testPNG(t, "webchat-image-bytes.", 200<<10)
+	oa.Push(modeltest.Step{Text: "a picture of a cat"})
+	status, answer := uploadFile(t, s.baseURL, chat, "img1", "what is this?", "cat.png", png)
+	require.Equal(t, http.StatusAccepted, status, answer)
+	events.collectUntil(t, 30*time.Second, isReplyTo("img1"))
+
+	reqs := oa.Requests()
+	require.Len(t, reqs, 1)
+	assertOneImage(t, png, reqs[0].Images)
+	last := reqs[0].Messages[len(reqs[0].Messages)-1]
+	assert.Contains(t, last, "what is this?")
+	assert.Contains(t, last, `[photo "cat.png" (image/png) attached, shown below]`)
+	raw := rawHistory(t, sessionHistory(t, s.client, pipeline.SessionKey{Channel: "webchat", Chat: chat}.WorkflowID()))
+	assert.NotContains(t, raw, "webchat-image-bytes.")
+	assert.Less(t, len(raw), 200<<10, "history does not grow with the file")
 }
