@@ -224,6 +224,11 @@ func (a *Activities) fileFor(ctx context.Context, out adapters.Outbound, ms Medi
 	}
 	if f.Content != "" {
 		if data, err := base64.StdEncoding.DecodeString(f.Content); err == nil {
+			if isAudio(f.Media) {
+				// Kept by the gateway (a web chat upload), not yet
+				// transcribed: a transcript, once kept, is read above.
+				return a.transcribed(ctx, ms, sessionID, f, data)
+			}
 			return a.present(ctx, ms, sessionID, f, data, false, caps, shown)
 		}
 	}

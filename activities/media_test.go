@@ -173,6 +173,34 @@ func TestAVoiceNoteIsTranscribedOnceAndTheTranscriptIsWhatTheModelReads(t *testi
 	}
 }
 
+// A sound whose bytes the gateway kept (a web chat upload) is
+// transcribed from the store, once, and never downloaded; the transcript
+// takes the bytes' place there.
+func TestAnUploadedSoundIsTranscribedFromTheStore(t *testing.T) {
+	audio := pipeline.Media{Kind: "audio", Ref: "upload:42/7/0", MimeType: "audio/webm", Name: "voice-note.webm"}
+	m := newMediaTurn(t, audio)
+	sound := []byte("\x1a\x45\xdf\xa3 a recorded voice note")
+	require.NoError(t, m.db.SaveMediaContent(context.Background(), m.key.WorkflowID(), "7", 0, base64.StdEncoding.EncodeToString(sound), ""))
+	m.model.SetTranscript("call the plumber")
+
+	m.turn(t, "openai/gpt-4o", "from the train", audio)
+	m.turn(t, "openai/gpt-4o", "from the train", audio)
+	got := m.model.Transcriptions()
+	require.Len(t, got, 1, "a second attempt reads the transcript from the store")
+	assert.Equal(t, "voice-note.webm", got[0].FileName)
+	assert.True(t, bytes.Equal(sound, got[0].Audio))
+	assert.Zero(t, m.tg.Downloads())
+	for _, r := range m.model.Requests() {
+		last := r.Messages[len(r.Messages)-1]
+		assert.Contains(t, last, "from the train")
+		assert.Contains(t, last, `[audio "voice-note.webm" (audio/webm), transcribed: call the plumber]`)
+	}
+	kept, err := m.db.MessageMedia(context.Background(), m.key.WorkflowID(), []string{"7"})
+	require.NoError(t, err)
+	require.Len(t, kept["7"], 1)
+	assert.Empty(t, kept["7"][0].Content, "the transcript takes the bytes' place")
+}
+
 func TestAFileThatCannotBeFetchedIsSaidSoAndTheTextIsStillAnswered(t *testing.T) {
 	big := pipeline.Media{Kind: "photo", Ref: "big", MimeType: "image/jpeg"}
 	gone := pipeline.Media{Kind: "photo", Ref: "gone", MimeType: "image/jpeg"}

@@ -34,6 +34,24 @@ var uploadTypes = map[string]bool{
 	"application/pdf": true, "text/plain": true,
 }
 
+// uploadAudio maps the sniffed types of the sounds the web chat takes to
+// the audio type the file is kept as: its Media Kind is "audio", so the
+// worker transcribes it. The sniffer names containers, not what they
+// hold: an Opus voice note is application/ogg, and what a browser's
+// MediaRecorder records is video/webm (Chromium, Firefox). An .m4a, and
+// what Safari's MediaRecorder records, is an MP4 container and sniffs as
+// video/mp4; it is taken as audio/mp4 so that the 🎤 button works there
+// too. A video sent as one is then transcribed, which is what the
+// transcription API does with an MP4 (it reads the sound track), and it
+// is bounded as every upload is.
+var uploadAudio = map[string]string{
+	"audio/mpeg":      "audio/mpeg",
+	"audio/wave":      "audio/wav",
+	"application/ogg": "audio/ogg",
+	"video/webm":      "audio/webm",
+	"video/mp4":       "audio/mp4",
+}
+
 // isUpload is whether r is an upload (a multipart form, the one body
 // besides JSON a state-changing request may have): only the upload route
 // reads it, behind the same cross-origin checks.
@@ -111,9 +129,11 @@ func (s *Server) postUpload(w http.ResponseWriter, r *http.Request) {
 	if kind == "text/plain" && isSVG(u.data) {
 		sniffed = "image/svg+xml"
 	}
-	if !uploadTypes[kind] || (kind == "text/plain" && (!utf8.Valid(u.data) || sniffed == "image/svg+xml")) {
+	if audio, ok := uploadAudio[kind]; ok {
+		kind = audio
+	} else if !uploadTypes[kind] || (kind == "text/plain" && (!utf8.Valid(u.data) || sniffed == "image/svg+xml")) {
 		writeError(w, http.StatusUnsupportedMediaType, fmt.Sprintf(
-			"the file's bytes are %s, which the web chat does not take: send an image (JPEG, PNG, GIF, WebP), a PDF or a UTF-8 text file", sniffed))
+			"the file's bytes are %s, which the web chat does not take: send an image (JPEG, PNG, GIF, WebP), a PDF, a UTF-8 text file or a sound (MP3, WAV, Ogg, WebM, M4A)", sniffed))
 		return
 	}
 	if !speaksAs(w, who, &u.msg.SenderID, &u.msg.SenderName) {

@@ -291,3 +291,50 @@ func TestACutFormIsRefusedNotTakenAsEnded(t *testing.T) {
 	assert.NoError(t, read(whole))
 	assert.ErrorContains(t, read(whole[:len(whole)-len("--\r\n")]+"\r\n"), "ends before its closing delimiter")
 }
+
+// Sounds are taken as audio, typed by their sniffed container (what a
+// browser records is WebM, a voice note Ogg, an .m4a MP4), for the
+// worker to transcribe; other sound formats are refused with the reason,
+// and a sound is bounded as every file is.
+func TestAudioUploadsAreTakenAsAudioAndOtherSoundsRefused(t *testing.T) {
+	ts, sink, db := uploadGateway(t, filepath.Join(t.TempDir(), "store.db"), 1000)
+	url := ts.URL + "/api/chats/room/uploads"
+	webm := "\x1a\x45\xdf\xa3\x9f\x42\x86\x81\x01\x42\xf7\x81\x01\x42\xf2\x81\x04\x42\xf3\x81\x08\x42\x82\x84webm\x42\x87\x81\x04"
+	for i, c := range []struct {
+		name, data, mime string
+	}{
+		{"song.mp3", "ID3\x04\x00\x00\x00\x00\x00\x00frames", "audio/mpeg"},
+		{"memo.wav", "RIFF\x24\x00\x00\x00WAVEfmt ", "audio/wav"},
+		{"voice.ogg", "OggS\x00\x02\x00\x00opus", "audio/ogg"},
+		{"voice-note.webm", webm, "audio/webm"},
+		{"memo.m4a", "\x00\x00\x00\x20ftypM4A \x00\x00\x02\x00M4A isommp42\x00\x00\x00\x00", "audio/mp4"},
+	} {
+		id := "a" + strconv.Itoa(i)
+		code, body := postUpload(t, url, map[string]string{"sender_id": "alice", "message_id": id}, c.name, []byte(c.data))
+		require.Equal(t, http.StatusAccepted, code, "%s: %s", c.name, body)
+		in := sink.accepted[len(sink.accepted)-1]
+		assert.Equal(t, []pipeline.Media{{Kind: "audio", Ref: "upload:room/" + id + "/0", MimeType: c.mime, Name: c.name}}, in.Media, c.name)
+		kept, err := db.MessageMedia(context.Background(), in.Session().WorkflowID(), []string{id})
+		require.NoError(t, err)
+		require.Len(t, kept[id], 1, c.name)
+		assert.Equal(t, base64.StdEncoding.EncodeToString([]byte(c.data)), kept[id][0].Content, "%s: kept for the worker to transcribe", c.name)
+	}
+	accepted := len(sink.accepted)
+
+	for _, c := range []struct {
+		name, data, sniffed string
+	}{
+		{"tune.aiff", "FORM\x00\x00\x00\x00AIFFCOMM", "audio/aiff"},
+		{"tune.mid", "MThd\x00\x00\x00\x06\x00\x01", "audio/midi"},
+		{"clip.avi", "RIFF\x24\x00\x00\x00AVI LIST", "video/avi"},
+		{"song.flac", "fLaC\x00\x00\x00\x22", "application/octet-stream"},
+	} {
+		code, body := postUpload(t, url, map[string]string{"sender_id": "alice"}, c.name, []byte(c.data))
+		assert.Equal(t, http.StatusUnsupportedMediaType, code, "%s: %s", c.name, body)
+		assert.Contains(t, body, "the file's bytes are "+c.sniffed+", which the web chat does not take", c.name)
+		assert.Contains(t, body, "or a sound (MP3, WAV, Ogg, WebM, M4A)", c.name)
+	}
+	code, body := postUpload(t, url, map[string]string{"sender_id": "alice"}, "long.ogg", append([]byte("OggS\x00"), bytes.Repeat([]byte{1}, 1000)...))
+	assert.Equal(t, http.StatusRequestEntityTooLarge, code, body)
+	assert.Len(t, sink.accepted, accepted, "nothing refused is accepted")
+}

@@ -56,13 +56,15 @@ type browser struct {
 	errors []string
 }
 
-func startBrowser(t *testing.T) *browser {
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+// startBrowser starts Chromium with the usual flags, and extra ones a
+// test needs (a fake microphone).
+func startBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) *browser {
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(browserPath(t)), chromedp.UserDataDir(t.TempDir()),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.WindowSize(390, 844))
+		chromedp.WindowSize(390, 844)}, extra...)...)
 	t.Cleanup(cancelAlloc)
 	ctx, cancel := chromedp.NewContext(alloc)
 	t.Cleanup(cancel)

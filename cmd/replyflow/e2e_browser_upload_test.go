@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -10,11 +11,13 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	openaiopt "github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/replyflow/replyflow/activities"
 	"github.com/replyflow/replyflow/activities/models"
+	"github.com/replyflow/replyflow/activities/models/modeltest"
 )
 
 // fileModel answers each turn with what it was given of the user's
@@ -111,5 +114,52 @@ func TestWebChatPageUploadsPickedAndPastedFiles(t *testing.T) {
 	b.waitFor("the history", `document.querySelectorAll("#log .msg.bot").length === 3`)
 	assert.Equal(t, []string{"📎 report.pdf (2 KiB)", "📎 notes.txt (1 KiB)"},
 		eval[[]string](b, `[...document.querySelectorAll("#log .msg.user .upload")].map((e) => e.textContent)`), "the files' names, from the store")
+	assert.Empty(t, b.pageErrors(), "the page threw")
+}
+
+// The page's 🎤 records a voice note from the microphone (Chromium's fake
+// one) until clicked again, attaches it as voice-note.webm, and sends it
+// with the caption; the worker has it transcribed, and the model reads
+// the transcript.
+func TestWebChatPageRecordsAndSendsAVoiceNote(t *testing.T) {
+	b := startBrowser(t, chromedp.Flag("use-fake-device-for-media-stream", true), chromedp.Flag("use-fake-ui-for-media-stream", true))
+	oa := modeltest.NewOpenAI()
+	t.Cleanup(oa.Close)
+	opts := []openaiopt.RequestOption{openaiopt.WithBaseURL(oa.URL + "/v1"), openaiopt.WithAPIKey("test")}
+	cfg := testConfig(t)
+	cfg.Media, cfg.TranscribeModel = true, "whisper-1"
+	s := startStack(t, cfg)
+	model := &fileModel{}
+	s.startWorkerWith(func(acts *activities.Activities) {
+		acts.Models = fixedModels{model}
+		acts.Media.Transcriber = models.NewOpenAITranscriber(cfg.TranscribeModel, opts...)
+	})
+	oa.SetTranscript("hello from the microphone")
+	chat := fmt.Sprintf("browser-voice-%d", queueSeq.Add(1))
+	b.do("open the page", chromedp.Navigate(s.baseURL+"/#"+chat))
+	b.waitFor("that it is connected", `document.getElementById("status").textContent === "connected"`)
+	b.waitFor("the 🎤 button", `!document.getElementById("record").hidden`)
+
+	// A click from the page's script: chromedp.Click on this button does
+	// not return in headless Chromium with the fake microphone, and the
+	// page's handler is the same either way.
+	click := func(id string) { require.True(t, eval[bool](b, `(document.getElementById("`+id+`").click(), true)`)) }
+	click("record")
+	b.waitFor("a second recorded", `/^🎤 recording 0:0[1-9]$/.test(document.getElementById("pending").textContent)`)
+	assert.Equal(t, "true", eval[string](b, `document.getElementById("record").getAttribute("aria-pressed")`))
+	click("record")
+	b.waitFor("the recording attached", `document.getElementById("pending").textContent === "📎 voice-note.webm"`)
+	b.do("send it with a caption", chromedp.SetValue("#text", "listen to this"), chromedp.Click(`button[type="submit"]`))
+	b.waitFor("the file's name in the user's message", `document.querySelector("#log .msg.user .upload")?.textContent.startsWith("📎 voice-note.webm (")`)
+	b.waitFor("the answer", `document.querySelectorAll("#log .msg.bot").length === 1`)
+
+	got := oa.Transcriptions()
+	require.Len(t, got, 1)
+	assert.Equal(t, "voice-note.webm", got[0].FileName)
+	assert.True(t, bytes.HasPrefix(got[0].Audio, []byte("\x1a\x45\xdf\xa3")), "a WebM recording")
+	texts := model.texts()
+	require.Len(t, texts, 1)
+	assert.Contains(t, texts[0], "listen to this")
+	assert.Contains(t, texts[0], `[audio "voice-note.webm" (audio/webm), transcribed: hello from the microphone]`)
 	assert.Empty(t, b.pageErrors(), "the page threw")
 }

@@ -173,3 +173,60 @@ func TestWebchatUploadedPDFReachesTheModelAsADocument(t *testing.T) {
 	raw := rawHistory(t, sessionHistory(t, s.client, pipeline.SessionKey{Channel: "webchat", Chat: chat}.WorkflowID()))
 	assert.NotContains(t, raw, "uploaded-pdf-bytes.")
 }
+
+// A voice note uploaded to the web chat is kept at the gateway,
+// transcribed by the worker from the store, and answered; the model reads
+// the transcript beside the caption, and the session's history holds
+// neither the sound's bytes nor its transcript.
+func TestWebchatUploadedVoiceNoteIsTranscribedAndAnswered(t *testing.T) {
+	t.Parallel()
+	oa := modeltest.NewOpenAI()
+	t.Cleanup(oa.Close)
+	opts := []openaiopt.RequestOption{openaiopt.WithBaseURL(oa.URL + "/v1"), openaiopt.WithAPIKey("test")}
+	cfg := testConfig(t)
+	cfg.Model, cfg.Media, cfg.TranscribeModel = "openai/gpt-4o", true, "whisper-1"
+	s := startStack(t, cfg)
+	s.startWorkerWith(func(acts *activities.Activities) {
+		acts.Models = &models.Registry{MaxTokens: 256, OpenAIOptions: opts}
+		acts.Media.Transcriber = models.NewOpenAITranscriber(cfg.TranscribeModel, opts...)
+	})
+	chat := fmt.Sprintf("voice-upload-e2e-%d", queueSeq.Add(1))
+	events := subscribe(t, s.baseURL, chat)
+
+	// An Ogg page header, then enough bytes that history would show them.
+	ogg := append([]byte("OggS\x00\x02\x00\x00"), bytes.Repeat([]byte("opus-voice-bytes."), 2000)...)
+	oa.SetTranscript("remind me to water the plants")
+	oa.Push(modeltest.Step{Text: "noted"})
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	require.NoError(t, mw.WriteField("message_id", "vn1"))
+	require.NoError(t, mw.WriteField("sender_id", "alice"))
+	require.NoError(t, mw.WriteField("text", "from the train"))
+	fw, err := mw.CreateFormFile("file", "voice.ogg")
+	require.NoError(t, err)
+	_, err = fw.Write(ogg)
+	require.NoError(t, err)
+	require.NoError(t, mw.Close())
+	resp, err := http.Post(s.baseURL+"/api/chats/"+chat+"/uploads", mw.FormDataContentType(), &body)
+	require.NoError(t, err)
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, string(answer))
+
+	seen := events.collectUntil(t, 30*time.Second, isReplyTo("vn1"))
+	assert.Equal(t, "noted", seen[len(seen)-1].Text)
+	got := oa.Transcriptions()
+	require.Len(t, got, 1)
+	assert.Equal(t, "voice.ogg", got[0].FileName)
+	assert.Equal(t, ogg, got[0].Audio, "the bytes as uploaded")
+	reqs := oa.Requests()
+	require.Len(t, reqs, 1)
+	last := reqs[0].Messages[len(reqs[0].Messages)-1]
+	assert.Contains(t, last, "from the train")
+	assert.Contains(t, last, `[audio "voice.ogg" (audio/ogg), transcribed: remind me to water the plants]`)
+
+	raw := rawHistory(t, sessionHistory(t, s.client, pipeline.SessionKey{Channel: "webchat", Chat: chat}.WorkflowID()))
+	assert.NotContains(t, raw, "opus-voice-bytes.")
+	assert.NotContains(t, raw, base64.StdEncoding.EncodeToString(ogg[:60]))
+	assert.NotContains(t, raw, "water the plants", "the transcript stays in the store")
+}
