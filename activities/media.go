@@ -11,6 +11,7 @@ import (
 	_ "image/jpeg"
 	_ "image/png"
 	"net/http"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -374,16 +375,28 @@ func isImage(m pipeline.Media) bool {
 	return m.Kind == "photo" || strings.HasPrefix(m.MimeType, "image/")
 }
 
-// audioName is a file name the transcription API reads the format from.
+// audioName is a file name the transcription API reads the format from:
+// the file's own when it ends in a format the API knows, else the name
+// (or "voice") with the extension of its type, as a user's file may be
+// named without one ("memo") or with another.
 func audioName(m pipeline.Media) string {
-	if m.Name != "" {
+	if transcribable[strings.ToLower(strings.TrimPrefix(path.Ext(m.Name), "."))] {
 		return m.Name
 	}
-	if ext, ok := map[string]string{"audio/ogg": "ogg", "audio/mpeg": "mp3", "audio/mp4": "m4a", "audio/wav": "wav", "audio/webm": "webm"}[m.MimeType]; ok {
-		return "voice." + ext
+	ext, ok := map[string]string{"audio/ogg": "ogg", "audio/mpeg": "mp3", "audio/mp4": "m4a", "audio/wav": "wav", "audio/webm": "webm"}[m.MimeType]
+	if !ok {
+		ext = "ogg"
 	}
-	return fmt.Sprintf("%s.ogg", m.Kind)
+	base := strings.TrimSuffix(m.Name, path.Ext(m.Name))
+	if base == "" {
+		base = "voice"
+	}
+	return base + "." + ext
 }
+
+// transcribable are the file extensions OpenAI's transcription API reads
+// a format from.
+var transcribable = map[string]bool{"flac": true, "m4a": true, "mp3": true, "mp4": true, "mpeg": true, "mpga": true, "oga": true, "ogg": true, "wav": true, "webm": true}
 
 // withFiles puts a turn's images and documents on the prompt's user
 // turn: the last user message, before the turn's tool rounds.

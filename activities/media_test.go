@@ -354,3 +354,19 @@ func TestABrokenImageIsSaidSoAndTheTextIsStillAnswered(t *testing.T) {
 	assert.Contains(t, last, `[photo (image/jpeg) attached, not shown: its bytes start as image/png but are no readable image`)
 	assert.Contains(t, last, `[photo (image/jpeg) attached, shown below]`)
 }
+
+func TestAudioNameEndsInAFormatTheTranscriptionAPIReads(t *testing.T) {
+	for _, tc := range []struct {
+		m    pipeline.Media
+		want string
+	}{
+		{pipeline.Media{Kind: "voice", MimeType: "audio/ogg"}, "voice.ogg"},
+		{pipeline.Media{Kind: "audio", MimeType: "audio/mp4", Name: "audio_message.m4a"}, "audio_message.m4a"},
+		{pipeline.Media{Kind: "audio", MimeType: "audio/webm", Name: "voice-note.WEBM"}, "voice-note.WEBM"},
+		{pipeline.Media{Kind: "audio", MimeType: "audio/ogg", Name: "memo"}, "memo.ogg"},
+		{pipeline.Media{Kind: "audio", MimeType: "audio/mpeg", Name: "talk.txt"}, "talk.mp3"},
+		{pipeline.Media{Kind: "audio", MimeType: "audio/x-unknown", Name: "clip"}, "clip.ogg"},
+	} {
+		assert.Equal(t, tc.want, audioName(tc.m), "%+v", tc.m)
+	}
+}
