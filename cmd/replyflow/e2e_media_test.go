@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"fmt"
-	"io"
-	"mime/multipart"
 	"net/http"
 	"strings"
 	"testing"
@@ -141,21 +139,8 @@ func TestWebchatUploadedPDFReachesTheModelAsADocument(t *testing.T) {
 
 	pdf := append([]byte("%PDF-1.7\n"), bytes.Repeat([]byte("uploaded-pdf-bytes."), 2000)...)
 	oa.Push(modeltest.Step{Text: "a long PDF"})
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	require.NoError(t, mw.WriteField("message_id", "up1"))
-	require.NoError(t, mw.WriteField("sender_id", "alice"))
-	require.NoError(t, mw.WriteField("text", "what is this?"))
-	fw, err := mw.CreateFormFile("file", "long.pdf")
-	require.NoError(t, err)
-	_, err = fw.Write(pdf)
-	require.NoError(t, err)
-	require.NoError(t, mw.Close())
-	resp, err := http.Post(s.baseURL+"/api/chats/"+chat+"/uploads", mw.FormDataContentType(), &body)
-	require.NoError(t, err)
-	answer, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Equal(t, http.StatusAccepted, resp.StatusCode, string(answer))
+	status, answer := uploadFile(t, s.baseURL, chat, "up1", "what is this?", "long.pdf", pdf)
+	require.Equal(t, http.StatusAccepted, status, answer)
 
 	events.collectUntil(t, 30*time.Second, isReplyTo("up1"))
 	reqs := oa.Requests()
@@ -197,21 +182,8 @@ func TestWebchatUploadedVoiceNoteIsTranscribedAndAnswered(t *testing.T) {
 	ogg := append([]byte("OggS\x00\x02\x00\x00"), bytes.Repeat([]byte("opus-voice-bytes."), 2000)...)
 	oa.SetTranscript("remind me to water the plants")
 	oa.Push(modeltest.Step{Text: "noted"})
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	require.NoError(t, mw.WriteField("message_id", "vn1"))
-	require.NoError(t, mw.WriteField("sender_id", "alice"))
-	require.NoError(t, mw.WriteField("text", "from the train"))
-	fw, err := mw.CreateFormFile("file", "voice.ogg")
-	require.NoError(t, err)
-	_, err = fw.Write(ogg)
-	require.NoError(t, err)
-	require.NoError(t, mw.Close())
-	resp, err := http.Post(s.baseURL+"/api/chats/"+chat+"/uploads", mw.FormDataContentType(), &body)
-	require.NoError(t, err)
-	answer, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Equal(t, http.StatusAccepted, resp.StatusCode, string(answer))
+	status, answer := uploadFile(t, s.baseURL, chat, "vn1", "from the train", "voice.ogg", ogg)
+	require.Equal(t, http.StatusAccepted, status, answer)
 
 	seen := events.collectUntil(t, 30*time.Second, isReplyTo("vn1"))
 	assert.Equal(t, "noted", seen[len(seen)-1].Text)
