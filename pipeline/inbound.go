@@ -291,12 +291,14 @@ func ClipName(name string) string {
 }
 
 // ClipFileName is a file's name as an Inbound takes it: ClipName's,
-// without control characters. A name is shown to people and to the model
-// and kept in the store (where PostgreSQL takes no NUL); it is never a
-// path, so separators and dots stay as the user wrote them.
+// without control characters and without bidirectional controls, which
+// would let a name show as another ("invoice\u202Efdp.exe" shows as
+// "invoiceexe.pdf"). A name is shown to people and to the model and kept
+// in the store (where PostgreSQL takes no NUL); it is never a path, so
+// separators and dots stay as the user wrote them.
 func ClipFileName(name string) string {
 	name = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
 			return -1
 		}
 		return r

@@ -116,6 +116,8 @@ func TestClipTextNameAndMediaKind(t *testing.T) {
 	// path would make something of: it is never one.
 	assert.Equal(t, "ab[31mc d.pdf", ClipFileName("a\x00b\x1b[31mc\r\n \x7fd\u0085.pdf\xff"))
 	assert.Equal(t, "../../etc/passwd", ClipFileName("../../etc/passwd"))
+	assert.Equal(t, "invoicefdp.exe", ClipFileName("invoice\u202Efdp.exe"), "a name shows as it is")
+	assert.Equal(t, "ab\u200Dc.txt", ClipFileName("\u2066a\u200Fb\u200Dc\u2069.txt"), "bidi isolates and marks go; a joiner, part of emoji, stays")
 	assert.Equal(t, `..\..\x.png`, ClipFileName(`..\..\x.png`))
 	file := ClipFileName(strings.Repeat("\x00", 1000) + strings.Repeat("ж", MaxNameBytes))
 	assert.LessOrEqual(t, len(file), MaxNameBytes)
