@@ -383,7 +383,7 @@ func audioName(m pipeline.Media) string {
 	if transcribable[strings.ToLower(strings.TrimPrefix(path.Ext(m.Name), "."))] {
 		return m.Name
 	}
-	ext, ok := map[string]string{"audio/ogg": "ogg", "audio/mpeg": "mp3", "audio/mp4": "m4a", "audio/wav": "wav", "audio/webm": "webm"}[m.MimeType]
+	ext, ok := map[string]string{"audio/ogg": "ogg", "audio/mpeg": "mp3", "audio/mp4": "m4a", "audio/wav": "wav", "audio/webm": "webm", "audio/flac": "flac"}[m.MimeType]
 	if !ok {
 		ext = "ogg"
 	}

@@ -365,6 +365,7 @@ func TestAudioNameEndsInAFormatTheTranscriptionAPIReads(t *testing.T) {
 		{pipeline.Media{Kind: "audio", MimeType: "audio/webm", Name: "voice-note.WEBM"}, "voice-note.WEBM"},
 		{pipeline.Media{Kind: "audio", MimeType: "audio/ogg", Name: "memo"}, "memo.ogg"},
 		{pipeline.Media{Kind: "audio", MimeType: "audio/mpeg", Name: "talk.txt"}, "talk.mp3"},
+		{pipeline.Media{Kind: "audio", MimeType: "audio/flac", Name: "lossless"}, "lossless.flac"},
 		{pipeline.Media{Kind: "audio", MimeType: "audio/x-unknown", Name: "clip"}, "clip.ogg"},
 	} {
 		assert.Equal(t, tc.want, audioName(tc.m), "%+v", tc.m)

@@ -43,13 +43,16 @@ var uploadTypes = map[string]bool{
 // video/mp4; it is taken as audio/mp4 so that the 🎤 button works there
 // too. A video sent as one is then transcribed, which is what the
 // transcription API does with an MP4 (it reads the sound track), and it
-// is bounded as every upload is.
+// is bounded as every upload is. The sounds the sniffer does not name
+// (an untagged MP3, an Apple .m4a, FLAC) are named by sniffSound.
 var uploadAudio = map[string]string{
 	"audio/mpeg":      "audio/mpeg",
 	"audio/wave":      "audio/wav",
 	"application/ogg": "audio/ogg",
 	"video/webm":      "audio/webm",
 	"video/mp4":       "audio/mp4",
+	"audio/mp4":       "audio/mp4",
+	"audio/flac":      "audio/flac",
 }
 
 // isUpload is whether r is an upload (a multipart form, the one body
@@ -129,11 +132,16 @@ func (s *Server) postUpload(w http.ResponseWriter, r *http.Request) {
 	if kind == "text/plain" && isSVG(u.data) {
 		sniffed = "image/svg+xml"
 	}
+	if kind == "application/octet-stream" {
+		if sound := sniffSound(u.data); sound != "" {
+			sniffed, kind = sound, sound
+		}
+	}
 	if audio, ok := uploadAudio[kind]; ok {
 		kind = audio
 	} else if !uploadTypes[kind] || (kind == "text/plain" && (!utf8.Valid(u.data) || sniffed == "image/svg+xml")) {
 		writeError(w, http.StatusUnsupportedMediaType, fmt.Sprintf(
-			"the file's bytes are %s, which the web chat does not take: send an image (JPEG, PNG, GIF, WebP), a PDF, a UTF-8 text file or a sound (MP3, WAV, Ogg, WebM, M4A)", sniffed))
+			"the file's bytes are %s, which the web chat does not take: send an image (JPEG, PNG, GIF, WebP), a PDF, a UTF-8 text file or a sound (MP3, WAV, Ogg, WebM, M4A, FLAC)", sniffed))
 		return
 	}
 	if !speaksAs(w, who, &u.msg.SenderID, &u.msg.SenderName) {

@@ -308,6 +308,11 @@ func TestAudioUploadsAreTakenAsAudioAndOtherSoundsRefused(t *testing.T) {
 		{"voice.ogg", "OggS\x00\x02\x00\x00opus", "audio/ogg"},
 		{"voice-note.webm", webm, "audio/webm"},
 		{"memo.m4a", "\x00\x00\x00\x20ftypM4A \x00\x00\x02\x00M4A isommp42\x00\x00\x00\x00", "audio/mp4"},
+		{"Voice Memo.m4a", "\x00\x00\x00\x18ftypM4A \x00\x00\x00\x00M4A \x00\x00\x00\x00", "audio/mp4"},
+		{"book.m4b", "\x00\x00\x00\x14ftypM4B \x00\x00\x00\x00M4B ", "audio/mp4"},
+		{"untagged.mp3", "\xff\xfb\x90\x64\x00\x00\x00\x00frames", "audio/mpeg"},
+		{"mpeg2.mp3", "\xff\xf3\x48\xc4\x00\x00\x00\x00frames", "audio/mpeg"},
+		{"song.flac", "fLaC\x00\x00\x00\x22\x10\x00\x10\x00", "audio/flac"},
 	} {
 		id := "a" + strconv.Itoa(i)
 		code, body := postUpload(t, url, map[string]string{"sender_id": "alice", "message_id": id}, c.name, []byte(c.data))
@@ -327,12 +332,13 @@ func TestAudioUploadsAreTakenAsAudioAndOtherSoundsRefused(t *testing.T) {
 		{"tune.aiff", "FORM\x00\x00\x00\x00AIFFCOMM", "audio/aiff"},
 		{"tune.mid", "MThd\x00\x00\x00\x06\x00\x01", "audio/midi"},
 		{"clip.avi", "RIFF\x24\x00\x00\x00AVI LIST", "video/avi"},
-		{"song.flac", "fLaC\x00\x00\x00\x22", "application/octet-stream"},
+		{"tune.aac", "\xff\xf1\x50\x80\x02\x1f\xfc", "application/octet-stream"},
+		{"noise.bin", "\xff\xfb\xf0\x00rest", "application/octet-stream"},
 	} {
 		code, body := postUpload(t, url, map[string]string{"sender_id": "alice"}, c.name, []byte(c.data))
 		assert.Equal(t, http.StatusUnsupportedMediaType, code, "%s: %s", c.name, body)
 		assert.Contains(t, body, "the file's bytes are "+c.sniffed+", which the web chat does not take", c.name)
-		assert.Contains(t, body, "or a sound (MP3, WAV, Ogg, WebM, M4A)", c.name)
+		assert.Contains(t, body, "or a sound (MP3, WAV, Ogg, WebM, M4A, FLAC)", c.name)
 	}
 	code, body := postUpload(t, url, map[string]string{"sender_id": "alice"}, "long.ogg", append([]byte("OggS\x00"), bytes.Repeat([]byte{1}, 1000)...))
 	assert.Equal(t, http.StatusRequestEntityTooLarge, code, body)
