@@ -2,6 +2,7 @@ package webchat
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -58,6 +59,10 @@ func (p *Platform) Validate() []error {
 	_, errs := adapters.ReactionOverrides("REPLYFLOW_WEBCHAT_EMOJI", p.Emoji, nil)
 	if _, err := ParseAuthMode(p.Auth); err != nil {
 		errs = append(errs, err)
+	}
+	// An unset token is NewServer's and NewClient's concern.
+	if adapters.Placeholder(p.BotToken) {
+		errs = append(errs, errors.New("REPLYFLOW_WEBCHAT_BOT_TOKEN is the example's placeholder, with which anyone who reaches the gateway posts as the bot: set the same secret of your own on the worker and the gateway (`openssl rand -base64 32`)"))
 	}
 	// An unset key is the gateway's concern only (CheckListener): the
 	// worker never needs it.

@@ -41,3 +41,11 @@ func TestValidateNamesBadAuthSettings(t *testing.T) {
 		assert.ErrorContains(t, errs[1], "REPLYFLOW_WEBCHAT_AUTH_KEY is 5 bytes, at least 32")
 	}
 }
+
+func TestValidateRefusesTheExamplesPlaceholderBotToken(t *testing.T) {
+	errs := (&Platform{Auth: "token", BotToken: "change-me"}).Validate()
+	if assert.Len(t, errs, 1) {
+		assert.ErrorContains(t, errs[0], "REPLYFLOW_WEBCHAT_BOT_TOKEN is the example's placeholder")
+	}
+	assert.Empty(t, (&Platform{Auth: "token", BotToken: "a-real-secret"}).Validate())
+}

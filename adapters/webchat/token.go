@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -149,6 +150,9 @@ func NewSigner(key string) (*Signer, error) {
 	}
 	if len(key) < MinAuthKeyBytes {
 		return nil, fmt.Errorf("REPLYFLOW_WEBCHAT_AUTH_KEY is %d bytes, at least %d are needed: generate one with `openssl rand -base64 32`", len(key), MinAuthKeyBytes)
+	}
+	if adapters.Placeholder(key) {
+		return nil, errors.New("REPLYFLOW_WEBCHAT_AUTH_KEY is the example's placeholder, which anyone can read and sign tokens with (an owner's, for every chat): generate one with `openssl rand -base64 32`")
 	}
 	return &Signer{key: []byte(key)}, nil
 }

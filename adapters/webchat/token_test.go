@@ -30,6 +30,15 @@ func TestSignerNeedsALongEnoughKey(t *testing.T) {
 	assert.NoError(t, err)
 }
 
+// The committed examples' placeholder is long enough for the length
+// check; anyone who read it could sign an owner's token for every chat.
+func TestSignerRefusesTheExamplesPlaceholderKey(t *testing.T) {
+	_, err := NewSigner("change-me-to-32-random-bytes-base64")
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "REPLYFLOW_WEBCHAT_AUTH_KEY is the example's placeholder")
+	assert.NotContains(t, err.Error(), "change-me-to-32", "the key stays out of the error")
+}
+
 func TestTokenRoundTrip(t *testing.T) {
 	s := testSigner(t)
 	want := Claims{Sub: "alice", Name: "Alice A.", Owner: true, Chats: []string{"room", "ops"}, IssuedAt: t0.Unix(),

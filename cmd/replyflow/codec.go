@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/replyflow/replyflow/activities/store"
+	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/workers/codec"
 )
 
@@ -35,6 +36,9 @@ func (c Config) validateCodec() []error {
 		if _, err := codec.ParseOrigin(o); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", codec.EnvUIOrigins, err))
 		}
+	}
+	if adapters.Placeholder(c.CodecToken) {
+		errs = append(errs, fmt.Errorf("%s is the example's placeholder, with which anyone who reaches the codec server decrypts every session: set a secret of your own (`openssl rand -base64 32`)", codec.EnvToken))
 	}
 	if c.DevCodecPort < 1 || c.DevCodecPort > 65535 {
 		errs = append(errs, fmt.Errorf("REPLYFLOW_DEV_CODEC_PORT must be a port from 1 to 65535, got %d", c.DevCodecPort))

@@ -31,6 +31,16 @@ func TestCodecSettingsAreChecked(t *testing.T) {
 	assert.Contains(t, err.Error(), "REPLYFLOW_DEV_CODEC_PORT")
 }
 
+func TestCodecTokenPlaceholderIsRefused(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.CodecToken = "change-me"
+	err := cfg.validate()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "REPLYFLOW_CODEC_TOKEN is the example's placeholder")
+	cfg.CodecToken = "a-real-secret"
+	assert.NoError(t, cfg.validate())
+}
+
 func TestCodecServerCommandRefusesUnsafeSettings(t *testing.T) {
 	cfg := testConfig(t)
 	quiet := testLogger(t, "info")
