@@ -65,10 +65,23 @@ type (
 // typing indicator would show a bot typing long after it stopped.
 var momentary = map[string]bool{"typing": true}
 
+// The hub's bounds. A chat's backlog keeps its newest backlogPerChat
+// events and at most backlogBytesPerChat of them (a user message is up
+// to 32 KiB of text, and several times that once JSON escapes it; a bot
+// file is up to 256 KiB in base64), always its newest event. All
+// backlogs together hold at most maxBacklogBytes: past it, other chats'
+// backlogs are dropped, those nobody watches first, then those touched
+// least recently, so a crowd of chats cannot hold more memory than that.
+// Chats are at most maxChats while some are idle (an idle one is
+// forgotten for a new one); a watched chat is kept, so past it they are
+// bounded by the open streams. Each stream queues at most
+// subscriberQueue events, which share the backlog's bytes.
 const (
-	backlogPerChat  = 200
-	subscriberQueue = 256
-	maxChats        = 10000
+	backlogPerChat      = 200
+	backlogBytesPerChat = 2 << 20
+	maxBacklogBytes     = 128 << 20
+	subscriberQueue     = 256
+	maxChats            = 10000
 )
 
 // hub fans events out to the streams of each chat and keeps a short backlog
@@ -79,14 +92,20 @@ type hub struct {
 	epoch string
 	mu    sync.Mutex
 	chats map[string]*chatLog
+	// bytes is what every chat's backlog holds (eventBytes).
+	bytes int
 }
 
 type chatLog struct {
 	seq     uint64
 	backlog []Event
+	bytes   int // of backlog
 	subs    map[chan Event]struct{}
 	touched time.Time
 }
+
+// eventBytes is what an event in a backlog holds in memory, near enough.
+func eventBytes(ev Event) int { return len(ev.ID) + len(ev.Type) + len(ev.Data) }
 
 func newHub(epoch string) *hub {
 	return &hub{epoch: epoch, chats: map[string]*chatLog{}}
@@ -115,7 +134,47 @@ func (h *hub) evictIdle() {
 		}
 	}
 	if oldest != "" {
+		h.bytes -= h.chats[oldest].bytes
 		delete(h.chats, oldest)
+	}
+}
+
+// trim drops c's oldest events past its bounds, keeping its newest; then,
+// while all backlogs together hold more than maxBacklogBytes, the
+// backlogs of the other chats, those nobody watches first, then those
+// touched least recently, and last c's own older events. A chat whose
+// backlog went keeps its sequence, so its event IDs still only grow.
+func (h *hub) trim(c *chatLog) {
+	drop := func(c *chatLog) {
+		n := eventBytes(c.backlog[0])
+		c.backlog[0] = Event{}
+		c.backlog = c.backlog[1:]
+		c.bytes -= n
+		h.bytes -= n
+	}
+	for len(c.backlog) > 1 && (len(c.backlog) > backlogPerChat || c.bytes > backlogBytesPerChat) {
+		drop(c)
+	}
+	for h.bytes > maxBacklogBytes {
+		var v *chatLog
+		for _, other := range h.chats {
+			if other == c || other.bytes == 0 {
+				continue
+			}
+			idle, vIdle := len(other.subs) == 0, v != nil && len(v.subs) == 0
+			if v == nil || (idle && !vIdle) || (idle == vIdle && other.touched.Before(v.touched)) {
+				v = other
+			}
+		}
+		switch {
+		case v != nil:
+			h.bytes -= v.bytes
+			v.backlog, v.bytes = nil, 0
+		case len(c.backlog) > 1:
+			drop(c)
+		default:
+			return
+		}
 	}
 }
 
@@ -131,9 +190,10 @@ func (h *hub) publish(chat, typ string, payload any) {
 	ev := Event{ID: h.epoch + "-" + strconv.FormatUint(c.seq, 10), Type: typ, Data: data}
 	if !momentary[typ] {
 		c.backlog = append(c.backlog, ev)
-		if len(c.backlog) > backlogPerChat {
-			c.backlog = c.backlog[len(c.backlog)-backlogPerChat:]
-		}
+		n := eventBytes(ev)
+		c.bytes += n
+		h.bytes += n
+		h.trim(c)
 	}
 	for sub := range c.subs {
 		select {
