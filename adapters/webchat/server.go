@@ -82,8 +82,9 @@ type Server struct {
 	// instance names this gateway's web chat (GET /bot/instance; see
 	// single.go).
 	instance string
-	// streams bounds each signed-in sender's open event streams.
-	streams *streamSlots
+	// streams and uploads bound each signed-in sender's open event
+	// streams and uploads in flight.
+	streams, uploads *senderSlots
 }
 
 // NewServer builds the platform. It refuses an empty bot token, because the
@@ -113,7 +114,8 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	cfg.Auth = mode
 	s := &Server{cfg: cfg, hub: newHub(randomID("")[:8]), log: cfg.ChatLog, mux: http.NewServeMux(),
-		crossOrigin: http.NewCrossOriginProtection(), usedLinks: newUsedLinks(maxUsedLinks), instance: randomID("gw-"), streams: newStreamSlots()}
+		crossOrigin: http.NewCrossOriginProtection(), usedLinks: newUsedLinks(maxUsedLinks), instance: randomID("gw-"), streams: newSenderSlots(MaxStreamsPerSender),
+		uploads: newSenderSlots(MaxUploadsPerSender)}
 	if mode == AuthToken {
 		if s.signer, err = NewSigner(cfg.AuthKey); err != nil {
 			return nil, fmt.Errorf("webchat: signing users in (REPLYFLOW_WEBCHAT_AUTH=token): %w; or, on a loopback address only, set REPLYFLOW_WEBCHAT_AUTH=none", err)

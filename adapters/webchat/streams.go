@@ -14,22 +14,34 @@ import "sync"
 // bounded here.
 const MaxStreamsPerSender = 8
 
-// streamSlots counts the open event streams per sender. A sender's entry
-// is dropped when its last stream closes, so the map holds at most one
-// key per open stream: it is bounded by the connections the HTTP server
-// holds, not by how many senders ever connected.
-type streamSlots struct {
+// MaxUploadsPerSender bounds the uploads one signed-in sender has in
+// flight at once. An upload holds its file in memory while it is read
+// and kept (up to REPLYFLOW_MEDIA_MAX_BYTES, and its base64 besides), so
+// without a bound one token could make the gateway hold that a thousand
+// times over. A person sends files one after another (the page sends one
+// at a time); 2 leaves room for a retry whose first try is still being
+// read. None mode and all-chats tokens are not bounded here, as for
+// streams.
+const MaxUploadsPerSender = 2
+
+// senderSlots counts what each sender holds open (streams, uploads),
+// at most max each. A sender's entry is dropped when its last slot is
+// released, so the map holds at most one key per slot in use: it is
+// bounded by the requests the HTTP server holds, not by how many senders
+// ever connected.
+type senderSlots struct {
+	max  int
 	mu   sync.Mutex
 	open map[string]int
 }
 
-func newStreamSlots() *streamSlots { return &streamSlots{open: map[string]int{}} }
+func newSenderSlots(max int) *senderSlots { return &senderSlots{max: max, open: map[string]int{}} }
 
 // take claims one of sender's slots, and says whether one was free.
-func (s *streamSlots) take(sender string) bool {
+func (s *senderSlots) take(sender string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.open[sender] >= MaxStreamsPerSender {
+	if s.open[sender] >= s.max {
 		return false
 	}
 	s.open[sender]++
@@ -37,7 +49,7 @@ func (s *streamSlots) take(sender string) bool {
 }
 
 // release frees a slot take claimed.
-func (s *streamSlots) release(sender string) {
+func (s *senderSlots) release(sender string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.open[sender] <= 1 {

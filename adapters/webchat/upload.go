@@ -121,6 +121,15 @@ func (s *Server) postUpload(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	if who != nil && !who.AllChats {
+		if !s.uploads.take(who.Sub) {
+			w.Header().Set("Retry-After", "5")
+			writeError(w, http.StatusTooManyRequests, fmt.Sprintf(
+				"this sender already has %d uploads in flight, the most one sender may; send this file once one has finished", MaxUploadsPerSender))
+			return
+		}
+		defer s.uploads.release(who.Sub)
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadBytes+maxUploadFields+16<<10)
 	u, status, err := readUpload(r, s.cfg.MaxUploadBytes)
 	if err != nil {
