@@ -382,7 +382,12 @@ func (c *Client) take(ctx context.Context, r request) (*discordgo.Bucket, func()
 
 // bucketGate lets one call at a time use a bucket, waiting with a
 // context. It keeps one channel per bucket it has seen, as discordgo
-// keeps one Bucket.
+// keeps one Bucket, and forgets none: a bucket is a route of a channel
+// (its messages, its reactions, its typing) or of the application, so
+// the map is bounded by the channels this worker has answered in, a few
+// per channel at about a hundred bytes each, as discordgo's own
+// Ratelimiter is. Forgetting one that a call may still hold would let
+// two calls use its bucket at once.
 type bucketGate struct {
 	mu    sync.Mutex
 	turns map[string]chan struct{}
