@@ -155,6 +155,11 @@ type Notifier interface {
 //
 // A message Temporal does not take gives its tokens back: an outage, and
 // the retries it causes, cost no one their allowance.
+//
+// Every bucket is this process's: N gateways that share a platform's
+// webhook calls let a sender through up to N times the limits (and the
+// new-session ceiling is N times as high). Sharing the buckets would cost
+// a call to a shared store per message, the cost the limits save.
 type Limiter struct {
 	next   Inlet
 	logger *slog.Logger
