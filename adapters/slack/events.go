@@ -31,9 +31,13 @@ const (
 // after the sink accepted the event (or the gateway's rate limits dropped
 // it, on purpose), 503 otherwise, and Slack delivers it
 // again (X-Slack-Retry-Num); a redelivery takes the same path, and the
-// session's dedupe drops it by its MessageID. A signed, well-formed event
-// slack-go cannot parse is answered 200 and logged: it would fail the same
-// way on every retry, and Slack would retry it forever.
+// session's dedupe drops it by its MessageID. A message, app_mention or
+// reaction_added event slack-go cannot parse whole (a block type or a
+// field's JSON type it does not know yet) is parsed once more with only
+// the fields replyflow reads (see Parse), goes on as any other, and is
+// logged. A signed, well-formed event slack-go cannot parse even so is
+// answered 200 and logged: it would fail the same way on every retry, and
+// Slack would retry it forever.
 func (r *Receiver) EventsHandler(signingSecret string, now func() time.Time) http.Handler {
 	return r.signed(signingSecret, now, func(w http.ResponseWriter, req *http.Request, body []byte) {
 		if !hasMediaType(req, "application/json") {
@@ -53,13 +57,14 @@ func (r *Receiver) EventsHandler(signingSecret string, now func() time.Time) htt
 			_, _ = io.WriteString(w, head.Challenge)
 			return
 		}
-		ev, err := Parse(body)
+		ev, salvaged, err := parse(body)
 		if err != nil {
 			r.logger.Warn("Slack event not understood; acked so that Slack does not retry it, and dropped",
 				"type", head.Type, "retry", req.Header.Get("X-Slack-Retry-Num"), "error", err)
 			w.WriteHeader(http.StatusOK)
 			return
 		}
+		r.warnSalvaged(salvaged, "retry", req.Header.Get("X-Slack-Retry-Num"))
 		if err := r.HandleEvent(req.Context(), ev); err != nil {
 			r.logger.Warn("Slack event not accepted; answered 503 so that Slack delivers it again",
 				"retry", req.Header.Get("X-Slack-Retry-Num"), "error", err)

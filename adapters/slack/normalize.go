@@ -34,13 +34,32 @@ type Event struct {
 }
 
 // Parse reads an Events API request body. The signature is checked
-// before (VerifyRequest), so the legacy verification token is not.
+// before (VerifyRequest), so the legacy verification token is not. A
+// message, app_mention or reaction_added event slack-go cannot read
+// whole (a block type or a field's JSON type it does not know yet) is
+// read once more with only the fields Normalize reads (salvage).
 func Parse(body []byte) (slackevents.EventsAPIEvent, error) {
+	ev, _, err := parse(body)
+	return ev, err
+}
+
+// parse is Parse, and says how an event it salvaged was read; nil when
+// slack-go read it whole.
+func parse(body []byte) (slackevents.EventsAPIEvent, *Salvage, error) {
 	ev, err := slackevents.ParseEvent(json.RawMessage(body), slackevents.OptionNoVerifyToken())
-	if err != nil {
-		return ev, fmt.Errorf("the body is not a Slack Events API payload: %w", err)
+	if err == nil {
+		return ev, nil, nil
 	}
-	return ev, nil
+	return salvageWrapped(body, err)
+}
+
+// salvageWrapped is salvage, with Parse's error.
+func salvageWrapped(body []byte, cause error) (slackevents.EventsAPIEvent, *Salvage, error) {
+	ev, s, err := salvage(body, cause)
+	if err != nil {
+		return ev, nil, fmt.Errorf("the body is not a Slack Events API payload: %w", err)
+	}
+	return ev, s, nil
 }
 
 // Normalize turns one Events API event (from Parse, or from Socket Mode,

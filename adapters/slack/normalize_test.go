@@ -247,6 +247,8 @@ func FuzzNormalize(f *testing.F) {
 		`{"type":"message","subtype":"file_share","channel":"C1","user":"U1","ts":"1.2","files":[{"id":"F1","name":"a"}]}`,
 		`{"type":"message","subtype":"message_changed","channel":"C1","message":{"user":"U1","text":"b","ts":"1.2"},"previous_message":{"text":"a"}}`,
 		`{"type":"reaction_added","user":"U1","reaction":"x","item":{"type":"message","channel":"C1","ts":"1.2"}}`,
+		// slack-go refuses it whole; salvage reads it
+		`{"type":"message","channel":"C1","user":"U1","text":"a","ts":"1.2","blocks":[{"type":"x","block_id":7}],"files":[{"id":"F1","size":"x"}]}`,
 	} {
 		f.Add(string(envelope("Ev1", seed)))
 	}

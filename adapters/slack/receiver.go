@@ -143,6 +143,20 @@ func (r *Receiver) countMembers(ctx context.Context, in *pipeline.Inbound) {
 	in.Membership = count
 }
 
+// warnSalvaged logs an event slack-go could not read whole, read after
+// all without the fields it could not read (Salvage); nil logs nothing.
+// It names the event and slack-go's error, never the message.
+func (r *Receiver) warnSalvaged(s *Salvage, attrs ...any) {
+	if s == nil {
+		return
+	}
+	msg := "Slack event read without the fields slack-go could not read; it goes on"
+	if s.FilesLeftOut {
+		msg = "Slack event read without the fields slack-go could not read and without the files it could not read; it goes on"
+	}
+	r.logger.Warn(msg, append([]any{"type", s.Type, "event_id", s.EventID, "files_left_out", s.FilesLeftOut, "error", s.Cause}, attrs...)...)
+}
+
 func eventID(ev slackevents.EventsAPIEvent) string {
 	if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok && cb.EventID != "" {
 		return "event " + cb.EventID

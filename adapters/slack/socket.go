@@ -159,7 +159,7 @@ func (r *Receiver) consume(ctx context.Context, client *socketmode.Client, work 
 				r.handleEnvelope(ctx, client, evt, ok, func() error { return r.HandleInteraction(ctx, cb) })
 			})
 		case socketmode.EventTypeErrorBadMessage:
-			r.ackUnreadable(client, evt)
+			r.unreadable(ctx, client, work, evt)
 		default:
 			if evt.Request != nil && evt.Request.EnvelopeID != "" {
 				r.ack(client, evt.Request)
@@ -220,10 +220,13 @@ func (r *Receiver) ack(client *socketmode.Client, req *socketmode.Request) {
 	}
 }
 
-// ackUnreadable acks an envelope slack-go could not parse, as the HTTP
-// handler answers 200 to such an event: it would fail the same way on
-// every redelivery.
-func (r *Receiver) ackUnreadable(client *socketmode.Client, evt socketmode.Event) {
+// unreadable takes an envelope slack-go could not parse. An events_api
+// one whose event salvage reads (as Parse does over HTTP: slack-go
+// already failed on the whole event, so it is parsed once more, no more)
+// goes on as any other envelope. Any other is acked, as the HTTP handler
+// answers 200 to such an event: it would fail the same way on every
+// redelivery.
+func (r *Receiver) unreadable(ctx context.Context, client *socketmode.Client, work *lanes.Lanes, evt socketmode.Event) {
 	bad, ok := evt.Data.(*socketmode.ErrorBadMessage)
 	if !ok {
 		return
@@ -233,8 +236,21 @@ func (r *Receiver) ackUnreadable(client *socketmode.Client, evt socketmode.Event
 		r.logger.Warn("Slack sent a Socket Mode message that is not an envelope; skipped", "error", bad.Cause)
 		return
 	}
+	cause := bad.Cause
+	if req.Type == socketmode.RequestTypeEventsAPI {
+		ev, salvaged, err := salvageWrapped(req.Payload, bad.Cause)
+		if err == nil {
+			r.warnSalvaged(salvaged, "envelope", req.EnvelopeID, "retry", req.RetryAttempt)
+			parsed := socketmode.Event{Type: socketmode.EventTypeEventsAPI, Data: ev, Request: &req}
+			_ = work.Go(ctx, laneOf(parsed), func() {
+				r.handleEnvelope(ctx, client, parsed, true, func() error { return r.HandleEvent(ctx, ev) })
+			})
+			return
+		}
+		cause = err
+	}
 	r.logger.Warn("Slack envelope not understood; acked so that Slack does not retry it, and dropped",
-		"envelope", req.EnvelopeID, "type", req.Type, "error", bad.Cause)
+		"envelope", req.EnvelopeID, "type", req.Type, "error", cause)
 	r.ack(client, &req)
 }
 

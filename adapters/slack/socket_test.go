@@ -180,6 +180,44 @@ func TestSocketAcksAnEnvelopeSlackGoCannotRead(t *testing.T) {
 	assert.Equal(t, 1, calls, "the unreadable event never reaches the sink")
 }
 
+// Over Socket Mode, slack-go parses the envelope itself and reports what
+// it cannot read as a bad message; that envelope goes through the same
+// salvage, is handed on, and acked once accepted.
+func TestSocketSalvagesAnEventSlackGoCannotRead(t *testing.T) {
+	fake, to := startFake(t), newSink()
+	logs := &logBuffer{}
+	r := newTestReceiverFor(t, fake, to)
+	logTo(r, logs)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	done := make(chan error, 1)
+	go func() {
+		done <- r.RunSocket(ctx, SocketConfig{AppToken: fake.AppToken, BotToken: fake.BotToken, APIURL: fake.APIURL(), StaleAfter: time.Second})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		assert.NoError(t, <-done)
+	})
+
+	to.setFailNext(1)
+	event := slacktest.Event{"type": "message", "channel": "C1", "channel_type": "channel", "user": "U1",
+		"text": "hello from the future", "ts": "1700000002.000200", "blocks": futureBlock}
+	strictParseFails(t, fake.EventCallback(event))
+	salvaged := fake.SendEvent(event)
+	broken := fake.SendEvent(slacktest.Event{"type": "message", "channel": "C1", "user": "U1", "text": "x", "ts": 5})
+	accepted := to.waitAccepted(t, ctx, 1)
+	require.NoError(t, fake.WaitFor(ctx, func() bool { return fake.Acked(salvaged) && fake.Acked(broken) }))
+	calls, _, _ := to.snapshot()
+	assert.Equal(t, 2, calls, "refused once, left unacked, and taken when Slack delivered it again")
+	assert.Equal(t, "hello from the future", accepted[0].Text)
+	assert.Equal(t, "1700000002.000200", accepted[0].MessageID)
+	out := logs.String()
+	assert.Contains(t, out, "Slack event read without the fields slack-go could not read")
+	assert.Contains(t, out, "envelope="+salvaged)
+	assert.Contains(t, out, "Slack envelope not understood")
+	assert.Contains(t, out, "envelope="+broken)
+	assert.NotContains(t, out, "hello from the future")
+}
+
 // holdChannel holds the hand-off of one channel's messages until released.
 type holdChannel struct {
 	*recordingSink

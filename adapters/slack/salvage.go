@@ -1,0 +1,158 @@
+package slack
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+)
+
+// Slack adds block types and changes a field's JSON type before slack-go
+// follows, and slack-go then fails on the whole event: a user's message
+// would be lost for a field replyflow never reads. salvage reads such an
+// event once more with only the keys Normalize reads.
+
+// salvageKeys are, for each inner event type Normalize handles, the keys
+// it and its helpers (messageEvent, mentionEvent, reactionEvent,
+// postEvent, mediaOf) read; "type" picks slack-go's struct. A message
+// event's post is at its top level, or in message (message_changed).
+// TestSalvageKeepsWhatNormalizeReads holds them to Normalize.
+var salvageKeys = map[string][]string{
+	"message": {"type", "subtype", "channel", "channel_type", "bot_id",
+		"user", "username", "text", "ts", "thread_ts", "parent_user_id", "files",
+		"message", "previous_message"},
+	"app_mention":    {"type", "channel", "user", "bot_id", "text", "ts", "thread_ts", "files"},
+	"reaction_added": {"type", "user", "reaction", "item", "event_ts"},
+}
+
+var (
+	// editedKeys are those read of a message_changed's message.
+	editedKeys = []string{"user", "bot_id", "username", "text", "ts", "thread_ts", "parent_user_id", "files"}
+	// previousKeys are those read of a message_changed's previous_message.
+	previousKeys = []string{"text"}
+	// itemKeys are those read of a reaction's item.
+	itemKeys = []string{"type", "channel", "ts"}
+	// fileKeys are those mediaOf reads of a file.
+	fileKeys = []string{"id", "name", "mimetype", "media_display_type"}
+)
+
+// Salvage tells how an event slack-go could not read whole was read all
+// the same. It names the event, never its content.
+type Salvage struct {
+	Type    string // the inner event's type
+	EventID string
+	Cause   error // slack-go's error on the whole event
+	// FilesLeftOut: some or all of the event's files could not be read
+	// either, even cut down to what mediaOf reads, and are left out.
+	FilesLeftOut bool
+}
+
+// salvage reads body, an Events API body slack-go failed on with cause,
+// once more: the envelope as it is, its inner event cut down to the keys
+// Normalize reads (salvageKeys), each file to what mediaOf reads, and a
+// file slack-go cannot read even so left out. It returns cause, and the
+// event is dropped as before, when the body is no event_callback of a
+// type Normalize handles or the keys kept cannot be read either (a ts
+// that is no string). It parses at most once, whatever the body holds.
+func salvage(body []byte, cause error) (slackevents.EventsAPIEvent, *Salvage, error) {
+	env, ok := object(body)
+	if !ok || str(env["type"]) != slackevents.CallbackEvent {
+		return slackevents.EventsAPIEvent{}, nil, cause
+	}
+	inner, ok := object(env["event"])
+	if !ok {
+		return slackevents.EventsAPIEvent{}, nil, cause
+	}
+	typ := str(inner["type"])
+	keys, ok := salvageKeys[typ]
+	if !ok {
+		return slackevents.EventsAPIEvent{}, nil, cause
+	}
+	s := &Salvage{Type: typ, EventID: str(env["event_id"]), Cause: cause}
+	cut := keep(inner, keys...)
+	s.FilesLeftOut = readableFiles(cut)
+	if edited, ok := object(cut["message"]); ok {
+		edited = keep(edited, editedKeys...)
+		s.FilesLeftOut = readableFiles(edited) || s.FilesLeftOut
+		cut["message"] = marshal(edited)
+	}
+	if previous, ok := object(cut["previous_message"]); ok {
+		cut["previous_message"] = marshal(keep(previous, previousKeys...))
+	}
+	if item, ok := object(cut["item"]); ok {
+		cut["item"] = marshal(keep(item, itemKeys...))
+	}
+	env["event"] = marshal(cut)
+	ev, err := slackevents.ParseEvent(marshal(env), slackevents.OptionNoVerifyToken())
+	if err != nil {
+		return ev, nil, fmt.Errorf("%w; read again with only the fields replyflow uses: %v", cause, err)
+	}
+	return ev, s, nil
+}
+
+// keep is obj with only keys, those of them it has.
+func keep(obj map[string]json.RawMessage, keys ...string) map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(keys))
+	for _, k := range keys {
+		if v, ok := obj[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// readableFiles cuts each of post's files down to fileKeys and leaves
+// out those slack-go still cannot read; it reports whether it left out
+// any (all of them when files is no array).
+func readableFiles(post map[string]json.RawMessage) (leftOut bool) {
+	raw, ok := post["files"]
+	if !ok {
+		return false
+	}
+	var files []json.RawMessage
+	if json.Unmarshal(raw, &files) != nil {
+		delete(post, "files")
+		return true
+	}
+	kept := make([]json.RawMessage, 0, len(files))
+	for _, f := range files {
+		if obj, ok := object(f); ok {
+			f = marshal(keep(obj, fileKeys...))
+		}
+		var probe slack.File
+		if json.Unmarshal(f, &probe) != nil {
+			leftOut = true
+			continue
+		}
+		kept = append(kept, f)
+	}
+	post["files"] = marshal(kept)
+	return leftOut
+}
+
+// object reads raw as a JSON object; false when it is none (null too).
+func object(raw json.RawMessage) (map[string]json.RawMessage, bool) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil || obj == nil {
+		return nil, false
+	}
+	return obj, true
+}
+
+// str is raw's string, "" when it is none.
+func str(raw json.RawMessage) string {
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s
+}
+
+// marshal encodes what was decoded from valid JSON, which does not fail;
+// were it to, the value would read as null rather than stop the gateway.
+func marshal(v any) json.RawMessage {
+	out, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return out
+}
