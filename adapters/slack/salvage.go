@@ -69,12 +69,26 @@ func salvage(body []byte, cause error) (slackevents.EventsAPIEvent, *Salvage, er
 	if !ok {
 		return slackevents.EventsAPIEvent{}, nil, cause
 	}
-	s := &Salvage{Type: typ, EventID: str(env["event_id"]), Cause: cause}
-	cut := keep(inner, keys...)
-	s.FilesLeftOut = readableFiles(cut)
+	cut, filesLeftOut := cutEvent(inner, keys)
+	s := &Salvage{Type: typ, EventID: str(env["event_id"]), Cause: cause, FilesLeftOut: filesLeftOut}
+	env["event"] = marshal(cut)
+	ev, err := slackevents.ParseEvent(marshal(env), slackevents.OptionNoVerifyToken())
+	if err != nil {
+		return ev, nil, fmt.Errorf("%w; read again with only the fields replyflow uses: %v", cause, err)
+	}
+	return ev, s, nil
+}
+
+// cutEvent is inner, an inner event, with only keys (its type's
+// salvageKeys), those of its message, previous_message and item that
+// Normalize reads, and each file cut down to what mediaOf reads, a file
+// slack-go cannot read even so left out (filesLeftOut).
+func cutEvent(inner map[string]json.RawMessage, keys []string) (cut map[string]json.RawMessage, filesLeftOut bool) {
+	cut = keep(inner, keys...)
+	filesLeftOut = readableFiles(cut)
 	if edited, ok := object(cut["message"]); ok {
 		edited = keep(edited, editedKeys...)
-		s.FilesLeftOut = readableFiles(edited) || s.FilesLeftOut
+		filesLeftOut = readableFiles(edited) || filesLeftOut
 		cut["message"] = marshal(edited)
 	}
 	if previous, ok := object(cut["previous_message"]); ok {
@@ -83,12 +97,7 @@ func salvage(body []byte, cause error) (slackevents.EventsAPIEvent, *Salvage, er
 	if item, ok := object(cut["item"]); ok {
 		cut["item"] = marshal(keep(item, itemKeys...))
 	}
-	env["event"] = marshal(cut)
-	ev, err := slackevents.ParseEvent(marshal(env), slackevents.OptionNoVerifyToken())
-	if err != nil {
-		return ev, nil, fmt.Errorf("%w; read again with only the fields replyflow uses: %v", cause, err)
-	}
-	return ev, s, nil
+	return cut, filesLeftOut
 }
 
 // keep is obj with only keys, those of them it has.
