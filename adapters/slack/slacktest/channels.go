@@ -3,6 +3,7 @@ package slacktest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -36,6 +37,10 @@ type Message struct {
 	// Reactions are the bot's reactions on the message now, in the order
 	// it added them.
 	Reactions []string
+	// Wire are fields the Web API and the message event show over the
+	// fake's own, as given: a block or a field's JSON type slack-go does
+	// not know yet. The fake itself goes by TS.
+	Wire map[string]any
 }
 
 // Metadata is a message's metadata as chat.postMessage takes it.
@@ -208,6 +213,7 @@ func copyMessage(m *Message) Message {
 	c := *m
 	c.Reactions = append([]string(nil), m.Reactions...)
 	c.Files = append([]File(nil), m.Files...)
+	c.Wire = maps.Clone(m.Wire)
 	return c
 }
 
@@ -251,6 +257,7 @@ func (s *Server) wire(st *channelState, m *Message, withMetadata bool) map[strin
 		}
 		w["reactions"] = rs
 	}
+	maps.Copy(w, m.Wire)
 	return w
 }
 

@@ -29,6 +29,8 @@ type Post struct {
 	Subtype string
 	BotID   string // for bot_message
 	Files   []File // for file_share
+	// Wire are fields shown over the fake's own (Message.Wire).
+	Wire map[string]any
 }
 
 // AddMessage stores a user's post in its channel (creating the channel)
@@ -39,7 +41,7 @@ func (s *Server) AddMessage(p Post) (Message, []Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.channelLocked(Channel{ID: p.Channel, Members: 2})
-	m := s.add(st, &Message{User: p.User, Text: p.Text, ThreadTS: p.ThreadTS, Subtype: p.Subtype, BotID: p.BotID, Files: p.Files})
+	m := s.add(st, &Message{User: p.User, Text: p.Text, ThreadTS: p.ThreadTS, Subtype: p.Subtype, BotID: p.BotID, Files: p.Files, Wire: p.Wire})
 	events := []Event{s.messageEvent(st, m)}
 	if strings.Contains(p.Text, "<@"+s.BotUserID+">") && (p.Subtype == "" || p.Subtype == "file_share") {
 		mention := Event{"type": "app_mention", "user": m.User, "text": m.Text, "ts": m.TS, "channel": m.Channel, "event_ts": m.TS, "client_msg_id": events[0]["client_msg_id"]}
