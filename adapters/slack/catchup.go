@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"container/list"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -35,6 +36,10 @@ import (
 //
 // handing every message above the cursor to the Sink exactly as a live
 // event; what the session already took, its dedupe by message ID drops.
+// Each message of a page is read on its own (historyAPI): one slack-go
+// cannot read goes through the salvage of a live message event, and one
+// that cannot be read even so is skipped with a warning; the rest of the
+// page is caught up.
 //
 // The cursors are this process's memory while it runs; what outlives it
 // is in Temporal, where every gateway reads it: each session's
@@ -136,7 +141,7 @@ type conversation struct {
 // receiver.
 type catchup struct {
 	r      *Receiver
-	api    *slack.Client
+	api    historyAPI
 	work   *lanes.Lanes
 	tune   catchupTune
 	bounds CatchupBounds
@@ -149,7 +154,7 @@ type catchup struct {
 	order *list.List               // most recently active first
 }
 
-func newCatchup(r *Receiver, api *slack.Client, work *lanes.Lanes, bounds CatchupBounds) *catchup {
+func newCatchup(r *Receiver, api historyAPI, work *lanes.Lanes, bounds CatchupBounds) *catchup {
 	tune := r.catchupTune
 	if tune.retryFirst <= 0 {
 		tune = defaultCatchupTune
@@ -463,23 +468,19 @@ func (c *catchup) fetch(ctx context.Context, conv conversation, oldest string) (
 	}
 	cursor, more := "", false
 	for read := 0; ; {
-		resp, err := c.api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
-			ChannelID: conv.channel, Oldest: oldest, Limit: min(catchupPageSize, c.bounds.Limit-read), Cursor: cursor,
-		})
+		resp, err := c.api.history(ctx, conv.channel, oldest, cursor, min(catchupPageSize, c.bounds.Limit-read))
 		if err != nil {
 			return nil, fmt.Errorf("read the history of Slack channel %s (team %s) since %s: %w", conv.channel, conv.team, oldest, err)
 		}
-		keep(resp.Messages)
+		keep(c.messages(conv, resp.Messages))
 		read += len(resp.Messages)
-		cursor = resp.ResponseMetaData.NextCursor
+		cursor = resp.ResponseMetadata.Cursor
 		if more = resp.HasMore && cursor != ""; !more || read >= c.bounds.Limit || len(resp.Messages) == 0 {
 			break
 		}
 	}
 	for _, thread := range conv.threads {
-		replies, _, _, err := c.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
-			ChannelID: conv.channel, Timestamp: thread, Oldest: oldest, Limit: min(catchupPageSize, c.bounds.Limit),
-		})
+		replies, err := c.api.replies(ctx, conv.channel, thread, oldest, min(catchupPageSize, c.bounds.Limit))
 		if err != nil {
 			var refused slack.SlackErrorResponse
 			if errors.As(err, &refused) {
@@ -487,7 +488,7 @@ func (c *catchup) fetch(ctx context.Context, conv conversation, oldest string) (
 			}
 			return nil, fmt.Errorf("read the replies of thread %s in Slack channel %s (team %s): %w", thread, conv.channel, conv.team, err)
 		}
-		keep(replies)
+		keep(c.messages(conv, replies.Messages))
 	}
 	out := make([]slack.Message, 0, len(byTS))
 	for _, m := range byTS {
@@ -500,6 +501,29 @@ func (c *catchup) fetch(ctx context.Context, conv conversation, oldest string) (
 			"team", conv.team, "slack_channel", conv.channel, "limit", c.bounds.Limit)
 	}
 	return out, nil
+}
+
+// messages decodes each message of a page on its own, so that one
+// slack-go cannot read costs no other: it goes through the salvage of a
+// live message event (salvageMessage), and one that cannot be read even
+// so is skipped with a warning. The log names the message by its ts,
+// never its text.
+func (c *catchup) messages(conv conversation, page []json.RawMessage) []slack.Message {
+	out := make([]slack.Message, 0, len(page))
+	for _, raw := range page {
+		m, salvaged, err := decodeMessage(raw)
+		if err != nil {
+			c.r.logger.Warn("Slack catch-up skipped a message it cannot read; the others of the page are caught up",
+				"team", conv.team, "slack_channel", conv.channel, "ts", tsForLog(raw), "error", err)
+			continue
+		}
+		if salvaged != nil {
+			c.r.logger.Warn("Slack catch-up read a message without the fields slack-go could not read; it goes on",
+				"team", conv.team, "slack_channel", conv.channel, "ts", m.Timestamp, "files_left_out", salvaged.FilesLeftOut, "error", salvaged.Cause)
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // event is a fetched message as its live message event would be.

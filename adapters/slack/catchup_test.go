@@ -2,11 +2,13 @@ package slack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/slack-go/slack"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -219,4 +221,79 @@ func TestEventsCatchUpAtStartWhatSlackGaveUpOnBeforeALiveMessage(t *testing.T) {
 	waitUntil(t, ctx, "the message Slack gave up on handed to the sink", func() bool { return sink.acceptedOf(missed.TS) >= 1 })
 	assert.Equal(t, 1, sink.acceptedOf(missed.TS))
 	assert.GreaterOrEqual(t, sink.acceptedOf(live.TS), 1)
+}
+
+// A message slack-go cannot read costs the catch-up no other message of
+// its page: one with a block slack-go refuses is read without it, as its
+// live event would be; one whose ts is no string is skipped and logged,
+// without its text; the others are handed on, oldest first, and the
+// conversation is caught up.
+func TestCatchupReadsEveryMessageOfAPageSlackGoCannotReadWhole(t *testing.T) {
+	fake, sink := startFake(t), newOutageSink()
+	sink.up()
+	const blockedText, unreadableText = "the words behind a block slack-go refuses", "the words of a message nobody can read"
+	first, _ := fake.AddMessage(slacktest.Post{Channel: "C1", User: "U1", Text: "first"})
+	blocked, _ := fake.AddMessage(slacktest.Post{Channel: "C1", User: "U2", Text: blockedText,
+		Wire: map[string]any{"blocks": futureBlock}})
+	fake.AddMessage(slacktest.Post{Channel: "C1", User: "U3", Text: unreadableText,
+		Wire: map[string]any{"ts": map[string]any{"s": 1}, "blocks": futureBlock}})
+	last, _ := fake.AddMessage(slacktest.Post{Channel: "C1", User: "U1", Text: "last"})
+
+	// slack-go fails on the page as it fails on the message with the
+	// block alone.
+	_, err := slack.New(fake.BotToken, slack.OptionAPIURL(fake.APIURL())).
+		GetConversationHistory(&slack.GetConversationHistoryParameters{ChannelID: "C1"})
+	require.Error(t, err, "slack-go reads the page whole: it proves nothing of the catch-up")
+	raw, err := json.Marshal(map[string]any{"type": "message", "user": "U2", "text": blockedText, "ts": blocked.TS, "blocks": futureBlock})
+	require.NoError(t, err)
+	require.Error(t, json.Unmarshal(raw, new(slack.Message)), "slack-go reads the message with the block")
+
+	r, err := NewReceiver(ReceiverConfig{Bot: Identity{UserID: fake.BotUserID, BotID: fake.BotID}, Sink: sink})
+	require.NoError(t, err)
+	logs := &logBuffer{}
+	logTo(r, logs)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	done := make(chan error, 1)
+	go func() {
+		done <- r.RunCatchup(ctx, CatchupConfig{BotToken: fake.BotToken, APIURL: fake.APIURL(), Team: fake.TeamID,
+			Sessions: openSessions{{Key: pipeline.SessionKey{Channel: Channel, Account: fake.TeamID, Chat: "C1"}, LastInboundAt: time.Now().Add(-time.Hour)}}})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		assert.NoError(t, <-done)
+	})
+	waitUntil(t, ctx, "the conversation caught up", func() bool {
+		c := r.catchup.Load()
+		if c == nil {
+			return false
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		e, ok := c.convs["C1"]
+		return ok && !e.Value.(*conversation).behind
+	})
+
+	sink.mu.Lock()
+	var handed []string
+	for _, in := range sink.accepted {
+		handed = append(handed, in.MessageID)
+		if in.MessageID == blocked.TS {
+			assert.Equal(t, blockedText, in.Text)
+			assert.Equal(t, "U2", in.SenderID)
+		}
+	}
+	sink.mu.Unlock()
+	assert.Equal(t, []string{first.TS, blocked.TS, last.TS}, handed, "the readable messages, the salvaged one among them, oldest first")
+
+	out := logs.String()
+	assert.NotContains(t, out, unreadableText, "the log never carries a message")
+	assert.NotContains(t, out, blockedText, "the log never carries a message")
+	assert.Contains(t, out, `msg="Slack catch-up skipped a message it cannot read; the others of the page are caught up"`)
+	assert.Contains(t, out, `ts="{\"s\":1}"`)
+	assert.Contains(t, out, "read again with only the fields replyflow uses")
+	assert.Contains(t, out, `msg="Slack catch-up read a message without the fields slack-go could not read; it goes on"`)
+	assert.Contains(t, out, "ts="+blocked.TS)
+	assert.Contains(t, out, "slack_channel=C1")
+	assert.Contains(t, out, "messages=3", "the conversation's catch-up logged as done")
+	assert.NotContains(t, out, "did not get through", "the page did not fail")
 }

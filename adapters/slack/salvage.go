@@ -41,8 +41,8 @@ var (
 // the same. It names the event, never its content.
 type Salvage struct {
 	Type    string // the inner event's type
-	EventID string
-	Cause   error // slack-go's error on the whole event
+	EventID string // "" for a message of a conversation's history
+	Cause   error  // slack-go's error on the whole event
 	// FilesLeftOut: some or all of the event's files could not be read
 	// either, even cut down to what mediaOf reads, and are left out.
 	FilesLeftOut bool
@@ -98,6 +98,25 @@ func cutEvent(inner map[string]json.RawMessage, keys []string) (cut map[string]j
 		cut["item"] = marshal(keep(item, itemKeys...))
 	}
 	return cut, filesLeftOut
+}
+
+// salvageMessage reads raw, a message of a conversation's history that
+// slack-go failed on with cause, once more, cut down as a message
+// event's inner event is (salvageKeys["message"], cutEvent): the
+// catch-up hands it on as its live event, read the same way, would be.
+// It returns cause, with why, when the keys kept cannot be read either
+// (a ts that is no string) or raw is no object.
+func salvageMessage(raw json.RawMessage, cause error) (slack.Message, *Salvage, error) {
+	obj, ok := object(raw)
+	if !ok {
+		return slack.Message{}, nil, cause
+	}
+	cut, filesLeftOut := cutEvent(obj, salvageKeys["message"])
+	var m slack.Message
+	if err := json.Unmarshal(marshal(cut), &m); err != nil {
+		return slack.Message{}, nil, fmt.Errorf("%w; read again with only the fields replyflow uses: %v", cause, err)
+	}
+	return m, &Salvage{Type: "message", Cause: cause, FilesLeftOut: filesLeftOut}, nil
 }
 
 // keep is obj with only keys, those of them it has.

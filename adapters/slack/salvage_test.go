@@ -9,7 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -252,5 +254,66 @@ func TestSalvageOnlyWhatSlackGoFailsOnAndNormalizeHandles(t *testing.T) {
 		_, salvaged, err := parse([]byte(body))
 		assert.ErrorContains(t, err, "not a Slack Events API payload", body)
 		assert.Nil(t, salvaged, body)
+	}
+}
+
+// salvageMessage keeps every field the catch-up reads of a message of
+// history: a message it reads gives the event the same message without
+// the unreadable field gives.
+func TestSalvageMessageKeepsWhatCatchupReads(t *testing.T) {
+	const blocks = `,"blocks":[{"type":"future_block","block_id":7}]`
+	cases := []struct {
+		name, message, bad string
+		direct             bool
+	}{
+		{"a thread reply in the bot's thread, with a mention of the bot and of another",
+			`{"type":"message","user":"U1","text":"<@UBOT> hi <@U2>","ts":"` + postTS + `","thread_ts":"` + parentTS + `","parent_user_id":"UBOT"%[1]s}`, blocks, false},
+		{"another bot's message",
+			`{"type":"message","subtype":"bot_message","bot_id":"B2","username":"deploy bot","text":"done","ts":"` + postTS + `"%[1]s}`, blocks, false},
+		{"a housekeeping message",
+			`{"type":"message","subtype":"channel_join","user":"U1","text":"joined","ts":"` + postTS + `"%[1]s}`, blocks, false},
+		{"a DM with files, an audio clip among them",
+			`{"type":"message","subtype":"file_share","user":"U1","text":"","ts":"` + postTS + `","files":[{"id":"F1","name":"clip.webm","mimetype":"video/webm","media_display_type":"audio","size":10%[1]s},{"id":"F2","name":"a.pdf","mimetype":"application/pdf"}]%[1]s}`, `,"created":"yesterday"`, true},
+		{"a reply also sent to the channel, its root unreadable too",
+			`{"type":"message","subtype":"thread_broadcast","user":"U1","text":"also here","ts":"` + postTS + `","thread_ts":"` + parentTS + `","root":{"user":"U2","text":"parent","ts":"` + parentTS + `"%[1]s}%[1]s}`, blocks, false},
+		{"an edited message whose edit time is a number",
+			`{"type":"message","user":"U1","text":"fixed","ts":"` + postTS + `"%[1]s}`, `,"edited":{"user":"U1","ts":1700000009}`, false},
+		{"the bot's own message",
+			`{"type":"message","user":"U9","bot_id":"BBOT","text":"mine","ts":"` + postTS + `"%[1]s}`, blocks, false},
+	}
+	r, err := NewReceiver(ReceiverConfig{Bot: testBot, Sink: newSink(), Now: func() time.Time { return testNow }})
+	require.NoError(t, err)
+	c := &catchup{r: r}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			conv := conversation{channel: "C1", team: "T1", direct: tc.direct}
+			raw := json.RawMessage(strings.ReplaceAll(tc.message, "%[1]s", tc.bad))
+			require.Error(t, json.Unmarshal(raw, new(slack.Message)), "slack-go reads the message whole: it proves nothing of the salvage")
+			m, salvaged, err := decodeMessage(raw)
+			require.NoError(t, err)
+			require.NotNil(t, salvaged)
+			assert.Equal(t, "message", salvaged.Type)
+			assert.False(t, salvaged.FilesLeftOut)
+			got := c.event(conv, m)
+
+			whole, salvaged, err := decodeMessage(json.RawMessage(strings.ReplaceAll(tc.message, "%[1]s", "")))
+			require.NoError(t, err)
+			require.Nil(t, salvaged, "slack-go reads the message without the field")
+			assert.Equal(t, c.event(conv, whole), got)
+		})
+	}
+}
+
+// A message of history whose own fields are broken is not read: the
+// catch-up skips it with slack-go's error and salvage's.
+func TestSalvageMessageOfHistoryWithBrokenFieldsFails(t *testing.T) {
+	for _, raw := range []string{
+		`{"type":"message","user":"U1","text":"hi","ts":{"s":1},"blocks":[{"type":"x","block_id":7}]}`,
+		`{"type":"message","user":"U1","text":42,"ts":"1.1"}`,
+		`"not an object"`,
+	} {
+		_, salvaged, err := decodeMessage(json.RawMessage(raw))
+		assert.Error(t, err, raw)
+		assert.Nil(t, salvaged, raw)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -57,7 +58,9 @@ func (r *Receiver) RunSocket(ctx context.Context, cfg SocketConfig) error {
 	if cfg.StaleAfter <= 0 {
 		cfg.StaleAfter = DefaultStaleAfter
 	}
-	opts := []slack.Option{slack.OptionAppLevelToken(cfg.AppToken)}
+	// One HTTP client for slack-go and the catch-up's reads of history.
+	httpClient := &http.Client{}
+	opts := []slack.Option{slack.OptionAppLevelToken(cfg.AppToken), slack.OptionHTTPClient(httpClient)}
 	if cfg.APIURL != "" {
 		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
 	}
@@ -76,7 +79,7 @@ func (r *Receiver) RunSocket(ctx context.Context, cfg SocketConfig) error {
 		cancel()
 	}()
 	work := lanes.New(socketLanes, socketQueued)
-	caughtUp := newCatchup(r, api, work, cfg.Catchup).start(ctx, cfg.Sessions, cfg.Team)
+	caughtUp := newCatchup(r, newHistoryAPI(httpClient, cfg.BotToken, cfg.APIURL), work, cfg.Catchup).start(ctx, cfg.Sessions, cfg.Team)
 	err := r.consume(ctx, client, work, report)
 	cancel()
 	caughtUp()  // it queues no more work
@@ -274,12 +277,8 @@ type CatchupConfig struct {
 // a live event of the same conversation may overtake them, and the
 // session drops whichever copy comes second.
 func (r *Receiver) RunCatchup(ctx context.Context, cfg CatchupConfig) error {
-	opts := []slack.Option{}
-	if cfg.APIURL != "" {
-		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
-	}
 	work := lanes.New(socketLanes, socketQueued)
-	newCatchup(r, slack.New(cfg.BotToken, opts...), work, cfg.Bounds).start(ctx, cfg.Sessions, cfg.Team)()
+	newCatchup(r, newHistoryAPI(&http.Client{}, cfg.BotToken, cfg.APIURL), work, cfg.Bounds).start(ctx, cfg.Sessions, cfg.Team)()
 	work.Wait()
 	return nil
 }
