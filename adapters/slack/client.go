@@ -62,6 +62,7 @@ type ClientConfig struct {
 // Client is the Slack adapters.Outbound.
 type Client struct {
 	api        *slack.Client
+	history    historyAPI // findChunk's reads, with api's token, base URL and HTTP client
 	cfg        ClientConfig
 	shortcodes map[pipeline.ReactionState]string
 	pace       *pacer
@@ -104,6 +105,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	c := &Client{
 		api:        slack.New(cfg.Token, opts...),
+		history:    newHistoryAPI(cfg.HTTPClient, cfg.Token, cfg.APIURL).withMetadata(),
 		cfg:        cfg,
 		shortcodes: map[pipeline.ReactionState]string{},
 		pace:       newPacer(cfg.PostInterval),

@@ -2,10 +2,9 @@ package slack
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/slack-go/slack"
 
 	"github.com/replyflow/replyflow/adapters"
 )
@@ -27,6 +26,12 @@ const (
 // retry. The cost is one read per chunk (conversations.replies or
 // .history, Tier 3 for an internal app). A failed lookup fails the Send,
 // classified as any call: posting blind could post twice.
+//
+// The page is read through historyAPI and each message on its own
+// (chunkIn), not through slack-go, which fails the whole page on one
+// message it cannot decode: one user's message with a block type
+// slack-go does not know yet would fail every Send there for as long
+// as it stays within the window.
 func (c *Client) findChunk(ctx context.Context, channel, thread, key string) (string, bool, error) {
 	if key == "" {
 		return "", false, nil
@@ -36,37 +41,64 @@ func (c *Client) findChunk(ctx context.Context, channel, thread, key string) (st
 		return "", false, err
 	}
 	oldest := slackTS(time.Now().Add(-c.cfg.DedupeWindow))
-	var msgs []slack.Message
-	if thread != "" {
-		const op = "conversations.replies"
-		if err := c.pace.wait(ctx, adapters.PriorityOf(ctx), channel, op); err != nil {
-			return "", false, err
-		}
-		msgs, _, _, err = c.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
-			ChannelID: channel, Timestamp: thread, Oldest: oldest, Limit: threadLookupLimit, IncludeAllMetadata: true,
-		})
-		if slackCode(err) == "thread_not_found" {
-			err = nil // the post will fail permanently with the same code
-		}
-		if err != nil {
-			return "", false, c.failed(channel, op, err)
-		}
-	} else {
-		const op = "conversations.history"
-		if err := c.pace.wait(ctx, adapters.PriorityOf(ctx), channel, op); err != nil {
-			return "", false, err
-		}
-		resp, err := c.api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
-			ChannelID: channel, Oldest: oldest, Limit: channelLookupLimit, IncludeAllMetadata: true,
-		})
-		if err != nil {
-			return "", false, c.failed(channel, op, err)
-		}
-		msgs = resp.Messages
+	op, read := "conversations.history", func() (historyPage, error) {
+		return c.history.history(ctx, channel, oldest, "", channelLookupLimit)
 	}
-	for _, m := range msgs {
+	if thread != "" {
+		op, read = "conversations.replies", func() (historyPage, error) {
+			return c.history.replies(ctx, channel, thread, oldest, threadLookupLimit)
+		}
+	}
+	if err := c.pace.wait(ctx, adapters.PriorityOf(ctx), channel, op); err != nil {
+		return "", false, err
+	}
+	page, err := read()
+	if thread != "" && slackCode(err) == "thread_not_found" {
+		return "", false, nil // the post will fail permanently with the same code
+	}
+	if err != nil {
+		return "", false, c.failed(channel, op, err)
+	}
+	ts, found, err := chunkIn(page.Messages, bot, key)
+	if err != nil {
+		return "", false, c.failed(channel, op, err)
+	}
+	return ts, found, nil
+}
+
+// chunkFields are what chunkIn reads of a message: its author, its ts
+// and its metadata's event type and key, as slack-go reads them.
+type chunkFields struct {
+	User     string `json:"user"`
+	TS       string `json:"ts"`
+	Metadata struct {
+		EventType    string         `json:"event_type"`
+		EventPayload map[string]any `json:"event_payload"`
+	} `json:"metadata"`
+}
+
+// chunkIn finds, among page's messages, the bot's whose metadata carries
+// key, and returns its ts. It reads of each message only chunkFields, so
+// a block or a field of a shape slack-go cannot decode costs nothing. A
+// message whose author is readable and not the bot cannot be the chunk,
+// whatever else it holds. One whose author cannot be read, or the bot's
+// whose ts or metadata cannot be read, might be the chunk: it fails the
+// lookup rather than have the chunk posted twice.
+func chunkIn(page []json.RawMessage, bot, key string) (string, bool, error) {
+	for _, raw := range page {
+		var m chunkFields
+		err := json.Unmarshal(raw, &m)
+		if err != nil {
+			var author struct {
+				User string `json:"user"`
+			}
+			if json.Unmarshal(raw, &author) == nil && author.User != bot {
+				continue
+			}
+			return "", false, fmt.Errorf("read message %s, which may be the bot's: %w", tsForLog(raw), err)
+		}
 		if m.User == bot && m.Metadata.EventType == ChunkEventType && m.Metadata.EventPayload["key"] == key {
-			return m.Timestamp, true, nil
+			return m.TS, true, nil
 		}
 	}
 	return "", false, nil

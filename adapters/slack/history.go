@@ -13,11 +13,12 @@ import (
 )
 
 // historyAPI reads conversations.history and conversations.replies for
-// the catch-up with the token, base URL and HTTP client its slack-go
-// client is given. slack-go decodes a page whole, so one message it
-// cannot read (a block type it does not know yet) fails the page and,
-// with it, every message on it; here the page is decoded with its
-// messages left raw, and each is decoded on its own (catchup.messages).
+// the catch-up and for the outbound client's duplicate lookup, with the
+// token, base URL and HTTP client their slack-go client is given.
+// slack-go decodes a page whole, so one message it cannot read (a block
+// type it does not know yet) fails the page and, with it, every message
+// on it; here the page is decoded with its messages left raw, and each
+// is decoded on its own (catchup.messages, chunkIn).
 // The request and the errors are slack-go's: the same form fields,
 // a 429 with Retry-After is a *slack.RateLimitedError, another status
 // than 200 a slack.StatusCodeError, ok:false a slack.SlackErrorResponse.
@@ -25,6 +26,9 @@ type historyAPI struct {
 	client   *http.Client
 	token    string
 	endpoint string // slack.APIURL, or the fake's in tests
+	// metadata asks for every message's metadata (include_all_metadata),
+	// which the duplicate lookup reads and the catch-up does not.
+	metadata bool
 }
 
 func newHistoryAPI(client *http.Client, token, apiURL string) historyAPI {
@@ -34,9 +38,16 @@ func newHistoryAPI(client *http.Client, token, apiURL string) historyAPI {
 	return historyAPI{client: client, token: token, endpoint: apiURL}
 }
 
+// withMetadata is h asking for every message's metadata.
+func (h historyAPI) withMetadata() historyAPI {
+	h.metadata = true
+	return h
+}
+
 // historyPage is one answer of either method. Its raw messages are held
-// only while the page is read: at most one page, catchupPageSize
-// messages (the limit asked for), as slack-go would hold them decoded.
+// only while the page is read: at most one page, of the limit asked for
+// (catchupPageSize, or the lookup's threadLookupLimit or
+// channelLookupLimit), as slack-go would hold them decoded.
 type historyPage struct {
 	// ok, error, response_metadata.next_cursor
 	slack.SlackResponse
@@ -47,7 +58,7 @@ type historyPage struct {
 // history reads one page of channel's history above oldest, newest
 // first.
 func (h historyAPI) history(ctx context.Context, channel, oldest, cursor string, limit int) (historyPage, error) {
-	params := url.Values{"channel": {channel}, "inclusive": {"0"}, "include_all_metadata": {"0"},
+	params := url.Values{"channel": {channel}, "inclusive": {"0"}, "include_all_metadata": {h.allMetadata()},
 		"limit": {strconv.Itoa(limit)}, "oldest": {oldest}}
 	if cursor != "" {
 		params.Set("cursor", cursor)
@@ -59,7 +70,15 @@ func (h historyAPI) history(ctx context.Context, channel, oldest, cursor string,
 // and replies, oldest first.
 func (h historyAPI) replies(ctx context.Context, channel, thread, oldest string, limit int) (historyPage, error) {
 	return h.read(ctx, "conversations.replies", url.Values{"channel": {channel}, "ts": {thread}, "inclusive": {"0"},
-		"include_all_metadata": {"0"}, "limit": {strconv.Itoa(limit)}, "oldest": {oldest}})
+		"include_all_metadata": {h.allMetadata()}, "limit": {strconv.Itoa(limit)}, "oldest": {oldest}})
+}
+
+// allMetadata is the include_all_metadata form field, as slack-go sends it.
+func (h historyAPI) allMetadata() string {
+	if h.metadata {
+		return "1"
+	}
+	return "0"
 }
 
 func (h historyAPI) read(ctx context.Context, method string, params url.Values) (historyPage, error) {
