@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -73,9 +74,9 @@ func (r *Receiver) RunSocket(ctx context.Context, cfg SocketConfig) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	failed := make(chan error, 1)
+	refused := make(chan error, 1)
 	go func() {
-		failed <- r.runClient(ctx, client, report)
+		refused <- r.runClient(ctx, client)
 		cancel()
 	}()
 	work := lanes.New(socketLanes, socketQueued)
@@ -84,22 +85,29 @@ func (r *Receiver) RunSocket(ctx context.Context, cfg SocketConfig) error {
 	cancel()
 	caughtUp()  // it queues no more work
 	work.Wait() // hand-offs end with ctx; their envelopes stay unacked
-	if runErr := <-failed; runErr != nil {
-		err = runErr
+	if refusal := <-refused; refusal != nil {
+		// Reported only now that consume has returned, so that it is the
+		// last state: slack-go queues the refused attempt's "connecting"
+		// event before it returns, and consume may report that event
+		// after runClient returned.
+		report(adapters.Health{State: adapters.StateFailed, Error: refusal.Error()})
+		err = fmt.Errorf("slack Socket Mode stopped: Slack refused the tokens (%v); check REPLYFLOW_SLACK_APP_TOKEN (xapp-, with connections:write) and REPLYFLOW_SLACK_BOT_TOKEN", refusal)
 	}
 	return err
 }
 
 // runClient runs slack-go's client. It connects again by itself, with a
 // backoff of up to 5 minutes, after any failure but a rejected token,
-// which it returns.
-func (r *Receiver) runClient(ctx context.Context, client *socketmode.Client, report func(adapters.Health)) error {
+// whose error it returns; nil once ctx is done.
+func (r *Receiver) runClient(ctx context.Context, client *socketmode.Client) error {
 	err := client.RunContext(ctx)
 	if ctx.Err() != nil {
 		return nil
 	}
-	report(adapters.Health{State: adapters.StateFailed, Error: errString(err)})
-	return fmt.Errorf("slack Socket Mode stopped: Slack refused the tokens (%v); check REPLYFLOW_SLACK_APP_TOKEN (xapp-, with connections:write) and REPLYFLOW_SLACK_BOT_TOKEN", err)
+	if err == nil {
+		return errors.New(errString(nil))
+	}
+	return err
 }
 
 func errString(err error) string {

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/replyflow/replyflow/pipeline"
@@ -327,6 +328,11 @@ func TestAParkedTurnTooLargeToCarryHoldsTheRun(t *testing.T) {
 			return nil
 		}
 	})
+	// The reply is chunked in one workflow step, hundreds of milliseconds
+	// of CPU under the race detector. The deadlock detector measures wall
+	// time, a second by default, which such a step outlasts on a busy
+	// machine though nothing blocks; here it only has to catch a hang.
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	signalAt(env, time.Second, inbound("m1", "write a lot"))
 	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, time.Minute)
 	snap := queryStateAt(t, env, time.Hour)
