@@ -86,6 +86,10 @@ type UploadStore interface {
 	SaveMediaContent(ctx context.Context, sessionID, messageID string, seq int, content, transcript string) error
 }
 
+// ErrUploadTaken is the store's KeepUpload error when the message already has
+// another file, other bytes, or a file whose bytes are no longer kept.
+var ErrUploadTaken = errors.New("the message already has a file")
+
 // UploadReader reads back the bytes of an uploaded file by its
 // reference; ok is false once the store no longer keeps them (its
 // retention or its per-chat bounds dropped them). The store is the real
