@@ -222,12 +222,27 @@ func (t *Telemetry) Mux() *http.ServeMux {
 
 // ReadyHandler answers 200 when every check passes, else 503 with what
 // failed, so an orchestrator stops sending work and a person sees why.
-func (t *Telemetry) ReadyHandler() http.Handler {
+func (t *Telemetry) ReadyHandler() http.Handler { return t.PublicReadyHandler(nil) }
+
+// Withheld is what a public /readyz (PublicReadyHandler) says of a
+// failing check to a caller not shown why.
+const Withheld = "failing; why is shown to the operator only (replyflow status, or /readyz on REPLYFLOW_METRICS_ADDR)"
+
+// PublicReadyHandler is ReadyHandler for an address anyone may reach:
+// it names the failing checks, and says why each fails (which holds
+// addresses and other systems' error text) only to a request that
+// detail approves; nil approves every request.
+func (t *Telemetry) PublicReadyHandler(detail func(*http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		failed := t.Ready(r.Context())
 		if len(failed) == 0 {
 			writeJSON(w, http.StatusOK, map[string]any{"ready": true})
 			return
+		}
+		if detail != nil && !detail(r) {
+			for name := range failed {
+				failed[name] = Withheld
+			}
 		}
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "failing": failed})
 	})

@@ -144,3 +144,33 @@ func TestConcurrentReadyzShareOneRunOfTheChecksAndNothingIsKept(t *testing.T) {
 	code, _ = get()
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 }
+
+// On an address anyone reaches, /readyz names what fails and tells why
+// only to the requests the process lets see it.
+func TestAPublicReadyzTellsWhyOnlyToTheOperator(t *testing.T) {
+	tel, err := New()
+	require.NoError(t, err)
+	tel.AddCheck("ok", func(context.Context) error { return nil })
+	tel.AddCheck("temporal", func(context.Context) error { return errors.New("Temporal is not reachable: dial 10.0.0.7:7233") })
+	h := tel.PublicReadyHandler(func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer op" })
+	get := func(auth string) (int, map[string]any) {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodGet, "/readyz", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		h.ServeHTTP(rec, req)
+		var body map[string]any
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
+		return rec.Code, body
+	}
+	code, body := get("")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, map[string]any{"temporal": Withheld}, body["failing"])
+	code, body = get("Bearer wrong")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, map[string]any{"temporal": Withheld}, body["failing"])
+	code, body = get("Bearer op")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, map[string]any{"temporal": "Temporal is not reachable: dial 10.0.0.7:7233"}, body["failing"])
+}
