@@ -21,6 +21,9 @@ type ChatLog interface {
 	SetChatReaction(ctx context.Context, chat, id, emoji string) error
 	// ChatMessages returns the chat's recorded messages, oldest first.
 	ChatMessages(ctx context.Context, chat string) ([]ChatLogMessage, error)
+	// ChatMessage returns the chat's recorded message with ID id (its
+	// Key left empty); ok is false when the log does not have it.
+	ChatMessage(ctx context.Context, chat, id string) (m ChatLogMessage, ok bool, err error)
 }
 
 // ChatLogMessage is one message of a ChatLog.

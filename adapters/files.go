@@ -78,13 +78,22 @@ func Download(ctx context.Context, hc *http.Client, address string, max int64, o
 
 // UploadStore keeps the files users upload to a platform that has no
 // file store of its own (the web chat): the gateway records the
-// message's media and keeps each file's bytes in the store's media space
-// before the session hears of the message, so the turn finds them there.
-// The store is the real one.
+// message's file with its bytes in the store's media space before the
+// session hears of the message, so the turn finds them there. The store
+// is the real one.
 type UploadStore interface {
-	MediaLog
-	SaveMediaContent(ctx context.Context, sessionID, messageID string, seq int, content, transcript string) error
+	// KeepUpload records m, the one file of message messageID, with its
+	// bytes (content, base64) in one write that only ever adds a file:
+	// once a message has a file, a KeepUpload for it changes nothing. It
+	// returns nil when it kept the file, or when the message already
+	// holds this very file with these bytes (a retried upload), and
+	// ErrUploadTaken when the message holds anything else.
+	KeepUpload(ctx context.Context, sessionID, messageID string, m pipeline.Media, content string) error
 }
+
+// ErrUploadTaken is KeepUpload's error when the message already has
+// another file, other bytes, or a file whose bytes are no longer kept.
+var ErrUploadTaken = errors.New("the message already has a file")
 
 // UploadReader reads back the bytes of an uploaded file by its
 // reference; ok is false once the store no longer keeps them (its

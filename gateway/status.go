@@ -37,10 +37,26 @@ func (s *Status) Report(channel string, h adapters.Health) {
 // ServeHTTP answers 200 while the gateway serves at all: one platform
 // being down is no reason to restart the gateway and take the others
 // down too. The body says which platform is in which state.
-func (s *Status) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+func (s *Status) ServeHTTP(w http.ResponseWriter, _ *http.Request) { s.serve(w, true) }
+
+// Public is ServeHTTP for an address anyone may reach: each platform's
+// state and attempts, and its last error (which may hold an address or
+// the platform's own words) only for a request that detail approves.
+func (s *Status) Public(detail func(*http.Request) bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serve(w, detail(r)) })
+}
+
+func (s *Status) serve(w http.ResponseWriter, withErrors bool) {
 	s.mu.Lock()
-	body, err := json.Marshal(map[string]any{"platforms": s.platforms})
+	platforms := make(map[string]adapters.Health, len(s.platforms))
+	for channel, h := range s.platforms {
+		if !withErrors {
+			h.Error = ""
+		}
+		platforms[channel] = h
+	}
 	s.mu.Unlock()
+	body, err := json.Marshal(map[string]any{"platforms": platforms})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

@@ -142,6 +142,23 @@ func (s *Store) ChatMessages(ctx context.Context, chat string) ([]adapters.ChatL
 	return out, nil
 }
 
+// ChatMessage returns a web chat's recorded message by its ID, as long
+// as the chat keeps it (its bounds and retention).
+func (s *Store) ChatMessage(ctx context.Context, chat, id string) (adapters.ChatLogMessage, bool, error) {
+	m := adapters.ChatLogMessage{Chat: chat, ID: id}
+	var data string
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT kind, data, reaction FROM chat_log WHERE chat = ? AND message_id = ?`), chat, id).
+		Scan(&m.Kind, &data, &m.Reaction)
+	if errors.Is(err, sql.ErrNoRows) {
+		return adapters.ChatLogMessage{}, false, nil
+	}
+	if err != nil {
+		return adapters.ChatLogMessage{}, false, fmt.Errorf("read web chat message %s of chat %s: %w", id, chat, err)
+	}
+	m.Data = []byte(data)
+	return m, true, nil
+}
+
 // trimChat deletes a chat's messages beyond its newest ChatLogMessages,
 // and the older ones beyond ChatLogBytes of data. The newest message is
 // always kept: no message is larger than the bound.

@@ -71,6 +71,14 @@ func chatLogSuite(t *testing.T, dsn func(*testing.T) string) {
 			{Chat: "c", ID: "b1", Kind: "message", Data: []byte(`{"text":"preview, done"}`)},
 		}, got)
 		assert.Empty(t, ids(t, a, "other"), "chats are apart")
+
+		one, ok, err := a.ChatMessage(ctx, "c", "u1")
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.Equal(t, got[0], one, "one message, by its ID")
+		_, ok, err = a.ChatMessage(ctx, "other", "u1")
+		require.NoError(t, err)
+		assert.False(t, ok, "in its own chat only")
 	})
 
 	t.Run("two processes sending one key at once record it once", func(t *testing.T) {

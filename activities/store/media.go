@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
@@ -252,6 +253,85 @@ func (s *Store) SaveMediaContent(ctx context.Context, sessionID, messageID strin
 		return fmt.Errorf("save file %d of message %s of %s: %w", seq, messageID, sessionID, err)
 	}
 	return nil
+}
+
+// KeepUpload records the one file of a message uploaded to the gateway
+// (the web chat's, which has no platform to download it from later) with
+// its bytes (content, base64; sealed with a Sealer), as file 0 of the
+// message. It only ever adds: the row and its bytes are one INSERT that
+// does nothing when the message already has a file, so neither the
+// record nor the bytes of a message are ever replaced, by another
+// sender reusing its ID nor by any later upload. The database decides
+// which write is first, so the rule holds for any number of gateways.
+// When the row exists, a retried upload (the same file and bytes, after
+// an answer that was lost or a signal that failed) is nil and writes
+// nothing; anything else is adapters.ErrUploadTaken, including a row
+// whose bytes are no longer kept (swept, trimmed, or a transcript kept
+// instead), which cannot be told apart from another message's. A write
+// that fails writes nothing, so its retry starts afresh.
+func (s *Store) KeepUpload(ctx context.Context, sessionID, messageID string, m pipeline.Media, content string) error {
+	if content == "" {
+		return fmt.Errorf("keep the file of message %s of %s: it has no bytes", messageID, sessionID)
+	}
+	now := time.Now().UTC()
+	if err := s.prune(ctx, s.db, "inbound_media", "session_id, message_id, seq", "created_at", now.Add(-s.retention.ToolResults)); err != nil {
+		return err
+	}
+	if err := s.sweepMediaContent(ctx, now.Add(-s.retention.Media)); err != nil {
+		return err
+	}
+	sealed, _, err := s.sealMedia(sessionID, messageID, 0, content, "")
+	if err != nil {
+		return fmt.Errorf("encrypt the file of message %s of %s: %w", messageID, sessionID, err)
+	}
+	kept, err := s.insertUpload(ctx, sessionID, messageID, m, sealed, now)
+	if err != nil {
+		return fmt.Errorf("keep the file of message %s of %s: %w", messageID, sessionID, err)
+	}
+	if kept {
+		return nil
+	}
+	have := StoredMedia{MessageID: messageID}
+	err = s.db.QueryRowContext(ctx, s.q(`SELECT kind, ref, mime_type, name, content FROM inbound_media WHERE session_id = ? AND message_id = ? AND seq = 0`),
+		sessionID, messageID).Scan(&have.Kind, &have.Ref, &have.MimeType, &have.Name, &have.Content)
+	if errors.Is(err, sql.ErrNoRows) {
+		// Pruned between the insert and this read: the message is older
+		// than the files' retention, and is no retry.
+		return fmt.Errorf("keep the file of message %s of %s: %w", messageID, sessionID, adapters.ErrUploadTaken)
+	}
+	if err != nil {
+		return fmt.Errorf("read the file of message %s of %s: %w", messageID, sessionID, err)
+	}
+	if err := s.openMedia(sessionID, &have); err != nil {
+		return err
+	}
+	if have.Media != m || have.Content != content {
+		return fmt.Errorf("keep the file of message %s of %s: %w", messageID, sessionID, adapters.ErrUploadTaken)
+	}
+	return nil
+}
+
+// insertUpload inserts an upload's row with its bytes, unless the
+// message has one, and trims the chat's files; kept says whether it
+// inserted.
+func (s *Store) insertUpload(ctx context.Context, sessionID, messageID string, m pipeline.Media, sealed string, now time.Time) (kept bool, err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	res, err := tx.ExecContext(ctx, s.q(`INSERT INTO inbound_media (session_id, message_id, seq, kind, ref, mime_type, name, content, stored_at, created_at) VALUES (?, ?, 0, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, message_id, seq) DO NOTHING`),
+		sessionID, messageID, m.Kind, m.Ref, m.MimeType, m.Name, sealed, now, now)
+	if err != nil {
+		return false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return false, err
+	}
+	if err := s.trimMediaContent(ctx, tx, sessionID); err != nil {
+		return false, err
+	}
+	return true, tx.Commit()
 }
 
 // UploadedFile reads back the bytes of a file uploaded to a platform

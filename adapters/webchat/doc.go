@@ -6,7 +6,8 @@
 //	POST /api/chats/{chat}/messages     a user posts; 202 once Temporal accepted it,
 //	                                    429 + Retry-After when the gateway's rate limits dropped it
 //	POST /api/chats/{chat}/uploads      a user posts with one file (multipart, REPLYFLOW_MEDIA):
-//	                                    kept in the store, then accepted as a message
+//	                                    kept in the store, then accepted as a message;
+//	                                    409 when message_id names another message (upload.go, keep)
 //	POST /api/chats/{chat}/actions      a user presses a button
 //	GET  /api/chats/{chat}/events       Server-Sent Events: message, reaction, typing
 //	GET  /api/chats/{chat}/history      what the chat shows now, from the store

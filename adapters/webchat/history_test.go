@@ -105,6 +105,9 @@ func (failingLog) SetChatReaction(context.Context, string, string, string) error
 func (failingLog) ChatMessages(context.Context, string) ([]adapters.ChatLogMessage, error) {
 	return nil, assert.AnError
 }
+func (failingLog) ChatMessage(context.Context, string, string) (adapters.ChatLogMessage, bool, error) {
+	return adapters.ChatLogMessage{}, false, assert.AnError
+}
 
 // Without its store the web chat still takes users' messages (they are
 // answered; only the history misses them), and refuses the bot's changes

@@ -129,3 +129,15 @@ func (l *memoryLog) ChatMessages(_ context.Context, chat string) ([]adapters.Cha
 	}
 	return out, nil
 }
+
+func (l *memoryLog) ChatMessage(_ context.Context, chat, id string) (adapters.ChatLogMessage, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.find(chat, id)
+	if m == nil {
+		return adapters.ChatLogMessage{}, false, nil
+	}
+	out := *m
+	out.Key, out.Data = "", append([]byte(nil), m.Data...)
+	return out, true, nil
+}

@@ -40,3 +40,17 @@ func TestTheMemoryLogKeepsItsBounds(t *testing.T) {
 	got, _ = l.ChatMessages(ctx, "many")
 	assert.Empty(t, got, "the least recently written chat went first")
 }
+
+func TestTheMemoryLogFindsAMessageByID(t *testing.T) {
+	ctx := context.Background()
+	l := newMemoryLog()
+	_, _, err := l.AddChatMessage(ctx, adapters.ChatLogMessage{Chat: "c", ID: "u1", Key: "user:u1", Kind: "user", Data: []byte(`{"sender_id":"alice"}`)})
+	require.NoError(t, err)
+	m, ok, err := l.ChatMessage(ctx, "c", "u1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, adapters.ChatLogMessage{Chat: "c", ID: "u1", Kind: "user", Data: []byte(`{"sender_id":"alice"}`)}, m)
+	_, ok, err = l.ChatMessage(ctx, "other", "u1")
+	require.NoError(t, err)
+	assert.False(t, ok)
+}

@@ -288,9 +288,11 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request, in pipeline.Inbo
 		if writeRateLimited(w, err) {
 			return
 		}
-		s.cfg.Logger.Error("web chat message not accepted; the client may retry with the same message_id",
+		// The cause (the workflow ID, Temporal's address and error text)
+		// is the operator's: the client is told only what to do.
+		s.cfg.Logger.Warn("Web chat message not accepted; the client may retry with the same message_id",
 			"session", in.Session().WorkflowID(), "message_id", in.MessageID, "error", err)
-		writeError(w, http.StatusServiceUnavailable, "the message was not accepted, retry with the same message_id: "+err.Error())
+		writeError(w, http.StatusServiceUnavailable, notAccepted("message", "message_id"))
 		return
 	}
 	// A retried message (same message_id) is shown once. The message is
@@ -438,7 +440,9 @@ func (s *Server) postAction(w http.ResponseWriter, r *http.Request) {
 		if writeRateLimited(w, err) {
 			return
 		}
-		writeError(w, http.StatusServiceUnavailable, "the action was not accepted, retry with the same action_id: "+err.Error())
+		s.cfg.Logger.Warn("Web chat button press not accepted; the client may retry with the same action_id",
+			"session", in.Session().WorkflowID(), "action_id", in.MessageID, "message_id", in.ReplyTo, "error", err)
+		writeError(w, http.StatusServiceUnavailable, notAccepted("button press", "action_id"))
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"action_id": in.MessageID})
@@ -490,6 +494,12 @@ func writeRateLimited(w http.ResponseWriter, err error) bool {
 	writeError(w, http.StatusTooManyRequests, fmt.Sprintf(
 		"too many messages (the gateway's %s limit): this one was dropped, not queued; send it again in %d s", limited.Limit, seconds))
 	return true
+}
+
+// notAccepted is the reason of a 503 for what Temporal did not take:
+// fixed, and saying what to do; the cause goes to the gateway's log.
+func notAccepted(what, id string) string {
+	return fmt.Sprintf("the %s was not accepted (the gateway could not hand it on; its log says why): retry with the same %s, which is processed once", what, id)
 }
 
 // bodyStatus is the status of a body that could not be read as what it

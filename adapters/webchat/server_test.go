@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -376,4 +377,55 @@ func lastEventID(t *testing.T, url string, n int) string {
 			}
 		}
 	}
+}
+
+// syncBuffer is a log sink that handlers may write to from any goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A message or a button press Temporal did not accept is answered 503
+// with a fixed reason saying what to do; what went wrong (the workflow
+// ID, Temporal's address and error text) is for the gateway's log only.
+func TestA503SaysWhatToDoAndKeepsTheCauseInTheLog(t *testing.T) {
+	var logs syncBuffer
+	sink := &recordingSink{err: errors.New(`start workflow session:webchat:room1: connection refused dialing 10.1.2.3:7233 (namespace "prod")`)}
+	srv, err := NewServer(ServerConfig{Sink: sink, BotToken: token, Auth: AuthNone, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		srv.CloseStreams()
+		ts.Close()
+	})
+	for _, c := range []struct{ path, body, retry string }{
+		{"/api/chats/room1/messages", `{"message_id":"m9","sender_id":"alice","text":"my secret plan"}`, "retry with the same message_id"},
+		{"/api/chats/room1/actions", `{"action_id":"a9","sender_id":"alice","message_id":"b1","action":"approve"}`, "retry with the same action_id"},
+	} {
+		code, body := post(t, ts.URL+c.path, "", c.body)
+		assert.Equal(t, http.StatusServiceUnavailable, code, body)
+		assert.Contains(t, body, c.retry)
+		for _, secret := range []string{"session:", "7233", "10.1.2.3", "refused", "prod"} {
+			assert.NotContains(t, body, secret, "the answer shows nothing of the cause")
+		}
+	}
+	log := logs.String()
+	assert.Contains(t, log, "level=WARN")
+	assert.Contains(t, log, "session=session:webchat:room1")
+	assert.Contains(t, log, "message_id=m9")
+	assert.Contains(t, log, "action_id=a9")
+	assert.Contains(t, log, "10.1.2.3:7233", "the log has the cause")
+	assert.NotContains(t, log, "my secret plan", "and never the message's text")
 }

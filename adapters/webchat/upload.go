@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -158,6 +159,23 @@ func (s *Server) postUpload(w http.ResponseWriter, r *http.Request) {
 	}
 	if u.msg.MessageID == "" {
 		u.msg.MessageID = randomID("u-")
+	} else {
+		sender, accepted, err := s.senderOf(r.Context(), chat, u.msg.MessageID)
+		switch {
+		case err != nil:
+			s.cfg.Logger.Warn("An upload's message_id was not looked up in the chat's log; the client may retry with the same message_id",
+				"chat", chat, "message_id", u.msg.MessageID, "error", err)
+			writeError(w, http.StatusServiceUnavailable, "the file was not kept (is the store reachable? REPLYFLOW_STORE_DSN); retry with the same message_id")
+			return
+		case accepted && sender == u.msg.SenderID:
+			// A retry of an accepted upload: answered as a repeated
+			// JSON message is, without a write.
+			writeJSON(w, http.StatusAccepted, map[string]string{"message_id": u.msg.MessageID})
+			return
+		case accepted:
+			writeUploadTaken(w, u.msg.MessageID)
+			return
+		}
 	}
 	file := pipeline.Media{Kind: pipeline.MediaKindOf(kind), Ref: uploadRefPrefix + chat + "/" + u.msg.MessageID + "/0", MimeType: kind, Name: pipeline.ClipFileName(u.name)}
 	in, err := u.msg.inbound(chat, s.cfg.Now(), file)
@@ -166,7 +184,10 @@ func (s *Server) postUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in.SenderIsOwner = who != nil && who.Owner
-	if err := s.keep(r.Context(), in, u.data); err != nil {
+	if err := s.keep(r.Context(), in, u.data); errors.Is(err, adapters.ErrUploadTaken) {
+		writeUploadTaken(w, in.MessageID)
+		return
+	} else if err != nil {
 		s.cfg.Logger.Error("An uploaded file was not kept in the store; the client may retry with the same message_id",
 			"session", in.Session().WorkflowID(), "message_id", in.MessageID, "error", err)
 		writeError(w, http.StatusServiceUnavailable, "the file was not kept (is the store reachable? REPLYFLOW_STORE_DSN); retry with the same message_id")
@@ -177,12 +198,46 @@ func (s *Server) postUpload(w http.ResponseWriter, r *http.Request) {
 
 // keep records the message's file and its bytes in the store, before
 // the session hears of the message: the turn finds them there.
+//
+// The message ID is the client's, and every sender of a shared chat sees
+// the others' in the event stream, so an upload must never change what
+// a message ID already names. Two rules, both kept in the store that
+// every gateway shares (never in a process's memory, which another
+// gateway does not see): an ID the chat's log holds (an accepted
+// message, recorded once Temporal took it) is a retry when its sender
+// sends it again, answered without a write, and refused for anyone
+// else (senderOf); and the store writes a message's file and bytes
+// only where the message has none yet, in one insert (KeepUpload), so
+// a message accepted without a file, or not yet in the log, or whose
+// log entry was trimmed, still keeps the first file it was given. A
+// retry of an upload whose accept failed finds its own file and bytes
+// there and goes on; a keep that failed wrote nothing.
 func (s *Server) keep(ctx context.Context, in pipeline.Inbound, data []byte) error {
-	sessionID := in.Session().WorkflowID()
-	if err := s.cfg.Uploads.RecordMedia(ctx, sessionID, in.MessageID, in.Media); err != nil {
-		return err
+	return s.cfg.Uploads.KeepUpload(ctx, in.Session().WorkflowID(), in.MessageID, in.Media[0], base64.StdEncoding.EncodeToString(data))
+}
+
+// senderOf is the sender of message id of chat, when the chat's log
+// has it as a user's message; accepted is whether the log has the ID
+// at all (a bot's message is no sender's).
+func (s *Server) senderOf(ctx context.Context, chat, id string) (sender string, accepted bool, err error) {
+	m, ok, err := s.log.ChatMessage(ctx, chat, id)
+	if err != nil || !ok {
+		return "", false, err
 	}
-	return s.cfg.Uploads.SaveMediaContent(ctx, sessionID, in.MessageID, 0, base64.StdEncoding.EncodeToString(data), "")
+	if m.Kind == "user" {
+		var user UserEvent
+		if json.Unmarshal(m.Data, &user) == nil {
+			sender = user.SenderID
+		}
+	}
+	return sender, true, nil
+}
+
+// writeUploadTaken refuses an upload whose message_id names another
+// message of the chat, or a message with another file.
+func writeUploadTaken(w http.ResponseWriter, id string) {
+	writeError(w, http.StatusConflict, fmt.Sprintf(
+		"message_id %q already names another message of this chat, or one with another file: this file was neither kept nor sent; send it with a new message_id (or none: the gateway then picks one)", id))
 }
 
 // readUpload reads an upload's fields and its one file, at most max

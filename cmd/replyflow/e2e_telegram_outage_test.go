@@ -16,9 +16,21 @@ import (
 	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
 )
 
-// health is what the gateway's GET /healthz says about each platform.
+// health is what the gateway's GET /healthz says about each platform,
+// to the operator (the bot token), who is told the platforms' errors.
 func (s *stack) health() map[string]adapters.Health {
-	resp, err := http.Get(s.baseURL + "/healthz")
+	return s.healthAs("Bearer " + webchatOf(s.cfg).BotToken)
+}
+
+// healthAs is what /healthz says to a request with the Authorization
+// header auth ("" for none).
+func (s *stack) healthAs(auth string) map[string]adapters.Health {
+	req, err := http.NewRequest(http.MethodGet, s.baseURL+"/healthz", nil)
+	require.NoError(s.t, err)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(s.t, err)
 	defer resp.Body.Close()
 	require.Equal(s.t, http.StatusOK, resp.StatusCode)
@@ -65,6 +77,9 @@ func TestTelegramUnreachableAtStartStopsNeitherTheWebChatNorItself(t *testing.T)
 	down := health[telegram.Channel]
 	assert.Equal(t, adapters.StateConnecting, down.State)
 	assert.Contains(t, down.Error, "getMe")
+	public := s.healthAs("")[telegram.Channel]
+	assert.Equal(t, adapters.StateConnecting, public.State, "anyone sees the state")
+	assert.Empty(t, public.Error, "only the operator sees the error")
 	require.NotNil(t, down.NextAttemptAt, "the status says when the next attempt is")
 
 	// Telegram comes back where the gateway looks for it.

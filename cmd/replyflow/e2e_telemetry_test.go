@@ -162,14 +162,25 @@ func TestReadyzFollowsTheTemporalServer(t *testing.T) {
 	defer c.Close()
 	s := startStackOn(t, testConfig(t), c)
 
-	ready := func() (int, map[string]any) {
-		resp, err := http.Get(s.baseURL + "/readyz")
+	operator := "Bearer " + webchatOf(s.cfg).BotToken
+	var raw string
+	readyAs := func(auth string) (int, map[string]any) {
+		req, err := http.NewRequest(http.MethodGet, s.baseURL+"/readyz", nil)
+		require.NoError(t, err)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		raw = string(data)
 		var body map[string]any
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+		require.NoError(t, json.Unmarshal(data, &body))
 		return resp.StatusCode, body
 	}
+	ready := func() (int, map[string]any) { return readyAs(operator) }
 	require.Eventually(t, func() bool { code, _ := ready(); return code == http.StatusOK }, 30*time.Second, 100*time.Millisecond,
 		"ready with Temporal up and the web chat serving")
 
@@ -181,7 +192,16 @@ func TestReadyzFollowsTheTemporalServer(t *testing.T) {
 		return code == http.StatusServiceUnavailable
 	}, 30*time.Second, 200*time.Millisecond, "unready while Temporal is down")
 	failing, _ := body["failing"].(map[string]any)
-	assert.Contains(t, failing["temporal"], "Temporal is not reachable")
+	assert.Contains(t, failing["temporal"], "Temporal is not reachable", "the operator is told why")
+	var out strings.Builder
+	t.Setenv("TEMPORAL_ADDRESS", hostPort)
+	_ = statusCommand(context.Background(), s.cfg, []string{"--ready", s.baseURL + "/readyz"}, &out, testLogger(t, "info"))
+	assert.Contains(t, out.String(), "temporal: Temporal is not reachable", "and so is replyflow status")
+
+	code, body := readyAs("")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, map[string]any{"temporal": telemetry.Withheld}, body["failing"], "anyone else is told what fails, not why")
+	assert.NotContains(t, raw, hostPort)
 
 	server = start()
 	defer server.Stop()

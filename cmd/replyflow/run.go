@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -335,7 +336,8 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 	inbound := gateway.NewChain(chain)
 	defer inbound.Wait() // the slow-down notices in flight, a few seconds at most
 	status := gateway.NewStatus()
-	ready, err := gatewayReadiness(c, cfg.tel, status.Ready, inbound.Ready)
+	detail := operatorDetail(cfg)
+	ready, err := gatewayReadiness(c, cfg.tel, status.Ready, inbound.Ready, detail)
 	if err != nil {
 		return err
 	}
@@ -349,7 +351,7 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 			side.Uploads, side.MaxFileBytes = db, cfg.MediaMaxBytes
 		}
 	}
-	side.Mux.Handle("GET /healthz", status)
+	side.Mux.Handle("GET /healthz", status.Public(detail))
 	side.Mux.Handle("GET /readyz", ready)
 	listeners, muxes := []net.Listener{ln}, []*http.ServeMux{side.Mux}
 	if cfg.WebhookAddr != "" {
@@ -358,7 +360,7 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 			return fmt.Errorf("listen for webhooks on %s (REPLYFLOW_WEBHOOK_ADDR): %w", cfg.WebhookAddr, err)
 		}
 		side.Webhooks = http.NewServeMux()
-		side.Webhooks.Handle("GET /healthz", status)
+		side.Webhooks.Handle("GET /healthz", status.Public(detail))
 		listeners, muxes = append(listeners, hooksLn), append(muxes, side.Webhooks)
 		logger.Info("Webhooks served on their own address", "addr", hooksLn.Addr().String())
 	}
@@ -394,9 +396,10 @@ func serveGateway(ctx context.Context, ln net.Listener, c client.Client, cfg Con
 
 // gatewayReadiness answers the gateway's GET /readyz: ready while
 // Temporal answers, every platform is up and the gateway is not
-// stopping. Its checks join those of tel, the telemetry server's, when
-// REPLYFLOW_METRICS_ADDR is set.
-func gatewayReadiness(c client.Client, tel *telemetry.Telemetry, platforms, stopping telemetry.Check) (http.Handler, error) {
+// stopping, and why not only to a request detail approves. Its checks
+// join those of tel, the telemetry server's, when REPLYFLOW_METRICS_ADDR
+// is set; that address tells everyone why.
+func gatewayReadiness(c client.Client, tel *telemetry.Telemetry, platforms, stopping telemetry.Check, detail func(*http.Request) bool) (http.Handler, error) {
 	if tel == nil {
 		var err error
 		if tel, err = telemetry.New(); err != nil {
@@ -407,7 +410,27 @@ func gatewayReadiness(c client.Client, tel *telemetry.Telemetry, platforms, stop
 	tel.AddCheck("platforms", platforms)
 	tel.AddCheck("stopping", stopping)
 	started(tel)
-	return tel.ReadyHandler(), nil
+	return tel.PublicReadyHandler(detail), nil
+}
+
+// operatorDetail says which requests to the gateway's own listeners (the
+// web chat's and the webhooks', which anyone may reach) are told why a
+// readiness check or a platform's connection fails: those that carry the
+// web chat's bot token (REPLYFLOW_WEBCHAT_BOT_TOKEN) as a Bearer token,
+// the secret that already authorizes the bot API there, and that
+// replyflow status sends. Without the web chat, none are: the reasons
+// are on REPLYFLOW_METRICS_ADDR and in the log. A request from loopback
+// is told no more than another, as a reverse proxy on the same host
+// makes every request come from there.
+func operatorDetail(cfg Config) func(*http.Request) bool {
+	chat := webchatSettings(cfg)
+	if chat == nil || !chat.On || chat.BotToken == "" {
+		return func(*http.Request) bool { return false }
+	}
+	want := []byte("Bearer " + chat.BotToken)
+	return func(r *http.Request) bool {
+		return subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) == 1
+	}
 }
 
 // serveHTTP serves muxes[i] on listeners[i], each with its own server.

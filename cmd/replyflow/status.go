@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -41,7 +42,7 @@ func statusCommand(ctx context.Context, cfg Config, args []string, out io.Writer
 		fmt.Fprintln(out, "Temporal        reachable")
 	}
 	for _, u := range urls {
-		line, ok := readiness(ctx, u)
+		line, ok := readiness(ctx, u, operatorToken(cfg, u))
 		fmt.Fprintf(out, "%-15s %s\n", strings.TrimSuffix(strings.TrimPrefix(u, "http://"), "/readyz"), line)
 		if !ok {
 			problems++
@@ -65,13 +66,39 @@ func temporalAnswers(ctx context.Context, cfg Config, logger *slog.Logger) error
 	return err
 }
 
+// operatorToken is what status shows the gateway at address to be told
+// why a check fails (see operatorDetail): the web chat's bot token, sent
+// only to the gateway's own address (REPLYFLOW_WEBCHAT_ADDR) or where the
+// worker reaches it (REPLYFLOW_WEBCHAT_URL), the places this config sends
+// it anyway; "" for any other address, which then names what fails
+// without saying why.
+func operatorToken(cfg Config, address string) string {
+	chat := webchatSettings(cfg)
+	if chat == nil || !chat.On || chat.BotToken == "" {
+		return ""
+	}
+	to, err := url.Parse(address)
+	if err != nil {
+		return ""
+	}
+	for _, own := range []string{"http://" + cfg.WebchatAddr, chat.URL} {
+		if u, err := url.Parse(own); err == nil && u.Host != "" && strings.EqualFold(u.Scheme, to.Scheme) && strings.EqualFold(u.Host, to.Host) {
+			return chat.BotToken
+		}
+	}
+	return ""
+}
+
 // readiness is one /readyz answer as a line: ready, or what fails.
-func readiness(ctx context.Context, url string) (string, bool) {
+func readiness(ctx context.Context, address, token string) (string, bool) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, address, nil)
 	if err != nil {
 		return "bad URL: " + err.Error(), false
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

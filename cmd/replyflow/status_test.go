@@ -31,3 +31,23 @@ func TestStatusSaysWhatIsNotReady(t *testing.T) {
 	assert.EqualError(t, err, "1 of 3 not ready")
 	assert.Contains(t, out.String(), "NOT READY (503): platforms: telegram is connecting")
 }
+
+// status shows the gateway the web chat's bot token, to be told why a
+// check fails, only at the addresses where this config sends it anyway.
+func TestStatusSendsTheBotTokenOnlyToTheGatewaysOwnAddress(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.WebchatAddr = "127.0.0.1:8181"
+	webchatOf(cfg).URL = "http://gw.internal:8080"
+	for address, want := range map[string]string{
+		"http://127.0.0.1:8181/readyz":   "test-bot-token",
+		"http://GW.internal:8080/readyz": "test-bot-token",
+		"http://127.0.0.1:9090/readyz":   "",
+		"https://127.0.0.1:8181/readyz":  "",
+		"http://evil.example/readyz":     "",
+		"::not a url":                    "",
+	} {
+		assert.Equal(t, want, operatorToken(cfg, address), address)
+	}
+	webchatOf(cfg).On = false
+	assert.Empty(t, operatorToken(cfg, "http://127.0.0.1:8181/readyz"), "without the web chat there is no token")
+}

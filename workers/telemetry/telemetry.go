@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"sort"
 	"sync"
@@ -38,6 +39,10 @@ type Telemetry struct {
 
 	mu     sync.Mutex
 	checks map[string]Check
+	// running is the run of the checks under way, shared by every caller
+	// that asks meanwhile (under runMu); nil between runs.
+	runMu   sync.Mutex
+	running *checkRun
 	// meterErrors counts metrics the meter refused.
 	meterErrors atomic.Int64
 }
@@ -87,8 +92,50 @@ func (t *Telemetry) Ready(ctx context.Context) map[string]string {
 	return failed
 }
 
-// ready runs every check and returns their names with the failures.
+// checkRun is one run of the checks and, once done is closed, its
+// outcome.
+type checkRun struct {
+	done   chan struct{}
+	names  []string
+	failed map[string]string
+	// callers counts those who share the run (under runMu).
+	callers int
+}
+
+// ready returns the checks' names with the failures, from a run of the
+// checks that it shares with every caller that asks while it runs: a
+// burst of probes, or anyone flooding /readyz on the gateway's public
+// address, costs one Temporal health call at a time, not one each. A
+// run's outcome is not kept once it ends, so the next caller sees a
+// change at once. The run does not end with the caller that started it
+// (each check is bounded by checkTimeout); a caller whose ctx ends
+// stops waiting.
 func (t *Telemetry) ready(ctx context.Context) (names []string, failed map[string]string) {
+	t.runMu.Lock()
+	r := t.running
+	if r == nil {
+		r = &checkRun{done: make(chan struct{})}
+		t.running = r
+		go func() {
+			r.names, r.failed = t.runChecks(context.WithoutCancel(ctx))
+			t.runMu.Lock()
+			t.running = nil
+			t.runMu.Unlock()
+			close(r.done)
+		}()
+	}
+	r.callers++
+	t.runMu.Unlock()
+	select {
+	case <-r.done:
+		return r.names, maps.Clone(r.failed)
+	case <-ctx.Done():
+		return nil, map[string]string{"readiness": "not known: " + ctx.Err().Error()}
+	}
+}
+
+// runChecks runs every check and returns their names with the failures.
+func (t *Telemetry) runChecks(ctx context.Context) (names []string, failed map[string]string) {
 	t.mu.Lock()
 	checks := make(map[string]Check, len(t.checks))
 	for name, c := range t.checks {
@@ -175,12 +222,27 @@ func (t *Telemetry) Mux() *http.ServeMux {
 
 // ReadyHandler answers 200 when every check passes, else 503 with what
 // failed, so an orchestrator stops sending work and a person sees why.
-func (t *Telemetry) ReadyHandler() http.Handler {
+func (t *Telemetry) ReadyHandler() http.Handler { return t.PublicReadyHandler(nil) }
+
+// Withheld is what a public /readyz (PublicReadyHandler) says of a
+// failing check to a caller not shown why.
+const Withheld = "failing; why is shown to the operator only (replyflow status, or /readyz on REPLYFLOW_METRICS_ADDR)"
+
+// PublicReadyHandler is ReadyHandler for an address anyone may reach:
+// it names the failing checks, and says why each fails (which holds
+// addresses and other systems' error text) only to a request that
+// detail approves; nil approves every request.
+func (t *Telemetry) PublicReadyHandler(detail func(*http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		failed := t.Ready(r.Context())
 		if len(failed) == 0 {
 			writeJSON(w, http.StatusOK, map[string]any{"ready": true})
 			return
+		}
+		if detail != nil && !detail(r) {
+			for name := range failed {
+				failed[name] = Withheld
+			}
 		}
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "failing": failed})
 	})

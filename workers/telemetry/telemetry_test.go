@@ -6,8 +6,10 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -81,4 +83,94 @@ func TestReadinessIsASeries(t *testing.T) {
 	assert.Contains(t, page, "\nreplyflow_ready 0\n")
 	assert.Contains(t, page, `replyflow_ready_check{check="temporal"} 0`)
 	assert.Contains(t, page, `replyflow_ready_check{check="stopping"} 1`, "only the failing check is 0")
+}
+
+// Requests to /readyz that come while its checks run share that run: a
+// flood of them costs one Temporal health call at a time. The outcome is
+// not kept once the run ends, so the next request sees a change at once.
+func TestConcurrentReadyzShareOneRunOfTheChecksAndNothingIsKept(t *testing.T) {
+	tel, err := New()
+	require.NoError(t, err)
+	srv := httptest.NewServer(tel.Mux())
+	t.Cleanup(srv.Close)
+	var calls atomic.Int32
+	release := make(chan struct{})
+	var broken atomic.Bool
+	broken.Store(true)
+	tel.AddCheck("temporal", func(ctx context.Context) error {
+		calls.Add(1)
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if broken.Load() {
+			return errors.New("Temporal is not reachable: dial 10.0.0.7:7233")
+		}
+		return nil
+	})
+	get := func() (int, map[string]any) {
+		resp, err := http.Get(srv.URL + "/readyz")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var body map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+		return resp.StatusCode, body
+	}
+
+	const requests = 20
+	codes := make([]int, requests)
+	var wg sync.WaitGroup
+	for i := range requests {
+		wg.Go(func() { codes[i], _ = get() })
+	}
+	require.Eventually(t, func() bool {
+		tel.runMu.Lock()
+		defer tel.runMu.Unlock()
+		return tel.running != nil && tel.running.callers == requests
+	}, 10*time.Second, time.Millisecond, "every request waits on the run under way")
+	close(release)
+	wg.Wait()
+	assert.Equal(t, int32(1), calls.Load(), "one health call for %d requests", requests)
+	for _, code := range codes {
+		assert.Equal(t, http.StatusServiceUnavailable, code)
+	}
+
+	broken.Store(false)
+	code, _ := get()
+	assert.Equal(t, http.StatusOK, code, "a change shows at once")
+	assert.Equal(t, int32(2), calls.Load())
+	broken.Store(true)
+	code, _ = get()
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+}
+
+// On an address anyone reaches, /readyz names what fails and tells why
+// only to the requests the process lets see it.
+func TestAPublicReadyzTellsWhyOnlyToTheOperator(t *testing.T) {
+	tel, err := New()
+	require.NoError(t, err)
+	tel.AddCheck("ok", func(context.Context) error { return nil })
+	tel.AddCheck("temporal", func(context.Context) error { return errors.New("Temporal is not reachable: dial 10.0.0.7:7233") })
+	h := tel.PublicReadyHandler(func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer op" })
+	get := func(auth string) (int, map[string]any) {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodGet, "/readyz", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		h.ServeHTTP(rec, req)
+		var body map[string]any
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
+		return rec.Code, body
+	}
+	code, body := get("")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, map[string]any{"temporal": Withheld}, body["failing"])
+	code, body = get("Bearer wrong")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, map[string]any{"temporal": Withheld}, body["failing"])
+	code, body = get("Bearer op")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, map[string]any{"temporal": "Temporal is not reachable: dial 10.0.0.7:7233"}, body["failing"])
 }
