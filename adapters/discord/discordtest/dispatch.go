@@ -192,6 +192,12 @@ type Post struct {
 	Attachments []Attachment
 	// Flags are the message's flags, such as FlagVoiceMessage.
 	Flags int
+	// Components are the message's components as sent (a bot's or an
+	// app's message has them), of any type, known or not.
+	Components json.RawMessage
+	// Wire sets keys of the message as the gateway and the history send
+	// it, over those the fake builds: a field a client may fail to read.
+	Wire map[string]any
 }
 
 // FlagVoiceMessage (IS_VOICE_MESSAGE) marks a voice message: recorded in
@@ -211,7 +217,8 @@ func (s *Server) Post(p Post) Message {
 		panic("discordtest: Post to unknown channel " + p.Channel + "; AddChannel it first")
 	}
 	m := &message{Message: Message{ChannelID: st.ch.ID, GuildID: st.ch.GuildID, Author: s.user(p.Author),
-		Content: p.Content, Attachments: slices.Clone(p.Attachments), Flags: p.Flags}}
+		Content: p.Content, Attachments: slices.Clone(p.Attachments), Flags: p.Flags, Components: slices.Clone(p.Components)},
+		wire: p.Wire}
 	m.Mentions = mentionsIn(p.Content)
 	replied := ""
 	if p.ReplyTo != "" {

@@ -129,6 +129,7 @@ type channelState struct {
 type message struct {
 	Message
 	reactions []reaction // everyone's, in order
+	wire      obj        // Post.Wire
 }
 
 type typingCall struct {

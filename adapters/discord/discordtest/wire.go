@@ -2,6 +2,7 @@ package discordtest
 
 import (
 	"encoding/json"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -92,6 +93,7 @@ func (s *Server) wireMessage(m *message, content bool) obj {
 	if reactions := s.wireReactions(m); len(reactions) > 0 {
 		w["reactions"] = reactions
 	}
+	maps.Copy(w, m.wire)
 	return w
 }
 
