@@ -3,6 +3,10 @@ package discord
 import (
 	"cmp"
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"time"
@@ -183,14 +187,15 @@ func (r *Receiver) runFetch(l *lane, f fetchRequest) {
 	handed := 0
 	for {
 		ctx, cancel := context.WithTimeout(r.ctx, r.tune.acceptAttempt)
-		page, err := r.session.ChannelMessages(l.id, historyPage, "", strconv.FormatUint(after, 10), "", discordgo.WithContext(ctx))
+		page, read, err := r.readHistory(ctx, l.id, after)
 		cancel()
 		if err != nil {
 			f.after = after
 			r.fetchAgain(l, f, handed, err)
 			return
 		}
-		r.logger.Debug("Discord channel history read", "discord_channel", l.id, "after_message", after, "messages", len(page), "why", f.why)
+		r.logger.Debug("Discord channel history read", "discord_channel", l.id, "after_message", after, "messages", read, "why", f.why)
+		from := after
 		slices.SortFunc(page, func(a, b *discordgo.Message) int {
 			return cmp.Compare(snowflakeValue(a.ID), snowflakeValue(b.ID))
 		})
@@ -216,14 +221,52 @@ func (r *Receiver) runFetch(l *lane, f fetchRequest) {
 			after = id
 			handed++
 		}
-		if len(page) < historyPage {
-			break
+		if read < historyPage || after == from {
+			break // the last page, or a page of messages not one of which could be read
 		}
 	}
 	l.backoff = 0
 	if handed > 0 {
 		r.logger.Info("Discord channel history handed on", "discord_channel", l.id, "why", f.why, "messages", handed)
 	}
+}
+
+// readHistory is a page of the channel's history after the message
+// after, asked for as discordgo's ChannelMessages does (same route and
+// rate-limit bucket), each message read on its own (readMessage): one
+// discordgo cannot read does not cost the page. read is how many the
+// page held. A message unreadable even so is skipped with a Warn; when
+// its ID reads, it stays in the page as that ID alone, without an
+// author, so the catch-up moves past it and NormalizeMessage skips it.
+func (r *Receiver) readHistory(ctx context.Context, channel string, after uint64) (page []*discordgo.Message, read int, err error) {
+	q := url.Values{"limit": {strconv.Itoa(historyPage)}, "after": {strconv.FormatUint(after, 10)}}
+	body, err := r.session.RequestWithBucketID(http.MethodGet, discordgo.EndpointChannelMessages(channel)+"?"+q.Encode(), nil,
+		discordgo.EndpointChannelMessages(channel), discordgo.WithContext(ctx))
+	if err != nil {
+		return nil, 0, err
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(body, &raws); err != nil {
+		return nil, 0, fmt.Errorf("%w: %v", discordgo.ErrJSONUnmarshal, err)
+	}
+	page = make([]*discordgo.Message, 0, len(raws))
+	for _, raw := range raws {
+		m, cause, err := readMessage(raw)
+		id := stringField(raw, "id")
+		switch {
+		case err != nil:
+			r.logger.Warn("Discord message of a channel's history not understood; skipped", "discord_channel", channel, "message", id, "error", err)
+			if snowflakeValue(id) == 0 {
+				continue
+			}
+			m = &discordgo.Message{ID: id, ChannelID: channel}
+		case cause != nil:
+			r.logger.Warn("Discord message of a channel's history read without the fields replyflow does not use: discordgo could not read the whole of it",
+				"discord_channel", channel, "message", id, "error", cause)
+		}
+		page = append(page, m)
+	}
+	return page, len(raws), nil
 }
 
 // fetchAgain asks the lane to fetch again from f.after after a backoff

@@ -243,10 +243,17 @@ func (g *Gateway) handle(s *discordgo.Session) {
 		}
 		g.logger.Info("Discord gateway session resumed: Discord replays what it held back")
 	})
-	s.AddHandler(func(_ *discordgo.Session, e *discordgo.MessageCreate) { r.onMessage(e.Message) })
 	s.AddHandler(func(_ *discordgo.Session, e *discordgo.InteractionCreate) { r.onInteraction(e.Interaction) })
 	s.AddHandler(func(_ *discordgo.Session, e *discordgo.Event) {
 		g.lastEvent.Store(time.Now().UnixNano())
+		if e.Type == "MESSAGE_CREATE" {
+			// Read here, not in a MessageCreate handler: discordgo hands
+			// that an empty message when it cannot read the whole of it.
+			if m := g.messageOf(e); m != nil {
+				r.onMessage(m)
+			}
+			return
+		}
 		if e.Type != "MESSAGE_REACTION_ADD" {
 			return
 		}
@@ -259,6 +266,25 @@ func (g *Gateway) handle(s *discordgo.Session) {
 		}
 		r.onReaction(x)
 	})
+}
+
+// messageOf is a MESSAGE_CREATE's message: discordgo's when it read it
+// (a message always has an ID), else e.RawData read again with only the
+// fields replyflow uses (readMessage); nil when even that fails.
+func (g *Gateway) messageOf(e *discordgo.Event) *discordgo.Message {
+	if mc, ok := e.Struct.(*discordgo.MessageCreate); ok && mc.Message != nil && mc.ID != "" {
+		return mc.Message
+	}
+	m, cause, err := readMessage(e.RawData)
+	args := []any{"discord_channel", stringField(e.RawData, "channel_id"), "message", stringField(e.RawData, "id")}
+	switch {
+	case err != nil:
+		g.logger.Warn("Discord message not understood; skipped", append(args, "error", err)...)
+		return nil
+	case cause != nil:
+		g.logger.Warn("Discord message read without the fields replyflow does not use: discordgo could not read the whole of it", append(args, "error", cause)...)
+	}
+	return m
 }
 
 // Run connects and keeps the gateway connected until ctx is done, then
