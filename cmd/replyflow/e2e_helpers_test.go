@@ -109,6 +109,20 @@ func types(events []sseEvent) []string {
 	return out
 }
 
+// allSeen is true once each of wanted has been true for some event,
+// in any order.
+func allSeen(wanted ...func(sseEvent) bool) func(sseEvent) bool {
+	seen := make([]bool, len(wanted))
+	return func(ev sseEvent) bool {
+		all := true
+		for i, w := range wanted {
+			seen[i] = seen[i] || w(ev)
+			all = all && seen[i]
+		}
+		return all
+	}
+}
+
 func isClearOf(messageID string) func(sseEvent) bool {
 	return func(ev sseEvent) bool { return ev.Type == "reaction" && ev.MessageID == messageID && ev.Emoji == "" }
 }
