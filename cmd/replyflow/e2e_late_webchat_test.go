@@ -35,10 +35,12 @@ func TestWebChatMessageQueuedBehindALongTurnIsAnsweredLate(t *testing.T) {
 		return at
 	}
 
+	// The reply and the clear of ✅ are separate calls of the session's,
+	// so each step waits for both, in whatever order they are shown.
 	post("w0", "answered at once")
-	seen := events.collectUntil(t, 30*time.Second, isClearOf("w0"))
+	seen := events.collectUntil(t, 30*time.Second, allSeen(isReplyTo("w0"), isClearOf("w0")))
 	fresh := repliesIn(seen)
-	require.Len(t, fresh, 1)
+	require.Len(t, fresh, 1, "saw %+v", seen)
 	assert.Equal(t, "You said: answered at once", fresh["w0"], "a reply given at once has no note")
 
 	post("w1", "the long one")
@@ -49,9 +51,9 @@ func TestWebChatMessageQueuedBehindALongTurnIsAnsweredLate(t *testing.T) {
 	waitOlderThan(t, queued, lateAfter)
 	close(release)
 
-	seen = events.collectUntil(t, 30*time.Second, isClearOf("w2"))
+	seen = events.collectUntil(t, 30*time.Second, allSeen(isReplyTo("w1"), isReplyTo("w2"), isClearOf("w2")))
 	late := repliesIn(seen)
-	require.Len(t, late, 2, "one reply each: %q", late)
+	require.Len(t, late, 2, "one reply each: %q; saw %+v", late, seen)
 	for id, said := range map[string]string{"w1": "the long one", "w2": "queued meanwhile"} {
 		require.Regexp(t, lateNote, late[id], "the reply to %s, answered %s or more after it was sent, says so", id, lateAfter)
 		assert.Contains(t, firstLine(late[id]), "(replying to your message from ", "a direct chat: your message")
@@ -59,9 +61,9 @@ func TestWebChatMessageQueuedBehindALongTurnIsAnsweredLate(t *testing.T) {
 	}
 
 	post("w3", "after the wait")
-	seen = events.collectUntil(t, 30*time.Second, isClearOf("w3"))
+	seen = events.collectUntil(t, 30*time.Second, allSeen(isReplyTo("w3"), isClearOf("w3")))
 	after := repliesIn(seen)
-	require.Len(t, after, 1)
+	require.Len(t, after, 1, "saw %+v", seen)
 	assert.Equal(t, "You said: after the wait", after["w3"], "a reply given at once has no note, after late ones too")
 
 	shown := s.webchatHistory(chat)
