@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/replyflow/replyflow/adapters/internal/rawjson"
 )
 
 // historyAPI reads conversations.history and conversations.replies for
@@ -127,12 +129,12 @@ func decodeMessage(raw json.RawMessage) (slack.Message, *Salvage, error) {
 // tsForLog is a message's ts for the log: as sent when it is a string,
 // else its JSON clipped; never another field of the message.
 func tsForLog(raw json.RawMessage) string {
-	obj, _ := object(raw)
+	obj, _ := rawjson.Object(raw)
 	ts, ok := obj["ts"]
 	if !ok {
 		return ""
 	}
-	if s := str(ts); s != "" {
+	if s := rawjson.String(ts); s != "" {
 		return s
 	}
 	const clip = 40

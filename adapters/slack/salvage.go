@@ -6,6 +6,8 @@ import (
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
+
+	"github.com/replyflow/replyflow/adapters/internal/rawjson"
 )
 
 // Slack adds block types and changes a field's JSON type before slack-go
@@ -56,23 +58,23 @@ type Salvage struct {
 // type Normalize handles or the keys kept cannot be read either (a ts
 // that is no string). It parses at most once, whatever the body holds.
 func salvage(body []byte, cause error) (slackevents.EventsAPIEvent, *Salvage, error) {
-	env, ok := object(body)
-	if !ok || str(env["type"]) != slackevents.CallbackEvent {
+	env, ok := rawjson.Object(body)
+	if !ok || rawjson.String(env["type"]) != slackevents.CallbackEvent {
 		return slackevents.EventsAPIEvent{}, nil, cause
 	}
-	inner, ok := object(env["event"])
+	inner, ok := rawjson.Object(env["event"])
 	if !ok {
 		return slackevents.EventsAPIEvent{}, nil, cause
 	}
-	typ := str(inner["type"])
+	typ := rawjson.String(inner["type"])
 	keys, ok := salvageKeys[typ]
 	if !ok {
 		return slackevents.EventsAPIEvent{}, nil, cause
 	}
 	cut, filesLeftOut := cutEvent(inner, keys)
-	s := &Salvage{Type: typ, EventID: str(env["event_id"]), Cause: cause, FilesLeftOut: filesLeftOut}
-	env["event"] = marshal(cut)
-	ev, err := slackevents.ParseEvent(marshal(env), slackevents.OptionNoVerifyToken())
+	s := &Salvage{Type: typ, EventID: rawjson.String(env["event_id"]), Cause: cause, FilesLeftOut: filesLeftOut}
+	env["event"] = rawjson.Marshal(cut)
+	ev, err := slackevents.ParseEvent(rawjson.Marshal(env), slackevents.OptionNoVerifyToken())
 	if err != nil {
 		return ev, nil, fmt.Errorf("%w; read again with only the fields replyflow uses: %v", cause, err)
 	}
@@ -84,18 +86,18 @@ func salvage(body []byte, cause error) (slackevents.EventsAPIEvent, *Salvage, er
 // Normalize reads, and each file cut down to what mediaOf reads, a file
 // slack-go cannot read even so left out (filesLeftOut).
 func cutEvent(inner map[string]json.RawMessage, keys []string) (cut map[string]json.RawMessage, filesLeftOut bool) {
-	cut = keep(inner, keys...)
+	cut = rawjson.Keep(inner, keys...)
 	filesLeftOut = readableFiles(cut)
-	if edited, ok := object(cut["message"]); ok {
-		edited = keep(edited, editedKeys...)
+	if edited, ok := rawjson.Object(cut["message"]); ok {
+		edited = rawjson.Keep(edited, editedKeys...)
 		filesLeftOut = readableFiles(edited) || filesLeftOut
-		cut["message"] = marshal(edited)
+		cut["message"] = rawjson.Marshal(edited)
 	}
-	if previous, ok := object(cut["previous_message"]); ok {
-		cut["previous_message"] = marshal(keep(previous, previousKeys...))
+	if previous, ok := rawjson.Object(cut["previous_message"]); ok {
+		cut["previous_message"] = rawjson.Marshal(rawjson.Keep(previous, previousKeys...))
 	}
-	if item, ok := object(cut["item"]); ok {
-		cut["item"] = marshal(keep(item, itemKeys...))
+	if item, ok := rawjson.Object(cut["item"]); ok {
+		cut["item"] = rawjson.Marshal(rawjson.Keep(item, itemKeys...))
 	}
 	return cut, filesLeftOut
 }
@@ -107,27 +109,16 @@ func cutEvent(inner map[string]json.RawMessage, keys []string) (cut map[string]j
 // It returns cause, with why, when the keys kept cannot be read either
 // (a ts that is no string) or raw is no object.
 func salvageMessage(raw json.RawMessage, cause error) (slack.Message, *Salvage, error) {
-	obj, ok := object(raw)
+	obj, ok := rawjson.Object(raw)
 	if !ok {
 		return slack.Message{}, nil, cause
 	}
 	cut, filesLeftOut := cutEvent(obj, salvageKeys["message"])
 	var m slack.Message
-	if err := json.Unmarshal(marshal(cut), &m); err != nil {
+	if err := json.Unmarshal(rawjson.Marshal(cut), &m); err != nil {
 		return slack.Message{}, nil, fmt.Errorf("%w; read again with only the fields replyflow uses: %v", cause, err)
 	}
 	return m, &Salvage{Type: "message", Cause: cause, FilesLeftOut: filesLeftOut}, nil
-}
-
-// keep is obj with only keys, those of them it has.
-func keep(obj map[string]json.RawMessage, keys ...string) map[string]json.RawMessage {
-	out := make(map[string]json.RawMessage, len(keys))
-	for _, k := range keys {
-		if v, ok := obj[k]; ok {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // readableFiles cuts each of post's files down to fileKeys and leaves
@@ -145,8 +136,8 @@ func readableFiles(post map[string]json.RawMessage) (leftOut bool) {
 	}
 	kept := make([]json.RawMessage, 0, len(files))
 	for _, f := range files {
-		if obj, ok := object(f); ok {
-			f = marshal(keep(obj, fileKeys...))
+		if obj, ok := rawjson.Object(f); ok {
+			f = rawjson.Marshal(rawjson.Keep(obj, fileKeys...))
 		}
 		var probe slack.File
 		if json.Unmarshal(f, &probe) != nil {
@@ -155,32 +146,6 @@ func readableFiles(post map[string]json.RawMessage) (leftOut bool) {
 		}
 		kept = append(kept, f)
 	}
-	post["files"] = marshal(kept)
+	post["files"] = rawjson.Marshal(kept)
 	return leftOut
-}
-
-// object reads raw as a JSON object; false when it is none (null too).
-func object(raw json.RawMessage) (map[string]json.RawMessage, bool) {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(raw, &obj) != nil || obj == nil {
-		return nil, false
-	}
-	return obj, true
-}
-
-// str is raw's string, "" when it is none.
-func str(raw json.RawMessage) string {
-	var s string
-	_ = json.Unmarshal(raw, &s)
-	return s
-}
-
-// marshal encodes what was decoded from valid JSON, which does not fail;
-// were it to, the value would read as null rather than stop the gateway.
-func marshal(v any) json.RawMessage {
-	out, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	return out
 }
