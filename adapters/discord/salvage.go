@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/bwmarrin/discordgo"
+
+	"github.com/replyflow/replyflow/adapters/internal/rawjson"
 )
 
 // Discord adds component types before discordgo knows them, and
@@ -35,16 +37,16 @@ func readMessage(raw json.RawMessage) (m *discordgo.Message, cause, err error) {
 	if cause == nil {
 		return nil, nil, fmt.Errorf("message is %s", raw)
 	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(raw, &obj) != nil || obj == nil {
+	obj, ok := rawjson.Object(raw)
+	if !ok {
 		return nil, cause, cause
 	}
-	cut := keep(obj, salvageKeys...)
-	if ref, ok := object(cut["referenced_message"]); ok {
-		cut["referenced_message"] = marshal(keep(ref, referencedKeys...))
+	cut := rawjson.Keep(obj, salvageKeys...)
+	if ref, ok := rawjson.Object(cut["referenced_message"]); ok {
+		cut["referenced_message"] = rawjson.Marshal(rawjson.Keep(ref, referencedKeys...))
 	}
 	m = nil
-	if err := json.Unmarshal(marshal(cut), &m); err != nil || m == nil {
+	if err := json.Unmarshal(rawjson.Marshal(cut), &m); err != nil || m == nil {
 		return nil, cause, fmt.Errorf("%w; read again with only the fields replyflow uses: %v", cause, err)
 	}
 	return m, cause, nil
@@ -53,41 +55,6 @@ func readMessage(raw json.RawMessage) (m *discordgo.Message, cause, err error) {
 // stringField is raw's key when it reads as a string, else "": for a
 // log line, and for the catch-up to move past a message it cannot read.
 func stringField(raw json.RawMessage, key string) string {
-	obj, ok := object(raw)
-	if !ok {
-		return ""
-	}
-	var v string
-	_ = json.Unmarshal(obj[key], &v)
-	return v
-}
-
-// keep is obj with only keys, those of them it has.
-func keep(obj map[string]json.RawMessage, keys ...string) map[string]json.RawMessage {
-	out := make(map[string]json.RawMessage, len(keys))
-	for _, k := range keys {
-		if v, ok := obj[k]; ok {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// object reads raw as a JSON object; false when it is none (null too).
-func object(raw json.RawMessage) (map[string]json.RawMessage, bool) {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(raw, &obj) != nil || obj == nil {
-		return nil, false
-	}
-	return obj, true
-}
-
-// marshal encodes what was decoded from valid JSON, which does not fail;
-// were it to, the value would read as null and the message as unreadable.
-func marshal(v any) json.RawMessage {
-	out, err := json.Marshal(v)
-	if err != nil {
-		return json.RawMessage("null")
-	}
-	return out
+	obj, _ := rawjson.Object(raw)
+	return rawjson.String(obj[key])
 }
