@@ -648,11 +648,6 @@ func (m *MCP) lookup(name string) (*mcpServer, mcpTool, bool) {
 	return s, t, ok
 }
 
-func (m *MCP) requiresApproval(name string) bool {
-	_, t, ok := m.lookup(name)
-	return ok && t.requiresApproval
-}
-
 // declare fills in an MCP call's approval, attempts, timeout and label
 // ("mcp <server>.<tool>", the server's own name for the tool).
 func (m *MCP) declare(call *pipeline.ToolCall) {

@@ -153,13 +153,10 @@ func TestMCPReadOnlyCallAndApprovals(t *testing.T) {
 	assert.Equal(t, "found weather", res.Output)
 	assert.False(t, res.IsError)
 
-	assert.False(t, acts.Tools.requiresApproval("t__lookup"), "read-only: runs without approval")
-	assert.True(t, acts.Tools.requiresApproval("t__create"), "not read-only: approval by default")
-	assert.True(t, acts.Tools.requiresApproval("t__pid"), "the file tightens a read-only tool")
-	assert.False(t, acts.Tools.requiresApproval("t__nope"))
-
-	// What the session reads of each call's tool: the retry policy and
-	// the name in the UI.
+	// What the session reads of each call's tool: whether a person
+	// approves it (a read-only tool runs without; any other by default;
+	// the file may tighten a read-only one), the retry policy and the
+	// name in the UI.
 	for _, c := range []struct {
 		name     string
 		approval bool
@@ -172,6 +169,9 @@ func TestMCPReadOnlyCallAndApprovals(t *testing.T) {
 		assert.Equal(t, "mcp t."+strings.TrimPrefix(c.name, "t__"), call.Label)
 		assert.Equal(t, pipeline.Duration(30*time.Second), call.Timeout, c.name)
 	}
+	unknown := pipeline.ToolCall{Name: "t__nope"}
+	acts.Tools.declare(&unknown)
+	assert.Equal(t, pipeline.ToolCall{Name: "t__nope"}, unknown, "a tool nobody declares gets nothing")
 }
 
 func TestMCPServerKilledIsRestartedOnNextCall(t *testing.T) {

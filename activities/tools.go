@@ -257,16 +257,6 @@ func (t *Tools) specs() []models.Tool {
 	return out
 }
 
-func (t *Tools) requiresApproval(name string) bool {
-	if t == nil {
-		return false
-	}
-	if d, ok := t.defs[name]; ok {
-		return d.RequiresApproval
-	}
-	return t.mcp.requiresApproval(name)
-}
-
 // declare fills in what the session needs of a call's tool: whether a
 // person approves it, how often and how long Temporal may run it, and
 // its name in the UI. An HTTP tool's call is made once (a failing one

@@ -95,7 +95,9 @@ func TestRunToolCallsTheHTTPToolOnce(t *testing.T) {
 	require.Len(t, got, 3, "one request per call; the unknown tool and the bad arguments reach no server")
 	assert.Equal(t, seenCall{"POST", "/weather", "", `{"city":"Oslo"}`, "secret-123", "turn-1/c1"}, got[0])
 	assert.Equal(t, seenCall{"GET", "/search", "q=go+temporal", "", "", "turn-1/c2"}, got[1])
-	assert.True(t, tools.requiresApproval("weather"))
+	declared := pipeline.ToolCall{Name: "weather"}
+	tools.declare(&declared)
+	assert.True(t, declared.RequiresApproval, "the file's requires_approval reaches the call")
 	names := []string{}
 	for _, s := range tools.specs() {
 		names = append(names, s.Name)

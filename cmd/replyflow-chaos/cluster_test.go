@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -100,18 +99,7 @@ func (c telegramChat) awaitAnswer(t *testing.T, msg int) telegramtest.Message {
 	return c.answers(msg)[0]
 }
 
-// typingCalls counts the typing indicators sent to the chat.
-func (c telegramChat) typingCalls() int {
-	n := 0
-	for _, call := range c.fake.Calls("sendChatAction") {
-		if call.Params["chat_id"] == fmt.Sprint(c.chat.ID) {
-			n++
-		}
-	}
-	return n
-}
-
-// historyOf reads every event of a session's current run.
+// sessionHistory is what the tests read of a session run's events.
 type sessionHistory struct {
 	// failedTasks are workflow tasks that failed: a nondeterminism, a
 	// panic. A continue-as-new that met a signal arriving in the same
@@ -125,12 +113,8 @@ type sessionHistory struct {
 	buildIDs []string
 }
 
-func historyOf(t *testing.T, c client.Client, key pipeline.SessionKey) sessionHistory {
-	t.Helper()
-	return historyOfRun(t, c, key, "")
-}
-
-// historyOfRun is historyOf for one run of the session ("" its latest).
+// historyOfRun reads every event of one run of the session ("" its
+// latest).
 func historyOfRun(t *testing.T, c client.Client, key pipeline.SessionKey, runID string) sessionHistory {
 	t.Helper()
 	var h sessionHistory
@@ -173,7 +157,3 @@ func runsOf(t *testing.T, c client.Client, key pipeline.SessionKey, atLeast int)
 	}, 10*time.Second, 100*time.Millisecond, "visibility lists %d runs of %s", atLeast, key.WorkflowID())
 	return runs
 }
-
-// prefixed says whether a reply starts with the reply prefix the tests
-// set ("[{model}] " for the demo model).
-func prefixed(text string) bool { return strings.HasPrefix(text, "[demo/echo] ") }

@@ -106,16 +106,6 @@ func (s *ReactionsState) react(env Env, refs []msgRef, state pipeline.ReactionSt
 	}
 }
 
-// ClearLater schedules the clear of refs after delay, whatever they show.
-func (s *ReactionsState) ClearLater(env Env, refs []msgRef, delay time.Duration) []Effect {
-	for _, ref := range refs {
-		if r := s.reaction(ref.ID); r != nil {
-			r.ClearAt = env.Now.Add(delay)
-		}
-	}
-	return s.next(env)
-}
-
 // ClearStopped clears refs of a stopped turn: ✍️, which the model step
 // showed without a change of the session's, is cleared too.
 func (s *ReactionsState) ClearStopped(env Env, refs []msgRef) []Effect {

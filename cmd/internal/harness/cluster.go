@@ -175,9 +175,6 @@ func (c *Cluster) NewDatabase(ctx context.Context, name string) (string, error) 
 	return u.String(), nil
 }
 
-// Kill SIGKILLs node i.
-func (c *Cluster) Kill(i int) { c.Nodes[i].Kill() }
-
 // Restart starts node i (again) and waits until its frontend answers.
 func (c *Cluster) Restart(ctx context.Context, i int) error {
 	if err := c.Nodes[i].Start(); err != nil {
