@@ -119,12 +119,20 @@ func messageEvent(bot Identity, m *models.Message, now time.Time) Event {
 	return Event{Inbound: &in}
 }
 
+// senderOf is who sent m. A message sent on behalf of a chat (an
+// anonymous group admin, a member posting as a channel, a linked
+// channel's automatic forward) is the chat's, in sender_chat: its from is
+// then a stand-in user that Telegram uses in every chat alike
+// (GroupAnonymousBot, Channel_Bot, Telegram), and taken as the sender it
+// would let one chat's anonymous admins speak, claim and decide as every
+// other chat's, the owners and the allowed among them. Whether it is a bot
+// is still from's, which the engagement rules weigh.
 func senderOf(m *models.Message) (id, name string, isBot bool) {
+	if c := m.SenderChat; c != nil {
+		return strconv.FormatInt(c.ID, 10), pipeline.ClipName(c.Title), m.From != nil && m.From.IsBot
+	}
 	if u := m.From; u != nil {
 		return strconv.FormatInt(u.ID, 10), displayName(*u), u.IsBot
-	}
-	if c := m.SenderChat; c != nil {
-		return strconv.FormatInt(c.ID, 10), c.Title, false
 	}
 	return "", "", false
 }
