@@ -2,6 +2,7 @@ package discord
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/bwmarrin/discordgo"
@@ -47,6 +48,9 @@ func readMessage(raw json.RawMessage) (m *discordgo.Message, cause, err error) {
 	}
 	m = nil
 	if err := json.Unmarshal(rawjson.Marshal(cut), &m); err != nil || m == nil {
+		if err == nil {
+			err = errors.New("it holds no message")
+		}
 		return nil, cause, fmt.Errorf("%w; read again with only the fields replyflow uses: %v", cause, err)
 	}
 	return m, cause, nil
