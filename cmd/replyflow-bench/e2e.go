@@ -165,7 +165,7 @@ func startE2EWith(ctx context.Context, c client.Client, o options, name string, 
 	}
 
 	ingress := &gateway.Ingress{Client: c, TaskQueue: queue}
-	if o.replyflow == o.baseline {
+	if o.replyflow == o.baseline && o.baselineRev == "" {
 		// The baseline's own gateway started its sessions on the
 		// workflow type of its time.
 		ingress.WorkflowType = workflows.WorkflowName

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
 )
@@ -104,4 +105,35 @@ func MustMkdirTemp(prefix string) string {
 		panic(err)
 	}
 	return dir
+}
+
+// BuildRev compiles the replyflow binary of the git revision rev (a
+// commit, a tag, "HEAD~1") of the repository the current directory is
+// in, into dir/name. The revision's files are exported with git archive
+// into a folder of dir, so the working tree, its index and its worktrees
+// are left as they are; the module cache serves its dependencies.
+func BuildRev(dir, name, rev string) (string, error) {
+	commit, err := exec.Command("git", "rev-parse", "--verify", "--quiet", rev+"^{commit}").Output()
+	if err != nil {
+		return "", fmt.Errorf("build replyflow at %q: not a commit of this repository (git rev-parse: %v)", rev, err)
+	}
+	src, tarball := filepath.Join(dir, name+"-src"), filepath.Join(dir, name+"-src.tar")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return "", err
+	}
+	for _, step := range [][]string{
+		{"git", "archive", "--format=tar", "-o", tarball, strings.TrimSpace(string(commit))},
+		{"tar", "-x", "-f", tarball, "-C", src},
+	} {
+		if out, err := exec.Command(step[0], step[1:]...).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("build replyflow at %s: %s: %v: %s", rev, step[0], err, out)
+		}
+	}
+	bin := filepath.Join(dir, name)
+	build := exec.Command("go", "build", "-o", bin, "./cmd/replyflow")
+	build.Dir = src
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build replyflow at %s: %v\n%s", rev, err, out)
+	}
+	return bin, nil
 }
