@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -298,6 +299,19 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 		assert.Equal(t, enumspb.VERSIONING_BEHAVIOR_AUTO_UPGRADE, info.GetBehavior(), key.WorkflowID())
 		assert.Equal(t, "b", info.GetDeploymentVersion().GetBuildId(), key.WorkflowID())
 	}
+
+	// `replyflow releases` counts the runs that moved on and still read
+	// the retiring release's state when replayed: these sessions', and
+	// any an earlier test on the shared cluster left open.
+	releases := exec.Command(binB, "releases")
+	releases.Env = env("b", "never")
+	listed, err := releases.CombinedOutput()
+	require.NoError(t, err, "replyflow releases: %s", listed)
+	m := regexp.MustCompile(`(\d+) open run\(s\) of the live release began as a move from ` + workflows.WorkflowName + ` `).FindSubmatch(listed)
+	require.NotNil(t, m, "replyflow releases names the moved runs: %s", listed)
+	moved, _ := strconv.Atoi(string(m[1]))
+	assert.GreaterOrEqual(t, moved, len(chats)+1, "each moved session counts: %s", listed)
+	assert.Contains(t, string(listed), "keep workflows/state.go", "their readers stay: %s", listed)
 }
 
 // awaitStatus polls url, up to 30 s, until it answers want, and returns
