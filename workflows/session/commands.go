@@ -53,6 +53,9 @@ type DecisionAsked struct {
 	MessageID     string
 	ThreadID      string
 	To, Via       string
+	// Pressed is the message that carried the pressed button, where the
+	// platform says ("" for a command).
+	Pressed string
 }
 
 // CompactionFinished: /compact ended (Compacted: a summary replaced the
@@ -324,6 +327,7 @@ func PressButton(env Env, in pipeline.Inbound) []Effect {
 		ThreadID:      in.ThreadID,
 		To:            in.SenderID,
 		Via:           in.ReplyToken,
+		Pressed:       in.ReplyTo,
 	}}}
 }
 

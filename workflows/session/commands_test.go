@@ -288,7 +288,7 @@ func TestAButtonPressIsADecisionWhoseRefusalGoesToThePresserAlone(t *testing.T) 
 	got := split(t, PressButton(env, in))
 	assert.Equal(t, []Event{DecisionAsked{
 		Decision: pipeline.Decision{ID: "p2-1", Decision: "reject", By: "web:u"},
-		Button:   true, MessageID: "proposal-msg", ThreadID: "th", To: "u", Via: "tok",
+		Button:   true, MessageID: "proposal-msg", ThreadID: "th", To: "u", Via: "tok", Pressed: "proposal-msg",
 	}}, got.events)
 
 	in.Action = "maybe:p2-1"
@@ -302,7 +302,7 @@ func TestAPressNamesTheSessionOfItsProposal(t *testing.T) {
 	anas := commandEnv()
 	anas.Key.Sender = "ana"
 	chats := commandEnv()
-	decided := DecisionAsked{Decision: pipeline.Decision{ID: "p1", Decision: "approve", By: "web:boss"}, Button: true, MessageID: "proposal-msg", To: "boss", Via: "tok"}
+	decided := DecisionAsked{Decision: pipeline.Decision{ID: "p1", Decision: "approve", By: "web:boss"}, Button: true, MessageID: "proposal-msg", To: "boss", Via: "tok", Pressed: "proposal-msg"}
 	tests := []struct {
 		name, action string
 		env          Env

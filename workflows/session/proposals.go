@@ -265,6 +265,9 @@ func (s *ProposalsState) Press(env Env, in pipeline.Inbound) []Effect {
 	}
 	id := d.ID
 	if err == nil {
+		err = s.pressedOn(d, in.ReplyTo)
+	}
+	if err == nil {
 		var effects []Effect
 		if effects, _, err = s.decide(env, d, in.SenderIsOwner); err == nil {
 			return effects
@@ -300,6 +303,21 @@ func pressed(env Env, in pipeline.Inbound) (d pipeline.Decision, ok bool, refusa
 			id, theirs.WorkflowID(), decision, theirs.WorkflowID(), id)
 	}
 	return d, true, nil
+}
+
+// pressedOn refuses a press on a message (pressed) that is not the
+// message of the proposal it decides: a button of another session's
+// proposal of the same number, posted before buttons named their session,
+// which reached this session as the presser's own. A press on a message
+// the platform does not name, or before its proposal's message is out,
+// is left to check.
+func (s *ProposalsState) pressedOn(d pipeline.Decision, pressed string) error {
+	i := s.index(d.ID)
+	if i < 0 || pressed == "" || s.Proposals[i].MessageID == "" || s.Proposals[i].MessageID == pressed {
+		return nil
+	}
+	return fmt.Errorf("this button is not on the message of proposal %s of this session (it may be another sender's proposal of the same number), so nothing was decided; an operator can decide that one with replyflow %s <its session> %s",
+		d.ID, d.Decision, d.ID)
 }
 
 // decide records a decision that passes check, and says how the
