@@ -133,9 +133,26 @@ func (in Inbound) Session() SessionKey {
 // scope: per-sender gives each sender in a group chat a session of their
 // own. A direct chat has one sender, so its session stays the chat's and
 // switching the scope does not move it.
+//
+// A button press on a proposal goes to the session whose proposal it is,
+// which its action names (ProposalAction), not to the presser's: an
+// owner approves another sender's call there, where the session still
+// checks who may decide. Only a per-sender session, which is a group's,
+// posts such buttons; the press is routed by its action whatever its
+// chat type, as an adapter may not know the chat type of a press (one
+// marks every press direct).
 func (in Inbound) SessionIn(scope SessionScope) SessionKey {
 	key := in.Session()
-	if scope == SessionScopePerSender && in.ChatType == ChatGroup {
+	if scope != SessionScopePerSender {
+		return key
+	}
+	if in.Action != "" {
+		if _, _, sender, ok := ParseProposalAction(in.Action); ok && sender != "" {
+			key.Sender = sender
+			return key
+		}
+	}
+	if in.ChatType == ChatGroup {
 		key.Sender = in.SenderID
 	}
 	return key

@@ -32,6 +32,36 @@ func TestPerSenderSessionKeepsTheChat(t *testing.T) {
 	assert.Equal(t, "session:webchat:demo:~alice@example.org", web.SessionIn(SessionScopePerSender).WorkflowID())
 }
 
+func TestAPressGoesToTheSessionItsProposalIsIn(t *testing.T) {
+	press := Inbound{Channel: "telegram", Account: "mybot", ChatID: "-100123", ChatType: ChatGroup, SenderID: "1", Action: "approve:p1@4242", ReplyTo: "77"}
+	chat := SessionKey{Channel: "telegram", Account: "mybot", Chat: "-100123"}
+	withSender := func(k SessionKey, sender string) SessionKey { k.Sender = sender; return k }
+	tests := []struct {
+		name   string
+		change func(*Inbound)
+		scope  SessionScope
+		want   SessionKey
+	}{
+		{name: "an owner's press on another sender's proposal", scope: SessionScopePerSender, want: withSender(chat, "4242")},
+		{name: "a press naming the presser's own session", change: func(in *Inbound) { in.SenderID = "4242" }, scope: SessionScopePerSender, want: withSender(chat, "4242")},
+		{name: "a web chat press, which says direct", change: func(in *Inbound) { in.ChatType = ChatDirect }, scope: SessionScopePerSender, want: withSender(chat, "4242")},
+		{name: "a button posted before actions named a session", change: func(in *Inbound) { in.Action = "approve:p1" }, scope: SessionScopePerSender, want: withSender(chat, "1")},
+		{name: "an action that is no proposal's", change: func(in *Inbound) { in.Action = "approve:p1@a:b" }, scope: SessionScopePerSender, want: withSender(chat, "1")},
+		{name: "an unknown action", change: func(in *Inbound) { in.Action = "launch:x@4242" }, scope: SessionScopePerSender, want: withSender(chat, "1")},
+		{name: "a message naming a sender in its text only", change: func(in *Inbound) { in.Action, in.Text = "", "approve:p1@4242" }, scope: SessionScopePerSender, want: withSender(chat, "1")},
+		{name: "the shared scope keeps every press in the chat's session", scope: SessionScopeShared, want: chat},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := press
+			if tt.change != nil {
+				tt.change(&in)
+			}
+			assert.Equal(t, tt.want, in.SessionIn(tt.scope))
+		})
+	}
+}
+
 func TestSessionKeyJSONIsUnchangedWithoutASender(t *testing.T) {
 	b, err := json.Marshal(SessionKey{Channel: "telegram", Account: "mybot", Chat: "-100123"})
 	require.NoError(t, err)

@@ -37,13 +37,57 @@ func (d Decision) Validate() error {
 	return nil
 }
 
-// ParseAction reads a button's action, "approve:<id>" or "reject:<id>".
+// ParseAction reads a button's action, "approve:<id>" or "reject:<id>",
+// whole: an action that names a session sender keeps it in id. The
+// retiring session workflow reads its buttons with it; the chat session
+// reads them with ParseProposalAction.
 func ParseAction(action string) (decision, id string, ok bool) {
 	decision, id, ok = strings.Cut(action, ":")
 	if !ok || id == "" || (decision != DecisionApprove && decision != DecisionReject) {
 		return "", "", false
 	}
 	return decision, id, true
+}
+
+// MaxActionBytes bounds a proposal button's action: 64 bytes is the
+// least that any platform's button carries back (the others carry 100
+// characters and more), well under an Inbound's MaxIDBytes.
+const MaxActionBytes = 64
+
+// ProposalAction is a proposal button's action: "approve:<id>" or
+// "reject:<id>", and "approve:<id>@<sender>" for a proposal of a
+// per-sender session (ProposalView.SessionSender), whose press goes to
+// that session whoever presses it. A sender too long for MaxActionBytes
+// is left out: the press then goes to the presser's session.
+func ProposalAction(decision, id, sessionSender string) string {
+	action := decision + ":" + id
+	if sessionSender == "" {
+		return action
+	}
+	// Measured on the longer of the two decisions, so that both buttons
+	// of a proposal name its session or neither does.
+	if max(len(DecisionApprove), len(DecisionReject))+len(":"+id+"@"+sessionSender) > MaxActionBytes {
+		return action
+	}
+	return action + "@" + sessionSender
+}
+
+// ParseProposalAction reads a proposal button's action (ProposalAction):
+// its decision, its proposal's ID, and the sender whose session the
+// proposal is in ("" when the action names none: a chat's session, or a
+// button posted before actions named one). A proposal ID holds no "@",
+// so the sender is what follows the first; it must be a valid ID
+// (ValidateID), since the gateway makes a workflow ID of it.
+func ParseProposalAction(action string) (decision, id, sessionSender string, ok bool) {
+	decision, rest, ok := ParseAction(action)
+	if !ok {
+		return "", "", "", false
+	}
+	id, sessionSender, named := strings.Cut(rest, "@")
+	if id == "" || (named && ValidateID("sender", sessionSender) != nil) {
+		return "", "", "", false
+	}
+	return decision, id, sessionSender, true
 }
 
 // argsSummaryMaxRunes bounds a proposal's argument summary, so that a
@@ -77,6 +121,11 @@ type ProposalView struct {
 	ExpiresAt                    time.Time
 	// Outcome is empty while pending, else approved, rejected or expired.
 	Outcome, DecidedBy, Reason string
+	// SessionSender is the sender whose session the proposal is in
+	// (SessionKey.Sender), "" for a chat's session. Its buttons name it,
+	// so that an owner's press reaches this session and not the
+	// owner's own.
+	SessionSender string
 }
 
 // RenderProposal is the proposal message: pending with its buttons, or
@@ -90,7 +139,10 @@ func RenderProposal(p ProposalView) (string, []Button) {
 	case "":
 		text := fmt.Sprintf("🔐 Approval needed [%s]: %s\nRequested by %s. Expires %s.\nReply /approve %s or /reject %s [reason].",
 			p.ID, call, p.Requester, p.ExpiresAt.UTC().Format("2006-01-02 15:04 MST"), p.ID, p.ID)
-		return text, []Button{{Text: "Approve", Action: DecisionApprove + ":" + p.ID}, {Text: "Reject", Action: DecisionReject + ":" + p.ID}}
+		return text, []Button{
+			{Text: "Approve", Action: ProposalAction(DecisionApprove, p.ID, p.SessionSender)},
+			{Text: "Reject", Action: ProposalAction(DecisionReject, p.ID, p.SessionSender)},
+		}
 	case "approved":
 		return fmt.Sprintf("✅ Approved by %s [%s]: %s", p.DecidedBy, p.ID, call), nil
 	case "expired":

@@ -30,6 +30,37 @@ func FuzzParseAction(f *testing.F) {
 	})
 }
 
+// FuzzParseProposalAction reads the chat session's button actions:
+// what passes is exactly its parts put together again, and the sender it
+// names is a valid ID, for the gateway makes a workflow ID of it.
+func FuzzParseProposalAction(f *testing.F) {
+	for _, seed := range []string{"approve:p1", "reject:p2@U1", "approve:p1@a@b.org", "approve:p1@", "approve:@U1", "reject:p1@a:b", "approve:p1@~", ""} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, action string) {
+		decision, id, sender, ok := ParseProposalAction(action)
+		if !ok {
+			if decision != "" || id != "" || sender != "" {
+				t.Fatalf("refused %q but returned %q, %q, %q", action, decision, id, sender)
+			}
+			return
+		}
+		if decision != DecisionApprove && decision != DecisionReject {
+			t.Fatalf("accepted %q with decision %q", action, decision)
+		}
+		whole := decision + ":" + id
+		if sender != "" {
+			whole += "@" + sender
+			if err := ValidateID("sender", sender); err != nil {
+				t.Fatalf("accepted %q with sender %q: %v", action, sender, err)
+			}
+		}
+		if id == "" || strings.Contains(id, "@") || whole != action {
+			t.Fatalf("accepted %q as %q + %q + %q", action, decision, id, sender)
+		}
+	})
+}
+
 // FuzzSummarizeArgs renders a model's tool arguments, which may be any
 // text, for a proposal message: one line of valid UTF-8 that platforms
 // accept.

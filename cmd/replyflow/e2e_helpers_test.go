@@ -27,6 +27,8 @@ type sseEvent struct {
 	ReplyTo   string `json:"reply_to"`
 	// File is a document sent with the message (/export).
 	File *fileEvent `json:"file"`
+	// Buttons are a message's buttons (a proposal's Approve and Reject).
+	Buttons []pipeline.Button `json:"buttons"`
 }
 
 type eventStream struct{ ch chan sseEvent }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -256,4 +257,58 @@ func restartableDevServer(t *testing.T) (start func() *testsuite.DevServer, host
 		require.NoError(t, err)
 		return srv
 	}, hostPort
+}
+
+// TestOwnerApprovesAnotherSendersProposalInAPerSenderGroup is a group
+// chat where each sender has a session of their own, and so proposals
+// numbered apart: ana's call and the owner's own both wait as p1. The
+// owner presses Approve on ana's proposal message: ana's call runs and
+// her message shows it approved, while the owner's own p1 still waits.
+func TestOwnerApprovesAnotherSendersProposalInAPerSenderGroup(t *testing.T) {
+	tool, calls := payServer(t)
+	cfg := proposalConfig(t, tool.URL)
+	cfg.SessionScope = "per-sender"
+	cfg.Activation = "always"
+	s := startStack(t, cfg)
+	s.startWorker(payingModel{})
+	chat := fmt.Sprintf("ps-proposal-%d", queueSeq.Add(1))
+	events := subscribe(t, s.baseURL, chat)
+	ana := pipeline.SessionKey{Channel: "webchat", Chat: chat, Sender: "ana"}
+	boss := pipeline.SessionKey{Channel: "webchat", Chat: chat, Sender: "boss"}
+
+	proposals := map[string]sseEvent{} // by the message each answers
+	for _, m := range []struct{ id, sender string }{{"ana-pay", "ana"}, {"boss-pay", "boss"}} {
+		code, body := s.post(chat, fmt.Sprintf(`{"message_id":%q,"sender_id":%q,"chat_type":"group","text":"pay bob 5"}`, m.id, m.sender))
+		require.Equal(t, http.StatusAccepted, code, body)
+		seen := events.collectUntil(t, 30*time.Second, func(ev sseEvent) bool { return isButtonsMessage(ev) && ev.ReplyTo == m.id })
+		proposals[m.id] = seen[len(seen)-1]
+		assert.Contains(t, proposals[m.id].Text, "Approval needed [p1]", "each sender's session numbers its own proposals")
+	}
+	for _, key := range []pipeline.SessionKey{ana, boss} {
+		assert.Equal(t, workflows.StatusWaitingUser, s.stateOf(key).Status, "%s waits for a decision", key.Sender)
+	}
+
+	anas := proposals["ana-pay"]
+	require.Len(t, anas.Buttons, 2)
+	assert.Equal(t, "approve:p1@ana", anas.Buttons[0].Action, "ana's buttons name her session")
+	assert.Equal(t, http.StatusAccepted, s.press(chat, "boss", anas.MessageID, anas.Buttons[0].Action))
+	seen := events.collectUntil(t, 30*time.Second, func(ev sseEvent) bool {
+		return ev.Type == "message" && (strings.HasPrefix(ev.Text, "done:") || strings.HasPrefix(ev.Text, "⚠️"))
+	})
+	ran := seen[len(seen)-1]
+	require.True(t, strings.HasPrefix(ran.Text, "done:"), "the press decided nothing: %q", ran.Text)
+	assert.Equal(t, "ana-pay", ran.ReplyTo, "the call that ran is ana's, not the owner's own p1")
+	if !slices.ContainsFunc(seen, func(ev sseEvent) bool { return ev.Type == "edit" && ev.MessageID == anas.MessageID }) {
+		seen = append(seen, events.collectUntil(t, 30*time.Second, func(ev sseEvent) bool { return ev.Type == "edit" && ev.MessageID == anas.MessageID })...)
+	}
+	for _, ev := range seen {
+		if ev.Type == "edit" {
+			assert.Equal(t, anas.MessageID, ev.MessageID, "only ana's proposal message changes")
+			assert.Equal(t, "✅ Approved by webchat:boss [p1]: pay (amount=5, to=bob)", ev.Text)
+			assert.Empty(t, ev.Buttons, "a decided proposal has no buttons")
+		}
+	}
+	assert.Equal(t, int32(1), calls.Load(), "one call ran")
+	assert.Equal(t, workflows.StatusWaitingUser, s.stateOf(boss).Status, "the owner's own p1 still waits")
+	recordHistoryOf(t, s.client, ana, "per_sender_proposal_approved_by_owner")
 }

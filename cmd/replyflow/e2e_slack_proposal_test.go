@@ -13,6 +13,7 @@ import (
 	"github.com/replyflow/replyflow/adapters/slack"
 	"github.com/replyflow/replyflow/adapters/slack/slacktest"
 	"github.com/replyflow/replyflow/pipeline"
+	"github.com/replyflow/replyflow/workflows"
 )
 
 // buttonValues are the values of the buttons in a message's blocks.
@@ -113,4 +114,72 @@ func nonNullBlocks(blocks json.RawMessage) json.RawMessage {
 		return json.RawMessage("[]")
 	}
 	return blocks
+}
+
+// TestSlackOwnerApprovesAnotherSendersProposalInAPerSenderChannel is a
+// channel where each sender has a session of their own: Alice's call and
+// the owner's own both wait as p1. The owner presses Approve on Alice's
+// proposal: Alice's call runs, in her thread, and the owner's own p1, in
+// the owner's session, still waits with its buttons.
+func TestSlackOwnerApprovesAnotherSendersProposalInAPerSenderChannel(t *testing.T) {
+	t.Parallel()
+	tool, calls := payServer(t)
+	cfg := proposalConfig(t, tool.URL)
+	cfg.Owners = []string{"slack:U0BOSS"}
+	cfg.SessionScope = "per-sender"
+	s, fake := startSlackStack(t, cfg)
+	s.startWorker(payingModel{})
+	channel := "C" + strings.ToUpper(strconv.FormatInt(time.Now().UnixNano(), 36))
+	fake.AddChannel(slacktest.Channel{ID: channel, Members: 4})
+
+	asked := map[string]slacktest.Message{}     // each sender's request
+	proposals := map[string]slacktest.Message{} // and the proposal in its thread
+	for _, user := range []string{"U0ALICE", "U0BOSS"} {
+		post, events := fake.AddMessage(slacktest.Post{Channel: channel, User: user, Text: "<@" + fake.BotUserID + "> pay bob 5"})
+		for _, ev := range events {
+			fake.SendEvent(ev)
+		}
+		asked[user] = post
+		waitForSlack(t, fake, user+"'s proposal", func() bool {
+			for _, m := range fake.Thread(channel, post.TS) {
+				if m.User == fake.BotUserID && len(m.Blocks) > 0 {
+					proposals[user] = m
+					return true
+				}
+			}
+			return false
+		})
+		assert.Contains(t, proposals[user].Text, "Approval needed [p1]", "each sender's session numbers its own proposals")
+	}
+
+	values := buttonValues(t, proposals["U0ALICE"].Blocks)
+	require.Len(t, values, 2)
+	assert.Equal(t, "approve:p1@U0ALICE", values[0], "Alice's buttons name her session")
+	pressed := fake.SendInteractive(fake.BlockActions(slacktest.BlockAction{
+		Channel: channel, User: "U0BOSS", MessageTS: proposals["U0ALICE"].TS, ThreadTS: asked["U0ALICE"].TS,
+		ActionID: values[0], BlockID: "replyflow_actions", Value: values[0],
+	}))
+	done := func(user string) bool {
+		for _, m := range fake.Thread(channel, asked[user].TS) {
+			if strings.HasPrefix(m.Text, "done:") {
+				return true
+			}
+		}
+		return false
+	}
+	waitForSlack(t, fake, "a call's result", func() bool { return done("U0ALICE") || done("U0BOSS") })
+	assert.False(t, done("U0BOSS"), "the owner's own p1 did not run")
+	require.True(t, done("U0ALICE"), "Alice's call ran")
+	assert.True(t, fake.Acked(pressed))
+	assert.Equal(t, int32(1), calls.Load(), "one call ran")
+	waitForSlack(t, fake, "Alice's proposal updated", func() bool {
+		m, _ := fake.Message(channel, proposals["U0ALICE"].TS)
+		return m.Edits > 0
+	})
+	edited, _ := fake.Message(channel, proposals["U0ALICE"].TS)
+	assert.Contains(t, edited.Text, "Approved by slack:U0BOSS [p1]")
+	owners, _ := fake.Message(channel, proposals["U0BOSS"].TS)
+	assert.Zero(t, owners.Edits, "the owner's own proposal is untouched")
+	assert.Equal(t, workflows.StatusWaitingUser, s.stateOf(pipeline.SessionKey{Channel: slack.Channel, Account: fake.TeamID, Chat: channel, Sender: "U0BOSS"}).Status,
+		"the owner's own p1 still waits")
 }

@@ -53,6 +53,9 @@ type DecisionAsked struct {
 	MessageID     string
 	ThreadID      string
 	To, Via       string
+	// Pressed is the message that carried the pressed button, where the
+	// platform says ("" for a command).
+	Pressed string
 }
 
 // CompactionFinished: /compact ended (Compacted: a summary replaced the
@@ -304,21 +307,27 @@ func onOff(b bool) string {
 }
 
 // PressButton hands a button press on a proposal to the proposals part;
-// an action that names no decision is ignored.
+// an action that names no decision is ignored, and one on another
+// session's proposal is refused to the presser alone.
 func PressButton(env Env, in pipeline.Inbound) []Effect {
-	decision, id, ok := pipeline.ParseAction(in.Action)
+	d, ok, refusal := pressed(env, in)
 	if !ok {
 		env.logger().Warn("Unknown button action ignored", "action", in.Action)
 		return nil
 	}
+	if refusal != nil {
+		env.logger().Warn("Button press for another session refused", "action", in.Action, "sender", in.SenderID)
+		return []Effect{Emit{NoticeWanted{MessageID: cmp.Or(in.ReplyTo, in.MessageID), ThreadID: in.ThreadID, Text: "⚠️ " + refusal.Error(), To: in.SenderID, Via: in.ReplyToken}}}
+	}
 	return []Effect{Emit{DecisionAsked{
-		Decision:      pipeline.Decision{ID: id, Decision: decision, By: sender(in)},
+		Decision:      d,
 		OwnerVerified: in.SenderIsOwner,
 		Button:        true,
 		MessageID:     cmp.Or(in.ReplyTo, in.MessageID),
 		ThreadID:      in.ThreadID,
 		To:            in.SenderID,
 		Via:           in.ReplyToken,
+		Pressed:       in.ReplyTo,
 	}}}
 }
 

@@ -288,9 +288,45 @@ func TestAButtonPressIsADecisionWhoseRefusalGoesToThePresserAlone(t *testing.T) 
 	got := split(t, PressButton(env, in))
 	assert.Equal(t, []Event{DecisionAsked{
 		Decision: pipeline.Decision{ID: "p2-1", Decision: "reject", By: "web:u"},
-		Button:   true, MessageID: "proposal-msg", ThreadID: "th", To: "u", Via: "tok",
+		Button:   true, MessageID: "proposal-msg", ThreadID: "th", To: "u", Via: "tok", Pressed: "proposal-msg",
 	}}, got.events)
 
 	in.Action = "maybe:p2-1"
 	assert.Empty(t, PressButton(env, in), "an action that names no decision is ignored")
+}
+
+// TestAPressNamesTheSessionOfItsProposal is an owner's press on a
+// proposal of another sender's per-sender session: it decides that
+// session's proposal, and a session it does not name refuses it.
+func TestAPressNamesTheSessionOfItsProposal(t *testing.T) {
+	anas := commandEnv()
+	anas.Key.Sender = "ana"
+	chats := commandEnv()
+	decided := DecisionAsked{Decision: pipeline.Decision{ID: "p1", Decision: "approve", By: "web:boss"}, Button: true, MessageID: "proposal-msg", To: "boss", Via: "tok", Pressed: "proposal-msg"}
+	tests := []struct {
+		name, action string
+		env          Env
+		refused      string // the refusal's text, "" when the press is a decision
+	}{
+		{name: "in the session it names", action: "approve:p1@ana", env: anas},
+		{name: "a button posted before actions named a session", action: "approve:p1", env: anas},
+		{name: "in a chat's session, with an old button", action: "approve:p1", env: chats},
+		{name: "in another sender's session", action: "approve:p1@ben", env: anas,
+			refused: "⚠️ this button is for proposal p1 of session session:web:a:c:~ben, not of this one (the session scope may have changed since it was posted), so nothing was decided; an operator can decide it with replyflow approve session:web:a:c:~ben p1"},
+		{name: "in a chat's session after the scope changed", action: "approve:p1@ana", env: chats,
+			refused: "⚠️ this button is for proposal p1 of session session:web:a:c:~ana, not of this one (the session scope may have changed since it was posted), so nothing was decided; an operator can decide it with replyflow approve session:web:a:c:~ana p1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := said("boss", "press-1", "")
+			in.Action, in.ReplyTo, in.ReplyToken = tt.action, "proposal-msg", "tok"
+			got := split(t, PressButton(tt.env, in))
+			if tt.refused == "" {
+				assert.Equal(t, []Event{decided}, got.events, "the proposal's ID without the session's sender")
+				return
+			}
+			assert.Equal(t, []Event{NoticeWanted{MessageID: "proposal-msg", Text: tt.refused, To: "boss", Via: "tok"}}, got.events,
+				"told to the presser alone, under the proposal message")
+		})
+	}
 }

@@ -177,7 +177,12 @@ func (s *session) loop() error {
 
 // decision applies a decision taken in the chat and answers it.
 func (s *session) decision(env Env, ev DecisionAsked) []Effect {
-	effects, answer, err := s.st.Proposals.decide(env, ev.Decision, ev.OwnerVerified)
+	var effects []Effect
+	var answer string
+	err := s.st.Proposals.pressedOn(ev.Decision, ev.Pressed)
+	if err == nil {
+		effects, answer, err = s.st.Proposals.decide(env, ev.Decision, ev.OwnerVerified)
+	}
 	switch {
 	case err != nil && ev.Button:
 		return append(effects, Emit{NoticeWanted{MessageID: ev.MessageID, ThreadID: ev.ThreadID, Text: "⚠️ " + err.Error(), To: ev.To, Via: ev.Via}})

@@ -174,7 +174,15 @@ func TestAPressBySomeoneNotAllowedIsRefusedToThemAndRunsNothing(t *testing.T) {
 	signalAt(env, time.Second, workflows.SignalInbound, inbound("m1", "alice", "pay bob"))
 	env.RegisterDelayedCallback(func() {
 		press := inbound("press1", "mallory", "")
-		press.Action, press.ReplyTo = "approve:p1", "pproposal"
+		press.Action = "approve:p1"
+		w.mu.Lock()
+		for _, d := range w.delivered {
+			if len(d.Buttons) > 0 {
+				press.ReplyTo = "p" + d.IdempotencyKey // the fake's ID of the proposal message
+			}
+		}
+		w.mu.Unlock()
+		require.NotEmpty(t, press.ReplyTo, "the proposal is out")
 		env.SignalWorkflow(workflows.SignalInbound, press)
 	}, time.Minute)
 	signalAt(env, 2*time.Minute, workflows.SignalProposal, pipeline.Decision{ID: "p1", Decision: pipeline.DecisionReject, By: "web:boss"})
@@ -188,6 +196,30 @@ func TestAPressBySomeoneNotAllowedIsRefusedToThemAndRunsNothing(t *testing.T) {
 	}
 	require.Len(t, refusal, 1, "delivered: %q", w.texts())
 	assert.Contains(t, refusal[0].Text, "web:mallory is not allowed to decide proposal p1")
+}
+
+// TestAPressOnAnotherMessageDecidesNothing is an owner's press on a
+// button of another sender's p1, posted before buttons named their
+// session, which reached the owner's own session and its own p1.
+func TestAPressOnAnotherMessageDecidesNothing(t *testing.T) {
+	env, w := newLoopEnv(t)
+	w.agent = payAgent
+	signalAt(env, time.Second, workflows.SignalInbound, inbound("m1", "boss", "pay bob"))
+	press := inbound("press1", "boss", "")
+	press.Action, press.ReplyTo = "approve:p1", "another-senders-proposal"
+	signalAt(env, time.Minute, workflows.SignalInbound, press)
+	signalAt(env, 2*time.Minute, workflows.SignalProposal, pipeline.Decision{ID: "p1", Decision: pipeline.DecisionReject, By: "operator:eve"})
+	runFor(t, env)
+	assert.Empty(t, w.toolCalls, "the owner's own p1 is not approved by a press on another message")
+	var refusal []pipeline.Delivery
+	for _, d := range w.delivered {
+		if d.PrivateTo == "boss" {
+			refusal = append(refusal, d)
+		}
+	}
+	require.Len(t, refusal, 1, "delivered: %q", w.texts())
+	assert.Equal(t, "another-senders-proposal", refusal[0].ReplyTo, "told under the pressed message")
+	assert.Contains(t, refusal[0].Text, "this button is not on the message of proposal p1 of this session")
 }
 
 func TestACarriedSessionWithNoIdleTimeCountsItsTTLFromItsStart(t *testing.T) {

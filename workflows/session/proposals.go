@@ -160,7 +160,7 @@ func (s *ProposalsState) Propose(env Env, turnID string, call pipeline.ToolCall,
 		return s.after(s.settle(env, p.ID, ProposalRejected, sessionDecider, "too many calls wait for approval already")), p.ID
 	}
 	s.Proposals = append(s.Proposals, p)
-	text, buttons := pipeline.RenderProposal(p.view())
+	text, buttons := pipeline.RenderProposal(p.view(env))
 	post := Deliver{TurnID: proposalKeyPrefix + p.ID, Delivery: pipeline.Delivery{
 		Session: env.Key, IdempotencyKey: env.Key.WorkflowID() + "/proposal/" + turnID + "/" + p.ID,
 		ThreadID: origin.ThreadID, ReplyTo: origin.MessageID, Text: text, Buttons: buttons, Total: 1,
@@ -258,14 +258,20 @@ func (s *ProposalsState) Command(env Env, in pipeline.Inbound, d pipeline.Decisi
 // names; a refusal is told to the presser alone where the platform can,
 // under the proposal message.
 func (s *ProposalsState) Press(env Env, in pipeline.Inbound) []Effect {
-	decision, id, ok := pipeline.ParseAction(in.Action)
+	d, ok, err := pressed(env, in)
 	if !ok {
 		env.logger().Warn("Unknown button action ignored", "action", in.Action)
 		return nil
 	}
-	effects, _, err := s.decide(env, pipeline.Decision{ID: id, Decision: decision, By: in.Channel + ":" + in.SenderID}, in.SenderIsOwner)
+	id := d.ID
 	if err == nil {
-		return effects
+		err = s.pressedOn(d, in.ReplyTo)
+	}
+	if err == nil {
+		var effects []Effect
+		if effects, _, err = s.decide(env, d, in.SenderIsOwner); err == nil {
+			return effects
+		}
 	}
 	s.Refusals++
 	replyTo := in.ReplyTo
@@ -277,6 +283,41 @@ func (s *ProposalsState) Press(env Env, in pipeline.Inbound) []Effect {
 		ThreadID: in.ThreadID, ReplyTo: replyTo, Text: "⚠️ " + err.Error(), Total: 1,
 		PrivateTo: in.SenderID, PrivateVia: in.ReplyToken,
 	}}}
+}
+
+// pressed reads a press's action: the decision it asks for (by the
+// presser), or why this session refuses it: its button is on a proposal
+// of another session, which a press reaches only while the session scope
+// routes it there (pipeline.Inbound.SessionIn). ok is false for an action
+// that names no decision, which is ignored.
+func pressed(env Env, in pipeline.Inbound) (d pipeline.Decision, ok bool, refusal error) {
+	decision, id, sessionSender, ok := pipeline.ParseProposalAction(in.Action)
+	if !ok {
+		return pipeline.Decision{}, false, nil
+	}
+	d = pipeline.Decision{ID: id, Decision: decision, By: in.Channel + ":" + in.SenderID}
+	if sessionSender != "" && sessionSender != env.Key.Sender {
+		theirs := env.Key
+		theirs.Sender = sessionSender
+		return d, true, fmt.Errorf("this button is for proposal %s of session %s, not of this one (the session scope may have changed since it was posted), so nothing was decided; an operator can decide it with replyflow %s %s %s",
+			id, theirs.WorkflowID(), decision, theirs.WorkflowID(), id)
+	}
+	return d, true, nil
+}
+
+// pressedOn refuses a press on a message (pressed) that is not the
+// message of the proposal it decides: a button of another session's
+// proposal of the same number, posted before buttons named their session,
+// which reached this session as the presser's own. A press on a message
+// the platform does not name, or before its proposal's message is out,
+// is left to check.
+func (s *ProposalsState) pressedOn(d pipeline.Decision, pressed string) error {
+	i := s.index(d.ID)
+	if i < 0 || pressed == "" || s.Proposals[i].MessageID == "" || s.Proposals[i].MessageID == pressed {
+		return nil
+	}
+	return fmt.Errorf("this button is not on the message of proposal %s of this session (it may be another sender's proposal of the same number), so nothing was decided; an operator can decide that one with replyflow %s <its session> %s",
+		d.ID, d.Decision, d.ID)
 }
 
 // decide records a decision that passes check, and says how the
@@ -481,9 +522,11 @@ func (s *ProposalsState) index(id string) int {
 	return -1
 }
 
-func (p Proposal) view() pipeline.ProposalView {
+// view is what p's message shows; its buttons name the session's sender,
+// so that a press on them reaches this session whoever presses.
+func (p Proposal) view(env Env) pipeline.ProposalView {
 	v := pipeline.ProposalView{ID: p.ID, Tool: p.Call.Name, Summary: p.Summary, Requester: p.Requester, ExpiresAt: p.ExpiresAt,
-		DecidedBy: p.DecidedBy, Reason: p.Reason}
+		DecidedBy: p.DecidedBy, Reason: p.Reason, SessionSender: env.Key.Sender}
 	if p.Status != ProposalPending {
 		v.Outcome = p.Status
 	}
@@ -496,7 +539,7 @@ func (p Proposal) edit(env Env) (Call, bool) {
 	if p.MessageID == "" {
 		return Call{}, false
 	}
-	text, buttons := pipeline.RenderProposal(p.view())
+	text, buttons := pipeline.RenderProposal(p.view(env))
 	return Call{
 		Key:      proposalKeyPrefix + p.ID + "/edit",
 		Activity: pipeline.ActivityEdit,

@@ -248,6 +248,35 @@ func TestOnlyOwnersOperatorsAndAllowedRequestersDecide(t *testing.T) {
 	}
 }
 
+// TestAPerSenderSessionsButtonsNameItsSender: the owner's press on the
+// buttons of ana's session decides ana's p1, the call on screen.
+func TestAPerSenderSessionsButtonsNameItsSender(t *testing.T) {
+	env := proposalEnv(0)
+	env.Key.Sender = "ana"
+	var s ProposalsState
+	out, id := s.Propose(env, "turn-1", toolCall(1), origin())
+	require.Equal(t, "p1", id)
+	post := out[0].(Deliver)
+	assert.Equal(t, []pipeline.Button{{Text: "Approve", Action: "approve:p1@ana"}, {Text: "Reject", Action: "reject:p1@ana"}}, post.Delivery.Buttons)
+	s.Delivered(env, ChunkDelivered{TurnID: "proposal/p1", Delivered: pipeline.Delivered{PlatformMessageID: "42"}})
+
+	other := env
+	other.Key.Sender = "ben"
+	press := pipeline.Inbound{Channel: "web", SenderID: "boss", MessageID: "press-1", ReplyTo: "42", Action: post.Delivery.Buttons[0].Action}
+	refused := s.Press(other, press)
+	require.Len(t, refused, 1, "ben's session refuses a press on ana's proposal")
+	assert.Contains(t, refused[0].(Deliver).Delivery.Text, "this button is for proposal p1 of session session:web:a:c:~ana")
+	assert.Equal(t, ProposalPending, s.proposal(t, "p1").Status)
+
+	env.Now = env.Now.Add(time.Second)
+	out = s.Press(env, press)
+	assert.Equal(t, []ProposalDecided{{TurnID: "turn-1", ProposalID: "p1", CallID: "c1", Tool: "pay", Approved: true, DecidedBy: boss}}, decidedIn(out))
+	edits := editsIn(out)
+	require.Len(t, edits, 1)
+	assert.Equal(t, "42", edits[0].PlatformMessageID)
+	assert.Equal(t, "✅ Approved by web:boss [p1]: pay (amount=1, to=bob)", edits[0].Text)
+}
+
 func TestAnUnknownButtonActionIsIgnored(t *testing.T) {
 	var s ProposalsState
 	proposeN(t, &s, 1)
