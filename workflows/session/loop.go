@@ -358,8 +358,6 @@ func (s *session) routeTurn(env Env, ev Event) []Effect {
 		return st.Proposals.Decide(env, ev.Decision)
 	case DecisionAsked:
 		return s.decision(env, ev)
-	case ButtonPressed:
-		return st.Proposals.Press(env, ev.In)
 	case WithdrawProposals:
 		return st.Proposals.Withdraw(env, ev.TurnID, ev.Reason)
 	// Reactions.

@@ -94,10 +94,6 @@ type ProposalAsked struct {
 	Origin pipeline.Inbound
 }
 
-// ButtonPressed: a person pressed a button under a message of the bot
-// (Inbound.Action).
-type ButtonPressed struct{ In pipeline.Inbound }
-
 // WithdrawProposals: a turn stopped (aborted, cancelled) while its calls
 // waited; their proposals are rejected and their buttons removed.
 type WithdrawProposals struct{ TurnID, Reason string }
@@ -116,7 +112,6 @@ type ProposalDecided struct {
 }
 
 func (ProposalAsked) isEvent()     {}
-func (ButtonPressed) isEvent()     {}
 func (WithdrawProposals) isEvent() {}
 func (ProposalDecided) isEvent()   {}
 
@@ -241,48 +236,6 @@ func (s *ProposalsState) Decide(env Env, d pipeline.Decision) []Effect {
 // caller reads ("Proposal p3 approved by operator:eve.") or the refusal.
 func (s *ProposalsState) Update(env Env, d pipeline.Decision) ([]Effect, string, error) {
 	return s.decide(env, d, false)
-}
-
-// Command answers /approve and /reject: the decision is the sender's,
-// and the answer is what the command's reply says.
-func (s *ProposalsState) Command(env Env, in pipeline.Inbound, d pipeline.Decision) ([]Effect, string) {
-	d.By = in.Channel + ":" + in.SenderID
-	effects, answer, err := s.decide(env, d, in.SenderIsOwner)
-	if err != nil {
-		return nil, "⚠️ " + err.Error()
-	}
-	return effects, answer
-}
-
-// Press answers ButtonPressed: the press decides the proposal its action
-// names; a refusal is told to the presser alone where the platform can,
-// under the proposal message.
-func (s *ProposalsState) Press(env Env, in pipeline.Inbound) []Effect {
-	d, ok, err := pressed(env, in)
-	if !ok {
-		env.logger().Warn("Unknown button action ignored", "action", in.Action)
-		return nil
-	}
-	id := d.ID
-	if err == nil {
-		err = s.pressedOn(d, in.ReplyTo)
-	}
-	if err == nil {
-		var effects []Effect
-		if effects, _, err = s.decide(env, d, in.SenderIsOwner); err == nil {
-			return effects
-		}
-	}
-	s.Refusals++
-	replyTo := in.ReplyTo
-	if replyTo == "" {
-		replyTo = in.MessageID
-	}
-	return []Effect{Deliver{TurnID: proposalKeyPrefix + id + "/refusal-" + strconv.Itoa(s.Refusals), Delivery: pipeline.Delivery{
-		Session: env.Key, IdempotencyKey: env.Key.WorkflowID() + "/proposal/" + id + "/refusal-" + strconv.Itoa(s.Refusals),
-		ThreadID: in.ThreadID, ReplyTo: replyTo, Text: "⚠️ " + err.Error(), Total: 1,
-		PrivateTo: in.SenderID, PrivateVia: in.ReplyToken,
-	}}}
 }
 
 // pressed reads a press's action: the decision it asks for (by the

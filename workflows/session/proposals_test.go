@@ -53,6 +53,37 @@ func reject(id, by, reason string) pipeline.Decision {
 	return pipeline.Decision{ID: id, Decision: pipeline.DecisionReject, By: by, Reason: reason}
 }
 
+// press runs a button press the way the session does: PressButton's
+// event, answered by the loop's decision on s.
+func press(s *ProposalsState, env Env, in pipeline.Inbound) []Effect {
+	var out []Effect
+	for _, e := range PressButton(env, in) {
+		if emit, ok := e.(Emit); ok {
+			if asked, ok := emit.Event.(DecisionAsked); ok {
+				run := &session{st: &State{Proposals: *s}}
+				out = append(out, run.decision(env, asked)...)
+				*s = run.st.Proposals
+				continue
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// noticesIn are the notices told to the presser alone.
+func noticesIn(effects []Effect) []NoticeWanted {
+	var out []NoticeWanted
+	for _, e := range effects {
+		if emit, ok := e.(Emit); ok {
+			if n, ok := emit.Event.(NoticeWanted); ok {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
 func decidedIn(effects []Effect) []ProposalDecided {
 	var out []ProposalDecided
 	for _, e := range effects {
@@ -173,16 +204,37 @@ func TestRepeatedAndLateDecisionsAreAnswered(t *testing.T) {
 	}
 }
 
-func TestACommandDecidesAsItsSender(t *testing.T) {
+// TestACommandIsAnsweredInTheChat: /approve and /reject reach the loop
+// as the sender's decision (the commands' tests show By is the sender's,
+// whatever the command said); its answer, or its refusal, is a reply in
+// the chat.
+func TestACommandIsAnsweredInTheChat(t *testing.T) {
 	var s ProposalsState
 	proposeN(t, &s, 1)
-	out, answer := s.Command(proposalEnv(0), pipeline.Inbound{Channel: "web", SenderID: "mallory"}, approve("p1", boss))
-	assert.Empty(t, out, "By is the sender's, whatever the command said")
-	assert.Equal(t, "⚠️ web:mallory is not allowed to decide proposal p1: only owners may", answer)
+	decide := func(asked DecisionAsked) []Effect {
+		run := &session{st: &State{Proposals: s}}
+		out := run.decision(proposalEnv(0), asked)
+		s = run.st.Proposals
+		return out
+	}
+	answers := func(effects []Effect) []AnswerWanted {
+		var out []AnswerWanted
+		for _, e := range effects {
+			if emit, ok := e.(Emit); ok {
+				if a, ok := emit.Event.(AnswerWanted); ok {
+					out = append(out, a)
+				}
+			}
+		}
+		return out
+	}
+	out := decide(DecisionAsked{Decision: approve("p1", "web:mallory"), MessageID: "m1"})
+	assert.Empty(t, decidedIn(out))
+	assert.Equal(t, []AnswerWanted{{MessageID: "m1", Text: "⚠️ web:mallory is not allowed to decide proposal p1: only owners may"}}, answers(out))
 
-	out, answer = s.Command(proposalEnv(0), pipeline.Inbound{Channel: "web", SenderID: "carol", SenderIsOwner: true}, reject("p1", "", "later"))
+	out = decide(DecisionAsked{Decision: reject("p1", "web:carol", "later"), OwnerVerified: true, MessageID: "m2"})
 	assert.Len(t, decidedIn(out), 1)
-	assert.Equal(t, "Proposal p1 rejected by web:carol.", answer)
+	assert.Equal(t, []AnswerWanted{{MessageID: "m2", Text: "Proposal p1 rejected by web:carol."}}, answers(out))
 	assert.Equal(t, "later", s.proposal(t, "p1").Reason)
 }
 
@@ -229,9 +281,9 @@ func TestOnlyOwnersOperatorsAndAllowedRequestersDecide(t *testing.T) {
 			// An operator presses no buttons; its press stands for
 			// a sender of a provider named "operator".
 			channel, sender, _ := strings.Cut(tt.by, ":")
-			press := pipeline.Inbound{Channel: channel, SenderID: sender, MessageID: "press-1", ReplyTo: "msg-p1", ThreadID: "t1",
+			pressed := pipeline.Inbound{Channel: channel, SenderID: sender, MessageID: "press-1", ReplyTo: "msg-p1", ThreadID: "t1",
 				Action: "approve:p1", ReplyToken: "token-1", SenderIsOwner: tt.ownerVerified}
-			out := s.Press(env, press)
+			out := press(&s, env, pressed)
 			if tt.allowed {
 				assert.Equal(t, ProposalApproved, s.proposal(t, "p1").Status)
 				assert.Len(t, decidedIn(out), 1)
@@ -239,11 +291,12 @@ func TestOnlyOwnersOperatorsAndAllowedRequestersDecide(t *testing.T) {
 			}
 			assert.Equal(t, ProposalPending, s.proposal(t, "p1").Status)
 			require.Len(t, out, 1, "a refused press only tells the presser")
-			refusal := out[0].(Deliver).Delivery
-			assert.Equal(t, sender, refusal.PrivateTo)
-			assert.Equal(t, "token-1", refusal.PrivateVia)
-			assert.Equal(t, "msg-p1", refusal.ReplyTo, "told under the proposal message")
-			assert.Contains(t, refusal.Text, "is not allowed to decide proposal p1")
+			refusal := noticesIn(out)
+			require.Len(t, refusal, 1)
+			assert.Equal(t, sender, refusal[0].To)
+			assert.Equal(t, "token-1", refusal[0].Via)
+			assert.Equal(t, "msg-p1", refusal[0].MessageID, "told under the proposal message")
+			assert.Contains(t, refusal[0].Text, "is not allowed to decide proposal p1")
 		})
 	}
 }
@@ -262,14 +315,14 @@ func TestAPerSenderSessionsButtonsNameItsSender(t *testing.T) {
 
 	other := env
 	other.Key.Sender = "ben"
-	press := pipeline.Inbound{Channel: "web", SenderID: "boss", MessageID: "press-1", ReplyTo: "42", Action: post.Delivery.Buttons[0].Action}
-	refused := s.Press(other, press)
+	pressed := pipeline.Inbound{Channel: "web", SenderID: "boss", MessageID: "press-1", ReplyTo: "42", Action: post.Delivery.Buttons[0].Action}
+	refused := press(&s, other, pressed)
 	require.Len(t, refused, 1, "ben's session refuses a press on ana's proposal")
-	assert.Contains(t, refused[0].(Deliver).Delivery.Text, "this button is for proposal p1 of session session:web:a:c:~ana")
+	assert.Contains(t, noticesIn(refused)[0].Text, "this button is for proposal p1 of session session:web:a:c:~ana")
 	assert.Equal(t, ProposalPending, s.proposal(t, "p1").Status)
 
 	env.Now = env.Now.Add(time.Second)
-	out = s.Press(env, press)
+	out = press(&s, env, pressed)
 	assert.Equal(t, []ProposalDecided{{TurnID: "turn-1", ProposalID: "p1", CallID: "c1", Tool: "pay", Approved: true, DecidedBy: boss}}, decidedIn(out))
 	edits := editsIn(out)
 	require.Len(t, edits, 1)
@@ -280,7 +333,7 @@ func TestAPerSenderSessionsButtonsNameItsSender(t *testing.T) {
 func TestAnUnknownButtonActionIsIgnored(t *testing.T) {
 	var s ProposalsState
 	proposeN(t, &s, 1)
-	assert.Empty(t, s.Press(proposalEnv(0), pipeline.Inbound{Channel: "web", SenderID: "boss", Action: "launch:p1"}))
+	assert.Empty(t, press(&s, proposalEnv(0), pipeline.Inbound{Channel: "web", SenderID: "boss", Action: "launch:p1"}))
 	assert.Equal(t, ProposalPending, s.proposal(t, "p1").Status)
 }
 
