@@ -39,7 +39,8 @@ import (
 // %2F reach the server unchanged); header (repeatable, "Name: value");
 // expect (below); reason (a text the answer's body must contain);
 // session (the chat the case addresses: its session must exist after the
-// corpus if the case is accepted, and must not otherwise); repeat (send
+// corpus if the case is accepted, and must not otherwise; an accepted
+// case's chat carries <% .Run %>, below); repeat (send
 // it n times, each must meet expect: a replay); seen (accepted cases:
 // how many distinct messages the session holds after the corpus; a
 // replay counts once); answer (accepted web chat cases: a text the
@@ -53,14 +54,19 @@ import (
 // whose message reached its session; "ignored 200", a 2xx by design
 // (Telegram and Slack retry anything else) that started no session.
 //
-// The path, the header values, the reason, the answer and the body are
-// templates with the delimiters <% %>, so what cannot be stored is built
+// The path, the header values, the session, the reason, the answer and
+// the body are templates with the delimiters <% %>, so what cannot be stored is built
 // when the case runs: <% repeat 2097152 "a" %> (2 MiB of a),
 // <% nest 10000 "[" "]" %> (10,000 nested arrays), <% gzip "text" %>,
 // <% add 1 2 %>, Go string literals for bytes a text file should not
 // hold ("\x00", "\xff", "\x1b[31m"), the secrets the test configured:
 // <% .TelegramSecret %>, <% .WebchatBotToken %>, and the largest file
-// the gateway takes: <% .MediaMaxBytes %>.
+// the gateway takes: <% .MediaMaxBytes %>, and the number of this run of
+// the corpus: <% .Run %>. The dev server keeps every session, also those
+// of an earlier run of the corpus (go test -count=N), so each accepted
+// case's chat ends in the run's number, in its session and wherever the
+// request names it ("bi-wc-control-<% .Run %>", "7799<% .Run %>"): its
+// session is new to the server in every run.
 //
 // The web chat's uploads are multipart forms; a case writes its parts'
 // lines ending in LF alone, which Go's multipart reader takes as it
@@ -109,7 +115,13 @@ type corpusVars struct {
 	TelegramNow int64
 	// MediaMaxBytes is REPLYFLOW_MEDIA_MAX_BYTES of the run.
 	MediaMaxBytes int
+	// Run is a number of this run of the corpus alone, which the chats
+	// of the accepted cases end in.
+	Run int64
 }
+
+// runMark is how a case names the run's number.
+const runMark = "<% .Run %>"
 
 var corpusFuncs = template.FuncMap{
 	"repeat": func(n int, s string) string { return strings.Repeat(s, n) },
@@ -160,6 +172,8 @@ func loadBadInput(t *testing.T, dir string, vars corpusVars) map[string][]badInp
 // parseBadInput parses one case file; the error says what is wrong with it.
 func parseBadInput(channel, name string, data []byte, vars corpusVars) (badInputCase, error) {
 	c := badInputCase{Channel: channel, Name: name, Repeat: 1}
+	// notNew is a session named without the run's number.
+	notNew := false
 	head, body, _ := bytes.Cut(data, []byte("\n---\n"))
 	if bytes.HasSuffix(head, []byte("\n---")) {
 		head = bytes.TrimSuffix(head, []byte("\n---")) // a case without a body
@@ -201,7 +215,9 @@ func parseBadInput(channel, name string, data []byte, vars corpusVars) (badInput
 		case "reason":
 			c.Reason, err = expand("reason", value)
 		case "session":
-			c.Session = value
+			if c.Session, err = expand("session", value); err == nil && !strings.Contains(value, runMark) {
+				notNew = true
+			}
 		case "sign":
 			if !slices.Contains(slackSignModes, value) {
 				err = fmt.Errorf("sign must be one of %v", slackSignModes)
@@ -227,6 +243,9 @@ func parseBadInput(channel, name string, data []byte, vars corpusVars) (badInput
 		return c, fmt.Errorf("body: %w", err)
 	}
 	c.Body = []byte(expanded)
+	if c.Expect.Kind == outcomeAccepted && notNew {
+		return c, fmt.Errorf("an accepted case's session ends in %s, where the request names its chat too: a session of an earlier run (go test -count) is on the server still", runMark)
+	}
 	return c, c.check()
 }
 

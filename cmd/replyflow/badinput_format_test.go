@@ -8,13 +8,13 @@ import (
 )
 
 func TestBadInputCaseFormat(t *testing.T) {
-	vars := corpusVars{TelegramSecret: "tg-secret", WebchatBotToken: "wc-token", TelegramNow: 1700000000}
+	vars := corpusVars{TelegramSecret: "tg-secret", WebchatBotToken: "wc-token", TelegramNow: 1700000000, Run: 7}
 	c, err := parseBadInput("webchat", "sample", []byte(`# why
 method: POST
-path: /api/chats/<% repeat 3 "c" %>/messages?x=1
+path: /api/chats/<% repeat 3 "c" %>-<% .Run %>/messages?x=1
 header: Content-Type: application/json
 header: Authorization: Bearer <% .WebchatBotToken %>
-session: ccc
+session: ccc-<% .Run %>
 expect: accepted 202
 repeat: 2
 seen: 1
@@ -23,7 +23,8 @@ seen: 1
 ---
 `), vars)
 	require.NoError(t, err)
-	assert.Equal(t, "/api/chats/ccc/messages?x=1", c.Path)
+	assert.Equal(t, "/api/chats/ccc-7/messages?x=1", c.Path)
+	assert.Equal(t, "ccc-7", c.Session)
 	assert.Equal(t, "Bearer wc-token", c.header("authorization"))
 	assert.Equal(t, badInputOutcome{Kind: outcomeAccepted, Status: 202}, c.Expect)
 	assert.Equal(t, 2, c.Repeat)
@@ -35,13 +36,14 @@ seen: 1
 	assert.Equal(t, badInputOutcome{Kind: outcomeRefused}, c.Expect)
 
 	for bad, want := range map[string]string{
-		"method: POST\npath: /x\nexpect: accepted 202\n":          "names its session",
-		"method: POST\npath: /x\nexpect: 500\n":                   "a refusal is a 4xx",
-		"method: POST\npath: /x\nexpect: ignored 404\n":           "answers 2xx",
-		"method: POST\npath: /x\nexpect: 400\nbody: x\n":          "unknown key",
-		"method: POST\npath: /x\nexpect: 400\nsign: maybe\n":      "sign must be one of",
-		"method: POST\npath: /x\n":                                "expect is required",
-		"method: POST\npath: /x\nexpect: 400\n---\n<% .Nope %>\n": "body",
+		"method: POST\npath: /x\nexpect: accepted 202\n":             "names its session",
+		"method: POST\npath: /x\nexpect: accepted 202\nsession: x\n": "ends in <% .Run %>",
+		"method: POST\npath: /x\nexpect: 500\n":                      "a refusal is a 4xx",
+		"method: POST\npath: /x\nexpect: ignored 404\n":              "answers 2xx",
+		"method: POST\npath: /x\nexpect: 400\nbody: x\n":             "unknown key",
+		"method: POST\npath: /x\nexpect: 400\nsign: maybe\n":         "sign must be one of",
+		"method: POST\npath: /x\n":                                   "expect is required",
+		"method: POST\npath: /x\nexpect: 400\n---\n<% .Nope %>\n":    "body",
 	} {
 		_, err := parseBadInput("webchat", "bad", []byte(bad), vars)
 		assert.ErrorContains(t, err, want, bad)

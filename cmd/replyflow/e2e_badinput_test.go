@@ -73,7 +73,7 @@ func TestBadInputCorpus(t *testing.T) {
 	})
 
 	corpus := loadBadInput(t, "testdata/badinput", corpusVars{TelegramSecret: badInputWebhookSecret, WebchatBotToken: webchatOf(cfg).BotToken,
-		TelegramNow: time.Now().Unix(), MediaMaxBytes: badInputMediaMaxBytes})
+		TelegramNow: time.Now().Unix(), MediaMaxBytes: badInputMediaMaxBytes, Run: queueSeq.Add(1)})
 	channels := []string{"webchat", "telegram", "slack"}
 	require.ElementsMatch(t, channels, sortedKeys(corpus), "a folder per channel with an HTTP surface (Discord has none: it dials out)")
 	accounts := map[string]string{"webchat": "", "telegram": "1000", "slack": fakeSlack.TeamID}
