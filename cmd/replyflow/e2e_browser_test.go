@@ -195,9 +195,7 @@ func TestWebChatPageInARealBrowser(t *testing.T) {
 		acts.Models = fixedModels{model}
 		acts.Streaming = activities.Streaming{Mode: pipeline.StreamPreview, Pacing: pipeline.PreviewPacing{FirstAfter: 100 * time.Millisecond, Every: 200 * time.Millisecond}}
 	})
-	// A chat of this run's own: a session outlives its test on the shared
-	// dev server.
-	chat := fmt.Sprintf("browser-%d", queueSeq.Load())
+	chat := uniqueChat("browser")
 	page := s.baseURL + "/#" + chat
 	b.do("open the page", chromedp.Navigate(page))
 	b.waitFor("that it is connected", `document.getElementById("status").textContent === "connected"`)

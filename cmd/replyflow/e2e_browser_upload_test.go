@@ -65,7 +65,7 @@ func TestWebChatPageUploadsPickedAndPastedFiles(t *testing.T) {
 		acts.Models = fixedModels{model}
 		acts.Media.ReadsPDFs = func(string) bool { return true }
 	})
-	chat := fmt.Sprintf("browser-upload-%d", queueSeq.Load())
+	chat := uniqueChat("browser-upload")
 	b.do("open the page", chromedp.Navigate(s.baseURL+"/#"+chat))
 	b.waitFor("that it is connected", `document.getElementById("status").textContent === "connected"`)
 
@@ -135,7 +135,7 @@ func TestWebChatPageRecordsAndSendsAVoiceNote(t *testing.T) {
 		acts.Media.Transcriber = models.NewOpenAITranscriber(cfg.TranscribeModel, opts...)
 	})
 	oa.SetTranscript("hello from the microphone")
-	chat := fmt.Sprintf("browser-voice-%d", queueSeq.Add(1))
+	chat := uniqueChat("browser-voice")
 	b.do("open the page", chromedp.Navigate(s.baseURL+"/#"+chat))
 	b.waitFor("that it is connected", `document.getElementById("status").textContent === "connected"`)
 	b.waitFor("the 🎤 button", `!document.getElementById("record").hidden`)

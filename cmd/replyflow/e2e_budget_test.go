@@ -42,7 +42,7 @@ func TestASpentBudgetEndToEnd(t *testing.T) {
 	for range 3 {
 		oa.Push(modeltest.Step{Text: "fine", InputTokens: 60, OutputTokens: 40, Cost: &cost})
 	}
-	chat := "budget-e2e"
+	chat := uniqueChat("budget-e2e")
 	events := subscribe(t, s.baseURL, chat)
 	for _, id := range []string{"b1", "b2", "b3"} {
 		assert.Equal(t, "fine", s.command(events, chat, id, "alice", "question "+id))
@@ -74,14 +74,14 @@ func TestASpentBudgetEndToEnd(t *testing.T) {
 		require.NoError(t, listSessions(context.Background(), s.client, sessionsOptions{held: true, limit: 100}, &out))
 		return out.String()
 	}
-	require.Eventually(t, func() bool { return strings.Contains(overBudget(), "session:webchat:budget-e2e") }, 30*time.Second, 100*time.Millisecond,
+	require.Eventually(t, func() bool { return strings.Contains(overBudget(), "session:webchat:"+chat) }, 30*time.Second, 100*time.Millisecond,
 		"replyflow sessions --over-budget lists it")
-	assert.Regexp(t, `session:webchat:budget-e2e\s+\S+\s+\S+\s+.*budget:chat for `, overBudget())
+	assert.Regexp(t, `session:webchat:`+chat+`\s+\S+\s+\S+\s+.*budget:chat for `, overBudget())
 
 	var out bytes.Buffer
 	require.NoError(t, budgetCommand(context.Background(), s.cfg, []string{"list"}, &out, time.Now()))
-	assert.Regexp(t, `chat\s+session:webchat:budget-e2e\s+300\s+250\s+0\.0030\s+off\s+0\s+over budget`, out.String(), "the provider's cost is counted too")
-	assert.Regexp(t, `session\s+session:webchat:budget-e2e\s+0\s+off\s+0\.0000\s+off\s+3\s+refused turns`, out.String())
+	assert.Regexp(t, `chat\s+session:webchat:`+chat+`\s+300\s+250\s+0\.0030\s+off\s+0\s+over budget`, out.String(), "the provider's cost is counted too")
+	assert.Regexp(t, `session\s+session:webchat:`+chat+`\s+0\s+off\s+0\.0000\s+off\s+3\s+refused turns`, out.String())
 
 	out.Reset()
 	require.NoError(t, budgetCommand(context.Background(), s.cfg, []string{"raise", "webchat:" + chat, "--tokens", "100"}, &out, time.Now()))
@@ -93,7 +93,7 @@ func TestASpentBudgetEndToEnd(t *testing.T) {
 	assert.Equal(t, 1, countMessages(seen), "nothing was sent for the silent turns before it")
 	assert.Len(t, oa.Requests(), 4)
 	assert.Nil(t, s.state(chat).Held, "a step let through ends the hold")
-	require.Eventually(t, func() bool { return !strings.Contains(overBudget(), "budget-e2e") }, 30*time.Second, 100*time.Millisecond,
+	require.Eventually(t, func() bool { return !strings.Contains(overBudget(), "session:webchat:"+chat) }, 30*time.Second, 100*time.Millisecond,
 		"no longer listed once it talks again")
 	recordHistory(t, s.client, chat, "budget_held")
 }
@@ -121,7 +121,7 @@ func TestAnOwnerRaisesTheBudgetFromTheChat(t *testing.T) {
 	for range 3 {
 		oa.Push(modeltest.Step{Text: "fine", InputTokens: 60, OutputTokens: 40})
 	}
-	chat := "budget-raise-e2e"
+	chat := uniqueChat("budget-raise-e2e")
 	events := subscribe(t, s.baseURL, chat)
 	for _, id := range []string{"r1", "r2", "r3"} {
 		assert.Equal(t, "fine", s.command(events, chat, id, "alice", "question "+id))
@@ -147,5 +147,5 @@ func TestAnOwnerRaisesTheBudgetFromTheChat(t *testing.T) {
 
 	var out bytes.Buffer
 	require.NoError(t, budgetCommand(context.Background(), s.cfg, []string{"list", "--all"}, &out, time.Now()))
-	assert.Regexp(t, `chat\s+session:webchat:budget-raise-e2e\s+400\s+250 \+100000\s`, out.String(), "the same row `replyflow budget raise` adds to")
+	assert.Regexp(t, `chat\s+session:webchat:`+chat+`\s+400\s+250 \+100000\s`, out.String(), "the same row `replyflow budget raise` adds to")
 }

@@ -70,7 +70,7 @@ func TestAWaitingProposalIsCarriedByContinueAsNew(t *testing.T) {
 	cfg.RateSender = "off"    // the chatter is faster than a person on purpose
 	s := startStack(t, cfg)
 	s.startWorker(payOnAsk{})
-	chat := "carried-proposal"
+	chat := uniqueChat("carried-proposal")
 	events := subscribe(t, s.baseURL, chat)
 
 	code, _ := s.post(chat, `{"message_id":"pay1","sender_id":"alice","text":"pay bob 5"}`)
@@ -117,7 +117,7 @@ func TestAParkedDeliveryIsCarriedByContinueAsNew(t *testing.T) {
 	release := make(chan struct{})
 	model := holding("park me", release)
 	s.startWorker(model)
-	chat := "carried-park"
+	chat := uniqueChat("carried-park")
 
 	code, _ := s.post(chat, `{"message_id":"p1","sender_id":"alice","text":"park me"}`)
 	require.Equal(t, http.StatusAccepted, code)

@@ -47,7 +47,7 @@ func TestCodecKeepsConversationTextOutOfHistory(t *testing.T) {
 	s.startWorkerWith(func(acts *activities.Activities) {
 		acts.Models = failingPrimary{primary: "openai/cx-primary", failure: failure, backup: &testModel{}}
 	})
-	chat := "cx-encrypted"
+	chat := uniqueChat("cx-encrypted")
 	text := "cx secret message " + unique
 	events := subscribe(t, s.baseURL, chat)
 	code, body := s.post(chat, fmt.Sprintf(`{"message_id":"c1","sender_id":"alice","text":%q}`, text))
@@ -104,7 +104,7 @@ func TestCodecKeepsLocalActivityFailuresOutOfHistory(t *testing.T) {
 	s.startWorker(&testModel{})
 	unique := randomToken()[:12]
 	leak := "http://10.0.7.7/internal/" + unique
-	chat := telegramtest.Private(7101) // each test its own chat: the Temporal server is shared
+	chat := telegramtest.Private(uniqueTelegramID())
 	s.fake.FailNext("sendMessage", 1, telegramtest.Fault{Status: http.StatusBadGateway, Description: "Bad Gateway: upstream " + leak + " send"})
 	s.fake.FailNext("setMessageReaction", 1, telegramtest.Fault{Status: http.StatusBadGateway, Description: "Bad Gateway: upstream " + leak + " react"})
 
@@ -156,7 +156,7 @@ func TestCodecKeepsLocalActivityFailuresOutOfHistory(t *testing.T) {
 func TestCodecKeyRotationKeepsTheSessionReadable(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t)
-	chat := "cx-rotation"
+	chat := uniqueChat("cx-rotation")
 	id := pipeline.SessionKey{Channel: "webchat", Chat: chat}.WorkflowID()
 	k1, k2 := codecKeyEntry(t, "cxk1"), codecKeyEntry(t, "cxk2")
 	unique := randomToken()[:12]

@@ -71,7 +71,7 @@ func TestGatedGroupChatAsksTheGateModel(t *testing.T) {
 	cfg.Owners = []string{"webchat:boss"}
 	s := startStack(t, cfg)
 	s.startWorker(&gateModel{})
-	chat := "gated"
+	chat := uniqueChat("gated")
 	events := subscribe(t, s.baseURL, chat)
 
 	assert.Equal(t, "Activation: smart. Owners change it with /activation mention|smart|gated|always.",
@@ -112,11 +112,11 @@ func TestEveryCommandIsAnsweredWithoutTheModel(t *testing.T) {
 	s := startStack(t, cfg)
 	model := &testModel{started: make(chan string, 1)}
 	s.startWorker(model)
-	chat := "commands"
+	chat := uniqueChat("commands")
 	events := subscribe(t, s.baseURL, chat)
 
 	for i, c := range []struct{ text, want string }{
-		{"/status", "Session session:webchat:commands\nModel: demo/echo\n"},
+		{"/status", "Session session:webchat:" + chat + "\nModel: demo/echo\n"},
 		{"/model", "Model: demo/echo. Chain: demo/echo. Change it with /model provider/model."},
 		{"/model openai/gpt-costly", "⚠️ /model may choose only demo/echo, openai/gpt-test here; owners may choose any model."},
 		{"/model openai/gpt-test", "Model for this chat: openai/gpt-test (no fallback while it is chosen; /model default undoes it)."},
@@ -126,7 +126,7 @@ func TestEveryCommandIsAnsweredWithoutTheModel(t *testing.T) {
 		{"/queue default", "Queue settings back to the defaults: "},
 		{"/new", pipeline.NewTranscriptReply},
 		{"/reset", pipeline.NewTranscriptReply},
-		{"/approve p9", `⚠️ unknown proposal "p9" in session:webchat:commands`},
+		{"/approve p9", `⚠️ unknown proposal "p9" in session:webchat:` + chat},
 		{"/reject", "⚠️ use /reject <proposal id> [reason]"},
 		{"/activation sometimes", "⚠️ use /activation mention, smart, gated or always"},
 	} {
@@ -152,7 +152,7 @@ func TestStopAbortsTheRunningTurnAndDropsWhatWaits(t *testing.T) {
 	s := startStack(t, cfg)
 	model := holding("long task", nil)
 	s.startWorker(model)
-	chat := "stop"
+	chat := uniqueChat("stop")
 	events := subscribe(t, s.baseURL, chat)
 
 	s.runTurnAndBufferOne(model, chat, "s1", "s2")
@@ -204,7 +204,7 @@ func TestClaimCodeMakesTheSenderAnOwner(t *testing.T) {
 	require.NoError(t, db.Close())
 	s := startStack(t, cfg)
 	s.startWorker(&testModel{})
-	chat := "claim"
+	chat := uniqueChat("claim")
 	events := subscribe(t, s.baseURL, chat)
 
 	assert.Equal(t, "⚠️ Only owners may change the activation mode.", s.command(events, chat, "k1", "alice", "/activation always"))
@@ -235,7 +235,7 @@ func TestStaleClaimCodeMakesNoOwnerAfterARestartWithOwners(t *testing.T) {
 	assert.Empty(t, again, "a start with owners prints none")
 	s := startStack(t, cfg)
 	s.startWorker(&testModel{})
-	chat := "stale-claim"
+	chat := uniqueChat("stale-claim")
 	events := subscribe(t, s.baseURL, chat)
 
 	assert.Equal(t, "That claim code is not valid, or was already used.", s.command(events, chat, "m1", "mallory", code))

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -48,7 +49,7 @@ func TestChatControlEndToEnd(t *testing.T) {
 	s := startStack(t, cfg)
 	model := &usageModel{}
 	s.startWorker(model)
-	chat := "cc-control"
+	chat := uniqueChat("cc-control")
 	events := subscribe(t, s.baseURL, chat)
 
 	assert.Equal(t, "You are webchat:alice (not an owner).", s.command(events, chat, "w1", "alice", "/whoami"))
@@ -64,10 +65,10 @@ func TestChatControlEndToEnd(t *testing.T) {
 	code, body := s.post(chat, `{"message_id":"e1","sender_id":"alice","text":"/export"}`)
 	require.Equal(t, http.StatusAccepted, code, body)
 	file := fetchFile(t, events, "e1")
-	assert.Regexp(t, `^transcript-cc-control-\d{4}-\d\d-\d\d\.md$`, file.Name)
+	assert.Regexp(t, `^transcript-`+regexp.QuoteMeta(chat)+`-\d{4}-\d\d-\d\d\.md$`, file.Name)
 	doc, err := base64.StdEncoding.DecodeString(file.Data)
 	require.NoError(t, err)
-	assert.Contains(t, string(doc), "# Conversation session:webchat:cc-control")
+	assert.Contains(t, string(doc), "# Conversation session:webchat:"+chat+"\n")
 	assert.Contains(t, string(doc), "> hello again")
 	var out strings.Builder
 	require.NoError(t, exportCommand(context.Background(), s.cfg, []string{"webchat:" + chat}, &out, time.Now()))
@@ -106,7 +107,7 @@ func TestAMemberCannotRaiseWhatTheChatCosts(t *testing.T) {
 	s := startStack(t, cfg)
 	model := &usageModel{}
 	s.startWorker(model)
-	chat := "cc-member-costs"
+	chat := uniqueChat("cc-member-costs")
 	events := subscribe(t, s.baseURL, chat)
 
 	for id, text := range map[string]string{"a1": "/think high", "a2": "/verbose on", "a3": "/usage full", "a4": "/queue cap:1000 debounce:1m"} {
@@ -145,7 +146,7 @@ func TestPerSenderSessionsInAGroupChat(t *testing.T) {
 	cfg.Activation = "always"
 	s := startStack(t, cfg)
 	s.startWorker(&testModel{})
-	chat := "ps-group"
+	chat := uniqueChat("ps-group")
 	events := subscribe(t, s.baseURL, chat)
 
 	for i, sender := range []string{"ana", "ben"} {
@@ -166,7 +167,7 @@ func TestPerSenderSessionsInAGroupChat(t *testing.T) {
 			listed.WriteString(err.Error())
 			return false
 		}
-		return strings.Contains(listed.String(), "session:webchat:ps-group:~ana") && strings.Contains(listed.String(), "session:webchat:ps-group:~ben")
+		return strings.Contains(listed.String(), "session:webchat:"+chat+":~ana") && strings.Contains(listed.String(), "session:webchat:"+chat+":~ben")
 	}, 30*time.Second, 200*time.Millisecond, "replyflow sessions --chat finds both (visibility is eventually consistent): %s", &listed)
 	recordHistoryOf(t, s.client, pipeline.SessionKey{Channel: "webchat", Chat: chat, Sender: "ana"}, "per_sender_session")
 }

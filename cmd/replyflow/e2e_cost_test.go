@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -39,16 +38,16 @@ func TestSimpleTurnCostWithTheDevDefaults(t *testing.T) {
 	assert.LessOrEqual(t, cost.Total(), 8, "billable actions of a simple turn, make dev's defaults:\n%s", cost)
 }
 
-// simpleTurnCost runs two simple turns in a new web chat session (chat), with
-// replyflow's defaults but debounce and those the bench also changes, and
-// returns what the second cost: the session's start and the first turn's
-// clear fall outside it.
+// simpleTurnCost runs two simple turns in a new web chat session (a chat
+// of prefix), with replyflow's defaults but debounce and those the bench
+// also changes, and returns what the second cost: the session's start and
+// the first turn's clear fall outside it.
 //
 // The demo model answers at once (as in the bench), so no ✍️ is shown;
 // the done reaction is cleared a second after the reply rather than the
 // default minute: its clear is one timer and one local activity either
 // way.
-func simpleTurnCost(t *testing.T, chat string, debounce time.Duration) harness.TurnCost {
+func simpleTurnCost(t *testing.T, prefix string, debounce time.Duration) harness.TurnCost {
 	defaults, err := readConfig("replyflow_test_unset")
 	require.NoError(t, err)
 	cfg := testConfig(t)
@@ -63,8 +62,7 @@ func simpleTurnCost(t *testing.T, chat string, debounce time.Duration) harness.T
 	require.NoError(t, cfg.validate())
 	s := startStack(t, cfg)
 	s.startWorker(nil)
-	// A new session each run, also under -count.
-	chat = fmt.Sprintf("%s-%d", chat, queueSeq.Add(1))
+	chat := uniqueChat(prefix)
 	key := pipeline.SessionKey{Channel: "webchat", Chat: chat}
 	events := subscribe(t, s.baseURL, chat)
 

@@ -24,14 +24,14 @@ func TestParkedDeliveryIsRetriedByTheOperator(t *testing.T) {
 	release := make(chan struct{})
 	model := holding("park me", release)
 	s.startWorker(model)
-	chat := "parked"
+	chat, calm := uniqueChat("parked"), uniqueChat("calm")
 
 	var out bytes.Buffer
-	code, _ := s.post("calm", `{"message_id":"c1","sender_id":"alice","text":"nothing to see"}`)
+	code, _ := s.post(calm, `{"message_id":"c1","sender_id":"alice","text":"nothing to see"}`)
 	require.Equal(t, http.StatusAccepted, code)
-	require.Eventually(t, func() bool { return s.state("calm").Counters.Turns == 1 }, 30*time.Second, 50*time.Millisecond)
-	require.NoError(t, retryCommand(context.Background(), s.cfg, []string{"webchat:calm"}, &out, s.logger))
-	assert.Contains(t, out.String(), "Nothing is parked in session:webchat:calm")
+	require.Eventually(t, func() bool { return s.state(calm).Counters.Turns == 1 }, 30*time.Second, 50*time.Millisecond)
+	require.NoError(t, retryCommand(context.Background(), s.cfg, []string{"webchat:" + calm}, &out, s.logger))
+	assert.Contains(t, out.String(), "Nothing is parked in session:webchat:"+calm)
 
 	code, _ = s.post(chat, `{"message_id":"p1","sender_id":"alice","text":"park me"}`)
 	require.Equal(t, http.StatusAccepted, code)
@@ -44,8 +44,8 @@ func TestParkedDeliveryIsRetriedByTheOperator(t *testing.T) {
 	s.restartGateway()
 	events := subscribe(t, s.baseURL, chat)
 	out.Reset()
-	require.NoError(t, retryCommand(context.Background(), s.cfg, []string{"--reason", "gateway is back", "webchat:parked"}, &out, s.logger))
-	assert.Contains(t, out.String(), "Retry sent to session:webchat:parked")
+	require.NoError(t, retryCommand(context.Background(), s.cfg, []string{"--reason", "gateway is back", "webchat:" + chat}, &out, s.logger))
+	assert.Contains(t, out.String(), "Retry sent to session:webchat:"+chat)
 	seen := events.collectUntil(t, 30*time.Second, isClearOf("p1"))
 	assert.Equal(t, 1, countMessages(seen), "the reply arrives once")
 	assert.Equal(t, []string{"reaction p1 ✅", "reaction p1 "}, summarize(seen, "p1")[1:], "after the reply: ✅, then cleared")

@@ -30,7 +30,7 @@ func TestSteadyChatterIsAnsweredAtTheDebounceMaximumWait(t *testing.T) {
 	cfg.DebounceMaxWait = 600 * time.Millisecond
 	s := startStack(t, cfg)
 	s.startWorker(&testModel{})
-	chat := "chatter"
+	chat := uniqueChat("chatter")
 	events := subscribe(t, s.baseURL, chat)
 
 	const sent = 15
@@ -62,7 +62,7 @@ func TestDecisionUpdateInTheFirstTaskOfARunIsAnswered(t *testing.T) {
 	cfg.Owners = []string{"webchat:boss"}
 	s := startStack(t, cfg)
 	s.startWorker(&testModel{})
-	key := pipeline.SessionKey{Channel: "webchat", Chat: "late-click"}
+	key := pipeline.SessionKey{Channel: "webchat", Chat: uniqueChat("late-click")}
 	carried := &session.State{}
 	carried.Proposals.Seq = 1
 	carried.Proposals.Proposals = []session.Proposal{{ID: "p1", Call: pipeline.ToolCall{ID: "c1", Name: "pay"}, Requester: "webchat:alice",
@@ -112,7 +112,7 @@ func TestStopCancelsTheContextOverflowRetryAndClearsAtOnce(t *testing.T) {
 	s := startStack(t, cfg)
 	model := &overflowingModel{retried: make(chan struct{})}
 	s.startWorker(model)
-	chat := "stop-retry"
+	chat := uniqueChat("stop-retry")
 	events := subscribe(t, s.baseURL, chat)
 
 	code, resp := s.post(chat, `{"message_id":"m1","sender_id":"alice","text":"a very long question"}`)

@@ -98,7 +98,8 @@ func TestHeartbeatScheduleTicksReachTheSession(t *testing.T) {
 	s := startStack(t, testConfig(t))
 	s.startWorker(nil)
 	ctx := context.Background()
-	key := pipeline.SessionKey{Channel: "webchat", Chat: "hb-tick"}
+	chat := uniqueChat("hb-tick")
+	key := pipeline.SessionKey{Channel: "webchat", Chat: chat}
 	// A person starts the session: ticks alone keep none alive (without
 	// a checklist each would complete its run, and the ticks would be
 	// spread over runs this test does not follow).
@@ -108,8 +109,6 @@ func TestHeartbeatScheduleTicksReachTheSession(t *testing.T) {
 	events.collectUntil(t, 30*time.Second, isReplyTo("hb-hello"))
 	hb := newHeartbeats(s.client, s.cfg, s.logger)
 	t.Cleanup(func() { _ = hb.DeleteHeartbeat(context.Background(), key) })
-	// An earlier run of this test (-count) left the session with ticks.
-	before := countTicks(t, s.client, key)
 
 	// Faster than a chat may ask (ParseHeartbeat's 5m), as only the
 	// activity allows: the server takes intervals from 1s.
@@ -117,10 +116,10 @@ func TestHeartbeatScheduleTicksReachTheSession(t *testing.T) {
 		Session: key, Spec: pipeline.HeartbeatSpec{Every: pipeline.Duration(2 * time.Second)}, By: "test",
 	})
 	require.NoError(t, err)
-	assert.Equal(t, pipeline.HeartbeatInfo{ScheduleID: "heartbeat:webchat:hb-tick", On: true, Note: "set by test", Spec: "every 2s", NextRun: info.NextRun}, info)
+	assert.Equal(t, pipeline.HeartbeatInfo{ScheduleID: "heartbeat:webchat:" + chat, On: true, Note: "set by test", Spec: "every 2s", NextRun: info.NextRun}, info)
 	assert.WithinDuration(t, time.Now(), info.NextRun, 3*time.Second)
 
-	first := waitTicks(t, s.client, key, before+1)[before]
+	first := waitTicks(t, s.client, key, 1)[0]
 	assert.Equal(t, pipeline.HeartbeatTickID(key)+"-"+first.ScheduledAt.UTC().Format(time.RFC3339), first.ID,
 		"the tick's ID is the schedule's action ID and its scheduled time")
 	require.NoError(t, s.client.GetWorkflow(ctx, first.ID, "").Get(ctx, nil), "the tick workflow %s completed", first.ID)
@@ -131,8 +130,8 @@ func TestHeartbeatScheduleTicksReachTheSession(t *testing.T) {
 	assert.LessOrEqual(t, d.WorkflowExecutionInfo.HistoryLength, int64(12), "a tick's history stays tiny")
 
 	// Paused, nothing ticks but a trigger.
-	out := runHeartbeatVerb(t, s, "pause", "--by", "ops", "--reason", "quiet please", "webchat:hb-tick")
-	assert.Equal(t, "Heartbeat schedule heartbeat:webchat:hb-tick paused.\n", out)
+	out := runHeartbeatVerb(t, s, "pause", "--by", "ops", "--reason", "quiet please", "webchat:"+chat)
+	assert.Equal(t, "Heartbeat schedule heartbeat:webchat:"+chat+" paused.\n", out)
 	info, err = hb.DescribeHeartbeat(ctx, key)
 	require.NoError(t, err)
 	assert.True(t, info.Paused)
@@ -144,8 +143,8 @@ func TestHeartbeatScheduleTicksReachTheSession(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond, "the tick running at the pause ends")
 	settled := countTicks(t, s.client, key)
 
-	assert.Equal(t, "Heartbeat schedule heartbeat:webchat:hb-tick triggered: a tick runs now.\n",
-		runHeartbeatVerb(t, s, "trigger", "session:webchat:hb-tick"))
+	assert.Equal(t, "Heartbeat schedule heartbeat:webchat:"+chat+" triggered: a tick runs now.\n",
+		runHeartbeatVerb(t, s, "trigger", "session:webchat:"+chat))
 	triggered := waitTicks(t, s.client, key, settled+1)[settled]
 	assert.True(t, strings.HasPrefix(triggered.ID, pipeline.HeartbeatTickID(key)+"-"), triggered.ID)
 	require.Never(t, func() bool { return countTicks(t, s.client, key) > settled+1 }, 5*time.Second, 500*time.Millisecond,
@@ -154,7 +153,7 @@ func TestHeartbeatScheduleTicksReachTheSession(t *testing.T) {
 	var list string
 	require.Eventually(t, func() bool {
 		list = runHeartbeatVerb(t, s, "list")
-		return strings.Contains(list, "session:webchat:hb-tick") && strings.Contains(list, "paused")
+		return strings.Contains(list, "session:webchat:"+chat) && strings.Contains(list, "paused")
 	}, 30*time.Second, 500*time.Millisecond, "list shows the paused heartbeat (visibility is eventually consistent): %s", list)
 	assert.Contains(t, list, "every 2s")
 	assert.Contains(t, list, "quiet please")
@@ -168,7 +167,7 @@ func TestHeartbeatScheduleTicksReachTheSession(t *testing.T) {
 	assert.True(t, info.Paused)
 	assert.Equal(t, "paused by operator:ops: quiet please", info.Note)
 
-	runHeartbeatVerb(t, s, "resume", "webchat:hb-tick")
+	runHeartbeatVerb(t, s, "resume", "webchat:"+chat)
 	info, err = hb.DescribeHeartbeat(ctx, key)
 	require.NoError(t, err)
 	assert.False(t, info.Paused)
@@ -176,19 +175,19 @@ func TestHeartbeatScheduleTicksReachTheSession(t *testing.T) {
 
 	// Changed to active hours: the ticks follow the calendar (see
 	// TestHeartbeatCalendarsTickAtLocalTimesOnTheServer).
-	out = runHeartbeatVerb(t, s, "set", "--by", "ops", "webchat:hb-tick", "every", "30m", "08:00-22:00", "Asia/Kolkata")
-	assert.Contains(t, out, "Heartbeat of session:webchat:hb-tick: every 30m 08:00-22:00 Asia/Kolkata, on, next tick in ")
+	out = runHeartbeatVerb(t, s, "set", "--by", "ops", "webchat:"+chat, "every", "30m", "08:00-22:00", "Asia/Kolkata")
+	assert.Contains(t, out, "Heartbeat of session:webchat:"+chat+": every 30m 08:00-22:00 Asia/Kolkata, on, next tick in ")
 	info, err = hb.DescribeHeartbeat(ctx, key)
 	require.NoError(t, err)
 	assert.Equal(t, "every 30m 08:00-22:00 Asia/Kolkata", info.Spec)
 	assert.Equal(t, "set by operator:ops", info.Note)
 
-	assert.Equal(t, "Heartbeat schedule heartbeat:webchat:hb-tick deleted.\n", runHeartbeatVerb(t, s, "off", "webchat:hb-tick"))
+	assert.Equal(t, "Heartbeat schedule heartbeat:webchat:"+chat+" deleted.\n", runHeartbeatVerb(t, s, "off", "webchat:"+chat))
 	info, err = hb.DescribeHeartbeat(ctx, key)
 	require.NoError(t, err)
-	assert.Equal(t, pipeline.HeartbeatInfo{ScheduleID: "heartbeat:webchat:hb-tick"}, info, "no heartbeat any more")
-	err = heartbeatCommand(ctx, s.cfg, []string{"trigger", "webchat:hb-tick"}, &strings.Builder{}, s.logger)
-	assert.ErrorContains(t, err, "session:webchat:hb-tick has no heartbeat")
+	assert.Equal(t, pipeline.HeartbeatInfo{ScheduleID: "heartbeat:webchat:" + chat}, info, "no heartbeat any more")
+	err = heartbeatCommand(ctx, s.cfg, []string{"trigger", "webchat:" + chat}, &strings.Builder{}, s.logger)
+	assert.ErrorContains(t, err, "session:webchat:"+chat+" has no heartbeat")
 }
 
 // expectedTicks are the n tick times from the first one at or after
@@ -218,7 +217,8 @@ func TestHeartbeatCalendarsTickAtLocalTimesOnTheServer(t *testing.T) {
 	cfg := testConfig(t)
 	s := &stack{t: t, cfg: cfg, client: temporalServer.Client(), logger: testLogger(t, cfg.LogLevel)}
 	ctx := context.Background()
-	key := pipeline.SessionKey{Channel: "webchat", Chat: "hb-hours"}
+	chat := uniqueChat("hb-hours")
+	key := pipeline.SessionKey{Channel: "webchat", Chat: chat}
 	hb := newHeartbeats(s.client, s.cfg, s.logger)
 	t.Cleanup(func() { _ = hb.DeleteHeartbeat(context.Background(), key) })
 	kolkata, err := time.LoadLocation("Asia/Kolkata")
@@ -234,7 +234,7 @@ func TestHeartbeatCalendarsTickAtLocalTimesOnTheServer(t *testing.T) {
 		spec, err := pipeline.ParseHeartbeat(text)
 		require.NoError(t, err)
 		setAt := time.Now()
-		runHeartbeatVerb(t, s, append([]string{"set", "webchat:hb-hours"}, strings.Fields(text)...)...)
+		runHeartbeatVerb(t, s, append([]string{"set", "webchat:" + chat}, strings.Fields(text)...)...)
 		var planned []time.Time
 		require.Eventually(t, func() bool {
 			d, err := handle.Describe(ctx)

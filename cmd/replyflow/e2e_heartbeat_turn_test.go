@@ -99,7 +99,7 @@ func TestHeartbeatTurnsOnARealSchedule(t *testing.T) {
 	model := &heartbeatModel{release: make(chan struct{})}
 	s.startWorker(model)
 	ctx := context.Background()
-	chat := "hbt-live"
+	chat := uniqueChat("hbt-live")
 	key := pipeline.SessionKey{Channel: "webchat", Chat: chat}
 	events := subscribe(t, s.baseURL, chat)
 
@@ -170,7 +170,7 @@ func TestAHeartbeatThatKeepsAnsweringTheSameBacksOffOnItsSchedule(t *testing.T) 
 	model := &heartbeatModel{release: make(chan struct{})}
 	s.startWorker(model)
 	ctx := context.Background()
-	chat := "hbt-backoff"
+	chat := uniqueChat("hbt-backoff")
 	key := pipeline.SessionKey{Channel: "webchat", Chat: chat}
 	events := subscribe(t, s.baseURL, chat)
 	code, body := s.post(chat, `{"message_id":"m1","sender_id":"alice","text":"hello"}`)

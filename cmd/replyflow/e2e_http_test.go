@@ -48,9 +48,10 @@ func TestStalledRequestsAreCutOffAndStreamsStayOpen(t *testing.T) {
 
 	// An event stream outlives the request timeouts: what comes after
 	// several of them still reaches it.
-	events := subscribe(t, s.baseURL, "stream")
+	chat := uniqueChat("stream")
+	events := subscribe(t, s.baseURL, chat)
 	time.Sleep(4 * cfg.HTTPTimeout)
-	code, body := s.post("stream", `{"message_id":"late","sender_id":"alice","text":"still there?"}`)
+	code, body := s.post(chat, `{"message_id":"late","sender_id":"alice","text":"still there?"}`)
 	require.Equal(t, http.StatusAccepted, code, body)
 	seen := events.collectUntil(t, 30*time.Second, isReplyTo("late"))
 	assert.Contains(t, summarize(seen, "late"), "message You said: still there?")

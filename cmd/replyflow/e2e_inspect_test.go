@@ -37,7 +37,7 @@ func TestInspectShowsAParkedDeliveryDecoded(t *testing.T) {
 	s := &telegramStack{stack: startStackOn(t, cfg, dialWithCodec(t, cfg)), fake: fake}
 	s.waitTelegramUp()
 	s.startWorker(&testModel{})
-	chat := telegramtest.Private(7401) // each test its own chat: the Temporal server is shared
+	chat := telegramtest.Private(uniqueTelegramID())
 	key := tgKey(chat)
 	unique := randomToken()[:12]
 	// Short: the session keeps the first 300 bytes of the failure's own
@@ -117,7 +117,7 @@ func TestInspectListsAPendingProposalDecoded(t *testing.T) {
 	s := startStackOn(t, cfg, dialWithCodec(t, cfg))
 	to := "payee-" + randomToken()[:12]
 	s.startWorker(payingTo{to: to})
-	chat := "inspect-proposal"
+	chat := uniqueChat("inspect-proposal")
 	key := pipeline.SessionKey{Channel: "webchat", Chat: chat}
 	events := subscribe(t, s.baseURL, chat)
 

@@ -29,7 +29,7 @@ func TestAParkedReplyRetriedPastStaleAfterSaysHowLateItIs(t *testing.T) {
 	s := &telegramStack{stack: startStack(t, cfg), fake: fake}
 	s.waitTelegramUp()
 	s.startWorker(&testModel{})
-	chat := telegramtest.Private(7402) // each test its own chat: the Temporal server is shared
+	chat := telegramtest.Private(uniqueTelegramID())
 	key := tgKey(chat)
 	var refusing atomic.Bool
 	refusing.Store(true)

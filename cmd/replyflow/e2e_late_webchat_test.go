@@ -25,7 +25,7 @@ func TestWebChatMessageQueuedBehindALongTurnIsAnsweredLate(t *testing.T) {
 	model := holding("the long one", release)
 	s.startWorker(model)
 	// A chat of its own each run: the Temporal server outlives a test.
-	chat := fmt.Sprintf("late-%d", queueSeq.Add(1))
+	chat := uniqueChat("late")
 	events := subscribe(t, s.baseURL, chat)
 	post := func(id, text string) time.Time {
 		t.Helper()

@@ -40,7 +40,7 @@ func TestALinkToTheWorkersOwnMachineIsRefusedAndTheMessageAnswered(t *testing.T)
 		require.NotNil(t, acts.Links, "REPLYFLOW_LINKS reaches the worker")
 		acts.Models = &models.Registry{MaxTokens: 256, OpenAIOptions: []openaiopt.RequestOption{openaiopt.WithBaseURL(oa.URL + "/v1"), openaiopt.WithAPIKey("test")}}
 	})
-	chat := telegramtest.Private(7301) // each test its own chat: the Temporal server is shared
+	chat := telegramtest.Private(uniqueTelegramID())
 	link := inside.URL + "/admin"
 
 	oa.Push(modeltest.Step{Text: "I could not open that link"})

@@ -106,14 +106,15 @@ func TestMCPToolsInATurn(t *testing.T) {
 
 	stop := s.startWorker(callingModel{tool: "docs__lookup", args: `{"q":"faq"}`})
 	dropLookups.Store(1)
-	events := subscribe(t, s.baseURL, "mcp-read")
-	code, _ := s.post("mcp-read", `{"message_id":"r1","sender_id":"alice","text":"find the faq"}`)
+	read, write, reject := uniqueChat("mcp-read"), uniqueChat("mcp-write"), uniqueChat("mcp-reject")
+	events := subscribe(t, s.baseURL, read)
+	code, _ := s.post(read, `{"message_id":"r1","sender_id":"alice","text":"find the faq"}`)
 	require.Equal(t, http.StatusAccepted, code)
 	seen := events.collectUntil(t, 30*time.Second, func(ev sseEvent) bool { return ev.Type == "message" && strings.HasPrefix(ev.Text, "done:") })
 	assert.Equal(t, "done: page faq", seen[len(seen)-1].Text)
 	assert.Equal(t, int32(1), lookups.Load(), "the dropped attempt never reached the tool")
 	assert.Zero(t, dropLookups.Load(), "the first attempt was dropped")
-	key := pipeline.SessionKey{Channel: "webchat", Chat: "mcp-read"}
+	key := pipeline.SessionKey{Channel: "webchat", Chat: read}
 	var summary string
 	var attempt int32
 	for _, ev := range s.history(key) {
@@ -130,8 +131,8 @@ func TestMCPToolsInATurn(t *testing.T) {
 	stop()
 
 	s.startWorker(callingModel{tool: "docs__create", args: `{"q":"news"}`})
-	events = subscribe(t, s.baseURL, "mcp-write")
-	code, _ = s.post("mcp-write", `{"message_id":"w1","sender_id":"alice","text":"create a news page"}`)
+	events = subscribe(t, s.baseURL, write)
+	code, _ = s.post(write, `{"message_id":"w1","sender_id":"alice","text":"create a news page"}`)
 	require.Equal(t, http.StatusAccepted, code)
 	seen = events.collectUntil(t, 30*time.Second, isButtonsMessage)
 	proposalMsg := seen[len(seen)-1].MessageID
@@ -139,16 +140,16 @@ func TestMCPToolsInATurn(t *testing.T) {
 	assert.Zero(t, creates.Load(), "a writing MCP tool waits for approval")
 
 	expire() // the server restarted while the proposal waited
-	assert.Equal(t, http.StatusAccepted, s.press("mcp-write", "boss", proposalMsg, "approve:p1"))
+	assert.Equal(t, http.StatusAccepted, s.press(write, "boss", proposalMsg, "approve:p1"))
 	seen = events.collectUntil(t, 30*time.Second, func(ev sseEvent) bool { return ev.Type == "message" && strings.HasPrefix(ev.Text, "done:") })
 	assert.Equal(t, "done: created news", seen[len(seen)-1].Text)
 	assert.Equal(t, int32(1), creates.Load(), "approved, it runs once")
 
-	events = subscribe(t, s.baseURL, "mcp-reject")
-	code, _ = s.post("mcp-reject", `{"message_id":"x1","sender_id":"alice","text":"create another"}`)
+	events = subscribe(t, s.baseURL, reject)
+	code, _ = s.post(reject, `{"message_id":"x1","sender_id":"alice","text":"create another"}`)
 	require.Equal(t, http.StatusAccepted, code)
 	seen = events.collectUntil(t, 30*time.Second, isButtonsMessage)
-	assert.Equal(t, http.StatusAccepted, s.press("mcp-reject", "boss", seen[len(seen)-1].MessageID, "reject:p1"))
+	assert.Equal(t, http.StatusAccepted, s.press(reject, "boss", seen[len(seen)-1].MessageID, "reject:p1"))
 	events.collectUntil(t, 30*time.Second, func(ev sseEvent) bool { return ev.Type == "message" && strings.HasPrefix(ev.Text, "done:") })
 	assert.Equal(t, int32(1), creates.Load(), "rejected, it never runs")
 }

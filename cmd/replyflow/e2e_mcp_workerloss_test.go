@@ -69,16 +69,16 @@ func TestAWorkerKilledMidMCPCall(t *testing.T) {
 		modeltest.Step{ToolCalls: []modeltest.ToolCall{{ID: "call-2", Name: "docs__create", Arguments: `{"q":"news"}`}}},
 		modeltest.Step{Text: "could not create it"},
 	)
-	n := queueSeq.Add(1)
-	fake := telegramtest.New(fmt.Sprintf("%d:mcp-workerloss", 5600+n))
+	bot := uniqueTelegramID()
+	fake := telegramtest.New(fmt.Sprintf("%d:mcp-workerloss", bot))
 	t.Cleanup(fake.Close)
-	env := harness.Env(temporalServer.FrontendHostPort(), fmt.Sprintf("mcp-workerloss-%d", n), filepath.Join(dir, "store.db"), fake, map[string]string{
+	env := harness.Env(temporalServer.FrontendHostPort(), fmt.Sprintf("mcp-workerloss-%d", bot), filepath.Join(dir, "store.db"), fake, map[string]string{
 		"MODEL": "openai/gpt-test", "STREAM": "off", "DEBOUNCE": "0s", "LOG_LEVEL": "info", "MCP_FILE": mcpFile,
 	})
 	env = append(env, "OPENAI_BASE_URL="+oa.URL+"/v1", "OPENAI_API_KEY=test")
 	startWorker := realProcesses(t, bin, dir, env)
 
-	chat := telegramtest.Private(6700 + n)
+	chat := telegramtest.Private(uniqueTelegramID())
 	worker := startWorker(1)
 	answered := func(text string) func() bool {
 		return func() bool {

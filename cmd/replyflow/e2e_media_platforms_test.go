@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
-	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -188,7 +186,7 @@ func TestSlackSharedImageAndAudioClipReachTheModel(t *testing.T) {
 	oa, withModels := openAIWithTranscripts(t, &cfg)
 	s := startSlackStackIn(t, cfg, slackSocket)
 	s.startWorkerWith(withModels)
-	dm := "D" + strings.ToUpper(strconv.FormatInt(time.Now().UnixNano(), 36))
+	dm := uniqueSlackChannel("D")
 	s.fake.AddChannel(slacktest.Channel{ID: dm, Members: 2})
 	share := func(text string, f slacktest.File) slacktest.Message {
 		post, events := s.fake.AddMessage(slacktest.Post{Channel: dm, User: "U0ALICE", Subtype: "file_share", Text: text, Files: []slacktest.File{f}})
@@ -308,7 +306,7 @@ func TestWebchatUploadedImageReachesTheModelWithItsCaption(t *testing.T) {
 	s.startWorkerWith(func(acts *activities.Activities) {
 		acts.Models = &models.Registry{MaxTokens: 256, OpenAIOptions: []openaiopt.RequestOption{openaiopt.WithBaseURL(oa.URL + "/v1"), openaiopt.WithAPIKey("test")}}
 	})
-	chat := fmt.Sprintf("image-e2e-%d", queueSeq.Add(1))
+	chat := uniqueChat("image-e2e")
 	events := subscribe(t, s.baseURL, chat)
 
 	png := testPNG(t, "webchat-image-bytes.", 200<<10)

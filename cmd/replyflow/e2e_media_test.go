@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"database/sql"
 	"encoding/base64"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -37,7 +36,7 @@ func TestTelegramPhotoAndVoiceNoteReachTheModel(t *testing.T) {
 		acts.Models = &models.Registry{MaxTokens: 256, OpenAIOptions: opts}
 		acts.Media.Transcriber = models.NewOpenAITranscriber(cfg.TranscribeModel, opts...)
 	})
-	chat := telegramtest.Private(tgAlice.ID)
+	chat := telegramtest.Private(uniqueTelegramID())
 
 	// A PNG header and 200 KB after it: sniffed as a PNG, and large
 	// enough that history would show it.
@@ -93,9 +92,7 @@ func TestTelegramPDFReachesTheModelAsADocument(t *testing.T) {
 	s.startWorkerWith(func(acts *activities.Activities) {
 		acts.Models = &models.Registry{MaxTokens: 256, AnthropicOptions: []anthropicopt.RequestOption{anthropicopt.WithBaseURL(an.URL), anthropicopt.WithAPIKey("test")}}
 	})
-	// A chat of this run's own: sessions are named by chat, and outlive
-	// their test on the shared Temporal server.
-	sender := telegramtest.User{ID: 3_600_000 + int64(queueSeq.Load()), Username: "pdfsender", FirstName: "Pat"}
+	sender := telegramtest.User{ID: uniqueTelegramID(), Username: "pdfsender", FirstName: "Pat"}
 	chat := telegramtest.Private(sender.ID)
 
 	pdf := append([]byte("%PDF-1.7\n"), bytes.Repeat([]byte("pdf-stream-bytes."), 100<<10/17)...)
@@ -132,9 +129,7 @@ func TestWebchatUploadedPDFReachesTheModelAsADocument(t *testing.T) {
 	s.startWorkerWith(func(acts *activities.Activities) {
 		acts.Models = &models.Registry{MaxTokens: 256, OpenAIOptions: []openaiopt.RequestOption{openaiopt.WithBaseURL(oa.URL + "/v1"), openaiopt.WithAPIKey("test")}}
 	})
-	// A chat of this run's own: a session outlives its test on the shared
-	// server.
-	chat := fmt.Sprintf("upload-e2e-%d", queueSeq.Load())
+	chat := uniqueChat("upload-e2e")
 	events := subscribe(t, s.baseURL, chat)
 
 	pdf := append([]byte("%PDF-1.7\n"), bytes.Repeat([]byte("uploaded-pdf-bytes."), 2000)...)
@@ -175,7 +170,7 @@ func TestWebchatUploadedVoiceNoteIsTranscribedAndAnswered(t *testing.T) {
 		acts.Models = &models.Registry{MaxTokens: 256, OpenAIOptions: opts}
 		acts.Media.Transcriber = models.NewOpenAITranscriber(cfg.TranscribeModel, opts...)
 	})
-	chat := fmt.Sprintf("voice-upload-e2e-%d", queueSeq.Add(1))
+	chat := uniqueChat("voice-upload-e2e")
 	events := subscribe(t, s.baseURL, chat)
 
 	// An Ogg page header, then enough bytes that history would show them.

@@ -127,9 +127,7 @@ func TestTelegramFilesThatCannotBeFetchedAreAnsweredAndTheTextIsToo(t *testing.T
 	cfg, oa, startWorker := withEchoingOpenAI(t)
 	s := startTelegramStack(t, cfg)
 	startWorker(s.stack)
-	// A chat of this run's own: sessions are named by chat, and outlive
-	// their test on the shared Temporal server.
-	sender := telegramtest.User{ID: 3_800_000 + queueSeq.Add(1), Username: "filesender", FirstName: "Fay"}
+	sender := telegramtest.User{ID: uniqueTelegramID(), Username: "filesender", FirstName: "Fay"}
 	chat := telegramtest.Private(sender.ID)
 
 	s.fake.AddFile("gone-photo", []byte("\xff\xd8\xff\xe0 a photo"))
@@ -297,9 +295,7 @@ func TestWebchatFilesThatCannotBeFetchedAreRefusedWithTheReasonOrAnswered(t *tes
 	t.Parallel()
 	cfg, oa, startWorker := withEchoingOpenAI(t)
 	s := startStack(t, cfg)
-	// A chat of this run's own: a session outlives its test on the shared
-	// server.
-	chat := fmt.Sprintf("unfetchable-%d", queueSeq.Add(1))
+	chat := uniqueChat("unfetchable")
 	events := subscribe(t, s.baseURL, chat)
 
 	// The web chat refuses the other three at the upload: no line is

@@ -43,7 +43,7 @@ func TestFallbackSkipsTheModelCoolingDown(t *testing.T) {
 			AnthropicOptions: []anthropicopt.RequestOption{anthropicopt.WithBaseURL(fallback.URL), anthropicopt.WithAPIKey("test")},
 		}
 	})
-	chat := "fallback"
+	chat := uniqueChat("fallback")
 	events := subscribe(t, s.baseURL, chat)
 	primary.Push(modeltest.Step{Status: 429, RetryAfter: "1", ErrorType: "rate_limit_exceeded", Message: "slow down"})
 
@@ -108,7 +108,7 @@ func TestProposalRejectedByTextCommand(t *testing.T) {
 	tool, calls := payServer(t)
 	s := startStack(t, proposalConfig(t, tool.URL))
 	s.startWorker(payingModel{})
-	chat := "reject-text"
+	chat := uniqueChat("reject-text")
 	seen, edits, answer := proposalOutcome(t, s, chat, func() {
 		code, _ := s.post(chat, `{"message_id":"no","sender_id":"alice","text":"/reject p1"}`)
 		require.Equal(t, http.StatusAccepted, code)
@@ -131,7 +131,7 @@ func TestProposalExpiresWithoutADecision(t *testing.T) {
 	cfg.ProposalTTL = 2 * time.Second // below what the configuration allows, for the test's sake
 	s := startStack(t, cfg)
 	s.startWorker(payingModel{})
-	chat := "expire"
+	chat := uniqueChat("expire")
 	_, edits, answer := proposalOutcome(t, s, chat, func() {})
 	assert.Equal(t, []string{"⌛ Expired without a decision [p1]: pay (amount=5, to=bob)"}, edits)
 	assert.Equal(t, "done: Nobody approved this call in time (expired). It was not run.", answer)
@@ -154,7 +154,7 @@ func TestContinueAsNewCarriesTheDebounceBuffer(t *testing.T) {
 	release := make(chan struct{})
 	model := holding("long task", release)
 	s.startWorker(model)
-	chat := "carry"
+	chat := uniqueChat("carry")
 	events := subscribe(t, s.baseURL, chat)
 
 	s.runTurnAndBufferOne(model, chat, "c1", "c2")
@@ -207,7 +207,7 @@ func TestTelegramFailedClearIsRetriedOnADurableTimer(t *testing.T) {
 	t.Parallel()
 	s := startTelegramStack(t, testConfig(t))
 	s.startWorker(&testModel{})
-	chat := telegramtest.Private(606)
+	chat := telegramtest.Private(uniqueTelegramID())
 	fault := telegramtest.ServerError()
 	fault.When = telegramtest.ClearsReaction
 	s.fake.FailNext("setMessageReaction", 1, fault)

@@ -2,8 +2,6 @@ package main
 
 import (
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -44,7 +42,7 @@ func TestADeletedPreviewOnTelegramDoesNotStallTheChat(t *testing.T) {
 	s, oa, _ := streamingStack(t, pipeline.StreamPreview)
 	answer := sentence(40)
 	oa.Push(modeltest.Step{Text: answer, TokenDelay: 60 * time.Millisecond})
-	chat := telegramtest.Private(6251)
+	chat := telegramtest.Private(uniqueTelegramID())
 	asked := s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: "tell me a long story"})
 
 	waitFor(t, s.fake, "a preview", func() bool { return len(botMessages(s.fake, chat)) > 0 })
@@ -71,7 +69,7 @@ func TestADeletedPreviewOnSlackDoesNotStallTheChat(t *testing.T) {
 	startStreamingWorker(s, oa, an, pipeline.StreamPreview)
 	answer := sentence(40)
 	oa.Push(modeltest.Step{Text: answer, TokenDelay: 60 * time.Millisecond})
-	channel := "D" + strings.ToUpper(strconv.FormatInt(time.Now().UnixNano(), 36))
+	channel := uniqueSlackChannel("D")
 	fake.AddChannel(slacktest.Channel{ID: channel, Members: 2})
 	_, evs := fake.AddMessage(slacktest.Post{Channel: channel, User: "U0ALICE", Text: "tell me a long story"})
 	for _, ev := range evs {

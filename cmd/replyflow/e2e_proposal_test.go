@@ -72,7 +72,7 @@ func TestRequesterCannotApproveTheirOwnProposalByDefault(t *testing.T) {
 	cfg := proposalConfig(t, tool.URL)
 	s := startStack(t, cfg)
 	s.startWorker(payingModel{})
-	chat := "self-approve"
+	chat := uniqueChat("self-approve")
 	events := subscribe(t, s.baseURL, chat)
 
 	code, _ := s.post(chat, `{"message_id":"self1","sender_id":"alice","text":"pay bob 5"}`)
@@ -107,7 +107,7 @@ func TestProposalApprovedByButtonSurvivesAWorkerRestart(t *testing.T) {
 	tool, calls := payServer(t)
 	s := startStack(t, proposalConfig(t, tool.URL))
 	stopFirst := s.startWorker(payingModel{})
-	chat := "approve"
+	chat := uniqueChat("approve")
 	events := subscribe(t, s.baseURL, chat)
 
 	code, _ := s.post(chat, `{"message_id":"pay1","sender_id":"alice","text":"pay bob 5"}`)
@@ -147,20 +147,20 @@ func TestProposalRejectedFromTheCLI(t *testing.T) {
 	tool, calls := payServer(t)
 	s := startStack(t, proposalConfig(t, tool.URL))
 	s.startWorker(payingModel{})
-	chat := "reject"
+	chat := uniqueChat("reject")
 	events := subscribe(t, s.baseURL, chat)
 	code, _ := s.post(chat, `{"message_id":"pay2","sender_id":"alice","text":"pay bob 5"}`)
 	require.Equal(t, http.StatusAccepted, code)
 	events.collectUntil(t, 30*time.Second, isButtonsMessage)
 
 	var out bytes.Buffer
-	err := decideCommand(context.Background(), s.cfg, "approve", []string{"webchat:reject", "p7"}, &out, s.logger)
+	err := decideCommand(context.Background(), s.cfg, "approve", []string{"webchat:" + chat, "p7"}, &out, s.logger)
 	require.Error(t, err, "an unknown proposal is refused at once")
 	assert.Contains(t, err.Error(), `unknown proposal "p7"`)
 
-	require.NoError(t, decideCommand(context.Background(), s.cfg, "reject", []string{"--by", "carol", "--reason", "over budget", "webchat:reject", "p1"}, &out, s.logger))
+	require.NoError(t, decideCommand(context.Background(), s.cfg, "reject", []string{"--by", "carol", "--reason", "over budget", "webchat:" + chat, "p1"}, &out, s.logger))
 	assert.Contains(t, out.String(), "Proposal p1 rejected by operator:carol.")
-	err = decideCommand(context.Background(), s.cfg, "approve", []string{"webchat:reject", "p1"}, &out, s.logger)
+	err = decideCommand(context.Background(), s.cfg, "approve", []string{"webchat:" + chat, "p1"}, &out, s.logger)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "already rejected by operator:carol")
 
@@ -181,7 +181,7 @@ func TestPendingProposalSurvivesAGatewayRestart(t *testing.T) {
 	cfg.RequesterMayDecide = true
 	s := startStack(t, cfg)
 	s.startWorker(payingModel{})
-	chat := "gateway-restart"
+	chat := uniqueChat("gateway-restart")
 	events := subscribe(t, s.baseURL, chat)
 	code, _ := s.post(chat, `{"message_id":"pay3","sender_id":"alice","text":"pay bob 5"}`)
 	require.Equal(t, http.StatusAccepted, code)
@@ -213,7 +213,7 @@ func TestPendingProposalSurvivesADevServerRestart(t *testing.T) {
 	cfg := proposalConfig(t, tool.URL)
 	s := startStackOn(t, cfg, c)
 	s.startWorker(payingModel{})
-	chat := "server-restart"
+	chat := uniqueChat("server-restart")
 	events := subscribe(t, s.baseURL, chat)
 	code, _ := s.post(chat, `{"message_id":"pay4","sender_id":"alice","text":"pay bob 5"}`)
 	require.Equal(t, http.StatusAccepted, code)
@@ -226,7 +226,7 @@ func TestPendingProposalSurvivesADevServerRestart(t *testing.T) {
 	var out bytes.Buffer
 	require.Eventually(t, func() bool {
 		out.Reset()
-		return decideCommand(context.Background(), s.cfg, "approve", []string{"webchat:server-restart", "p1"}, &out, s.logger) == nil
+		return decideCommand(context.Background(), s.cfg, "approve", []string{"webchat:" + chat, "p1"}, &out, s.logger) == nil
 	}, 60*time.Second, 500*time.Millisecond, "approving works once the server is back: %s", &out)
 	assert.Contains(t, out.String(), "Proposal p1 approved by operator:")
 	events.collectUntil(t, 60*time.Second, func(ev sseEvent) bool { return ev.Type == "message" && strings.HasPrefix(ev.Text, "done:") })

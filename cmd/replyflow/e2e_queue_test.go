@@ -30,12 +30,15 @@ func TestBurstsAcrossContinueAsNew(t *testing.T) {
 	s.startWorker(nil)
 
 	const sessions, bursts, perBurst = 20, 3, 3
+	chats := make([]string, sessions)
+	for n := range chats {
+		chats[n] = uniqueChat("burst")
+	}
 	var wg sync.WaitGroup
-	for n := range sessions {
+	for _, chat := range chats {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			chat := fmt.Sprintf("burst-%02d", n)
 			events := subscribe(t, s.baseURL, chat)
 			var seen []sseEvent
 			for b := range bursts {
@@ -67,7 +70,7 @@ func TestBurstsAcrossContinueAsNew(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	recordHistory(t, s.client, "burst-00", "bursts")
+	recordHistory(t, s.client, chats[0], "bursts")
 }
 
 func TestQueuedFollowupIsAnsweredAfterTheRunningTurn(t *testing.T) {
@@ -75,7 +78,7 @@ func TestQueuedFollowupIsAnsweredAfterTheRunningTurn(t *testing.T) {
 	release := make(chan struct{})
 	model := holding("slow one", release)
 	s.startWorker(model)
-	chat := "followup"
+	chat := uniqueChat("followup")
 	events := subscribe(t, s.baseURL, chat)
 
 	code, _ := s.post(chat, `{"message_id":"f1","sender_id":"alice","text":"slow one"}`)
@@ -102,7 +105,7 @@ func TestInterruptCancelsTheRunningTurn(t *testing.T) {
 	s := startStack(t, testConfig(t))
 	model := holding("long task", nil)
 	s.startWorker(model)
-	chat := "interrupt"
+	chat := uniqueChat("interrupt")
 	events := subscribe(t, s.baseURL, chat)
 
 	code, _ := s.post(chat, `{"message_id":"i0","sender_id":"alice","text":"/queue interrupt"}`)
@@ -132,7 +135,7 @@ func TestStopDropsWhatWasSteeredIntoTheTurn(t *testing.T) {
 	s := startStack(t, cfg)
 	model := holding("long task", nil)
 	s.startWorker(model)
-	chat := "stop-steered"
+	chat := uniqueChat("stop-steered")
 	events := subscribe(t, s.baseURL, chat)
 
 	code, _ := s.post(chat, `{"message_id":"s1","sender_id":"alice","text":"long task"}`)

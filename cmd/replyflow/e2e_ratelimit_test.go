@@ -29,7 +29,7 @@ func TestRateLimitAnswersTheBurstAndRefusesTheRestWithoutASignal(t *testing.T) {
 	require.NoError(t, cfg.validate())
 	s := startStack(t, cfg)
 	s.startWorker(&testModel{})
-	chat := "rl-burst"
+	chat := uniqueChat("rl-burst")
 	events := subscribe(t, s.baseURL, chat)
 
 	for i := range burst {

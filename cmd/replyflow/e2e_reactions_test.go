@@ -17,7 +17,7 @@ func TestTelegramDoneReactionRefusedWithTheReplyIsSetAgain(t *testing.T) {
 	t.Parallel()
 	s := startTelegramStack(t, testConfig(t))
 	s.startWorker(&testModel{})
-	chat := telegramtest.Private(690) // each test its own chat: the Temporal server is shared
+	chat := telegramtest.Private(uniqueTelegramID())
 	fault := telegramtest.ServerError()
 	fault.When = func(p map[string]string) bool { return strings.Contains(p["reaction"], "👌") }
 	s.fake.FailNext("setMessageReaction", 1, fault)
@@ -45,7 +45,7 @@ func TestTelegramZeroClearDelayClearsWithTheReply(t *testing.T) {
 	cfg.ReactionClearDelay = 0
 	s := startTelegramStack(t, cfg)
 	s.startWorker(&testModel{})
-	chat := telegramtest.Private(691) // each test its own chat: the Temporal server is shared
+	chat := telegramtest.Private(uniqueTelegramID())
 	asked := s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: "hello"})
 	waitFor(t, s.fake, "the answer", func() bool { return len(s.fake.Sent(chat.ID)) == 1 })
 	waitFor(t, s.fake, "the reaction cleared", cleared(s.fake, chat, asked))

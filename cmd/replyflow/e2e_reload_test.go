@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -42,7 +41,7 @@ func TestAWorkerRestartedWithANarrowerAllowListDeniesARemovedSenderInAnOpenChat(
 	model := &testModel{started: make(chan string, 10)}
 	stop := s.startWorker(model)
 	waitReloaded(t, s.cfg)
-	chat := fmt.Sprintf("reload-allow-%d", queueSeq.Add(1))
+	chat := uniqueChat("reload-allow")
 	events := subscribe(t, s.baseURL, chat)
 
 	code, body := s.post(chat, `{"message_id":"b1","sender_id":"bob","text":"first from bob"}`)
@@ -84,7 +83,7 @@ func TestAWorkerRestartedWithANewModelAnswersAnOpenChatsNextTurnWithIt(t *testin
 	cfg := testConfig(t)
 	s := startStack(t, cfg)
 	stop := s.startWorker(&testModel{})
-	chat := fmt.Sprintf("reload-model-%d", queueSeq.Add(1))
+	chat := uniqueChat("reload-model")
 	events := subscribe(t, s.baseURL, chat)
 
 	code, body := s.post(chat, `{"message_id":"m1","sender_id":"alice","text":"which model?"}`)
@@ -114,8 +113,7 @@ func TestReloadVerb(t *testing.T) {
 	s := startStack(t, testConfig(t))
 	s.startWorker(nil)
 	waitReloaded(t, s.cfg) // the worker's own reload at start is done
-	n := queueSeq.Add(1)
-	one, two := fmt.Sprintf("reload-one-%d", n), fmt.Sprintf("reload-two-%d", n)
+	one, two := uniqueChat("reload-one"), uniqueChat("reload-two")
 	events := map[string]*eventStream{}
 	for _, chat := range []string{one, two} {
 		events[chat] = subscribe(t, s.baseURL, chat)

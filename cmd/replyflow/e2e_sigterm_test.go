@@ -22,7 +22,7 @@ func TestSIGTERMMidConversationAnswersEveryMessageOnce(t *testing.T) {
 	dir := t.TempDir()
 	bin, err := harness.Build(dir)
 	require.NoError(t, err)
-	fake := telegramtest.New("5000:sigterm")
+	fake := telegramtest.New(fmt.Sprintf("%d:sigterm", uniqueTelegramID()))
 	t.Cleanup(fake.Close)
 	env := harness.Env(temporalServer.FrontendHostPort(), "sigterm-"+fmt.Sprint(queueSeq.Add(1)), filepath.Join(dir, "store.db"), fake,
 		map[string]string{"DEMO_MODEL_DELAY": "2s", "SHUTDOWN_GRACE": "10s", "LOG_LEVEL": "info", "DEBOUNCE": "0s", "QUEUE_MODE": "followup"})
@@ -40,7 +40,7 @@ func TestSIGTERMMidConversationAnswersEveryMessageOnce(t *testing.T) {
 	user := telegramtest.User{ID: 77, FirstName: "Sam"}
 	chats := make([]telegramtest.Chat, 6)
 	for i := range chats {
-		chats[i] = telegramtest.Private(int64(9100 + i))
+		chats[i] = telegramtest.Private(uniqueTelegramID())
 	}
 	asked := map[int64]int{}
 	send := func(round int) {

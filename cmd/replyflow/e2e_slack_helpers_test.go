@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -100,7 +99,7 @@ func waitForSlack(t *testing.T, fake *slacktest.Server, what string, cond func()
 // numbers its posts from the start, and the session of an earlier run of
 // a test (the Temporal server outlives the fakes) must not see them.
 func (s *slackStack) newSlackChannel() string {
-	channel := "C" + strings.ToUpper(strconv.FormatInt(time.Now().UnixNano(), 36))
+	channel := uniqueSlackChannel("C")
 	s.fake.AddChannel(slacktest.Channel{ID: channel, Members: 5})
 	return channel
 }

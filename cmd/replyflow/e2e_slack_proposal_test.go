@@ -2,10 +2,8 @@ package main
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -45,7 +43,7 @@ func TestSlackProposalApprovedByButtonAndRefusedToANonOwner(t *testing.T) {
 	cfg.Owners = []string{"slack:U0BOSS"}
 	s, fake := startSlackStack(t, cfg)
 	s.startWorker(payingModel{})
-	channel := "C" + strings.ToUpper(strconv.FormatInt(time.Now().UnixNano(), 36))
+	channel := uniqueSlackChannel("C")
 	fake.AddChannel(slacktest.Channel{ID: channel, Members: 4})
 
 	post, events := fake.AddMessage(slacktest.Post{Channel: channel, User: "U0ALICE", Text: "<@" + fake.BotUserID + "> pay bob 5"})

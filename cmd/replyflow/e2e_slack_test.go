@@ -1,7 +1,6 @@
 package main
 
 import (
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,9 +20,7 @@ func TestSlackMentionIsAnsweredOnceInItsThread(t *testing.T) {
 	t.Parallel()
 	s, fake := startSlackStack(t, testConfig(t))
 	s.startWorker(&testModel{})
-	// Its own channel: a fake Slack numbers its posts from the start, and
-	// a session of an earlier run of this test must not see them.
-	channel := "C" + strings.ToUpper(strconv.FormatInt(time.Now().UnixNano(), 36))
+	channel := uniqueSlackChannel("C")
 	fake.AddChannel(slacktest.Channel{ID: channel, Members: 5})
 
 	post, events := fake.AddMessage(slacktest.Post{Channel: channel, User: "U0ALICE", Text: "<@" + fake.BotUserID + "> hello there"})

@@ -56,7 +56,7 @@ func TestStoppedWorkerLetsTheRunningTurnFinish(t *testing.T) {
 	s := startStack(t, cfg)
 	model := &finishingAfterStop{started: make(chan struct{}), stopping: make(chan struct{}, 1), release: make(chan struct{})}
 	stopFirst := s.startWorker(model)
-	chat := "deploy"
+	chat := uniqueChat("deploy")
 	events := subscribe(t, s.baseURL, chat)
 
 	code, body := s.post(chat, `{"message_id":"d1","sender_id":"alice","text":"deploy now"}`)

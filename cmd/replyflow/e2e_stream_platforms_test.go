@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -30,7 +29,7 @@ func TestAStreamedAnswerIsPreviewedInTheWebChat(t *testing.T) {
 	startStreamingWorker(s, oa, an, pipeline.StreamPreview)
 	answer := sentence(40)
 	oa.Push(modeltest.Step{Text: answer, TokenDelay: 60 * time.Millisecond})
-	chat := "stream-web"
+	chat := uniqueChat("stream-web")
 	events := subscribe(t, s.baseURL, chat)
 	code, _ := s.post(chat, `{"message_id":"s1","sender_id":"alice","text":"a long one"}`)
 	require.Equal(t, http.StatusAccepted, code)
@@ -62,7 +61,7 @@ func TestAStreamedAnswerIsPreviewedOnSlack(t *testing.T) {
 	startStreamingWorker(s, oa, an, pipeline.StreamPreview)
 	answer := sentence(40)
 	oa.Push(modeltest.Step{Text: answer, TokenDelay: 60 * time.Millisecond})
-	channel := "C" + strings.ToUpper(strconv.FormatInt(time.Now().UnixNano(), 36))
+	channel := uniqueSlackChannel("C")
 	fake.AddChannel(slacktest.Channel{ID: channel, Members: 5})
 	post, evs := fake.AddMessage(slacktest.Post{Channel: channel, User: "U0ALICE", Text: "<@" + fake.BotUserID + "> a long one"})
 	for _, ev := range evs {
@@ -123,7 +122,7 @@ func newLiveChat(t *testing.T, platform string, mode pipeline.StreamMode) (liveC
 	case "slack":
 		s, fake := startSlackStack(t, cfg)
 		startStreamingWorker(s, oa, an, mode)
-		channel := "D" + strings.ToUpper(strconv.FormatInt(time.Now().UnixNano(), 36))
+		channel := uniqueSlackChannel("D")
 		fake.AddChannel(slacktest.Channel{ID: channel, Members: 2})
 		return liveChat{
 			ask: func(text string) {
@@ -151,7 +150,7 @@ func newLiveChat(t *testing.T, platform string, mode pipeline.StreamMode) (liveC
 	}
 	s := startStack(t, cfg)
 	startStreamingWorker(s, oa, an, mode)
-	chat := "live-" + strconv.FormatInt(queueSeq.Add(1), 10)
+	chat := uniqueChat("live")
 	events := subscribe(t, s.baseURL, chat)
 	var mu sync.Mutex
 	var shown []shownMessage

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,7 +86,7 @@ func TestAStreamedAnswerIsPreviewedAndEndsAsTheFinalText(t *testing.T) {
 	s, oa, _ := streamingStack(t, pipeline.StreamPreview)
 	answer := sentence(40)
 	oa.Push(modeltest.Step{Text: answer, TokenDelay: 60 * time.Millisecond})
-	chat := telegramtest.Private(6201)
+	chat := telegramtest.Private(uniqueTelegramID())
 	asked := s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: "tell me a long story"})
 
 	waitFor(t, s.fake, "a preview", func() bool { return len(botMessages(s.fake, chat)) > 0 })
@@ -114,7 +113,7 @@ func TestStreamedBlocksAreSentOnceAndTheRestFollows(t *testing.T) {
 	}
 	answer := strings.TrimSpace(strings.Join(paras, "\n\n"))
 	oa.Push(modeltest.Step{Text: answer, TokenDelay: 2 * time.Millisecond})
-	chat := telegramtest.Private(6202)
+	chat := telegramtest.Private(uniqueTelegramID())
 	asked := s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: "four paragraphs please"})
 
 	waitFor(t, s.fake, "the reaction cleared", cleared(s.fake, chat, asked))
@@ -136,7 +135,7 @@ func TestAFallbackMidStreamFinishesTheSamePreview(t *testing.T) {
 	oa.Push(modeltest.Step{Text: sentence(40), TokenDelay: 60 * time.Millisecond, BreakAfter: 15})
 	final := "The fallback's whole answer, from the start."
 	an.Push(modeltest.Step{Text: final})
-	chat := telegramtest.Private(6203)
+	chat := telegramtest.Private(uniqueTelegramID())
 	asked := s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: "go on"})
 
 	waitFor(t, s.fake, "the fallback's answer", func() bool {
@@ -156,7 +155,7 @@ func TestStopMidStreamKeepsThePreviewAndSaysSo(t *testing.T) {
 	t.Parallel()
 	s, oa, _ := streamingStack(t, pipeline.StreamPreview)
 	oa.Push(modeltest.Step{Text: sentence(200), TokenDelay: 50 * time.Millisecond})
-	chat := telegramtest.Private(6204)
+	chat := telegramtest.Private(uniqueTelegramID())
 	s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: "talk for a while"})
 	waitFor(t, s.fake, "a preview edited once", func() bool {
 		got := botMessages(s.fake, chat)
@@ -234,7 +233,7 @@ func newKillChat(t *testing.T, platform string) killChat {
 	case "slack":
 		fake := slacktest.New(slacktest.Options{})
 		t.Cleanup(fake.Close)
-		channel := "DKILL" + strings.ToUpper(strconv.FormatInt(time.Now().UnixNano(), 36))
+		channel := uniqueSlackChannel("DKILL")
 		fake.AddChannel(slacktest.Channel{ID: channel, Members: 2})
 		return killChat{
 			env: harness.SlackVars(fake),
@@ -263,10 +262,9 @@ func newKillChat(t *testing.T, platform string) killChat {
 	}
 	// A bot and a chat of its own: sessions outlive a subtest on the
 	// shared server, and one of the same key would be the last one's.
-	n := queueSeq.Add(1)
-	fake := telegramtest.New(fmt.Sprintf("%d:killstream", 5000+n))
+	fake := telegramtest.New(fmt.Sprintf("%d:killstream", uniqueTelegramID()))
 	t.Cleanup(fake.Close)
-	chat := telegramtest.Private(6300 + n)
+	chat := telegramtest.Private(uniqueTelegramID())
 	return killChat{
 		env: harness.TelegramVars(fake),
 		up:  func() bool { return true },

@@ -44,8 +44,7 @@ func TestTelegramBurstFromOneSenderCaughtUpIsOneDebouncedTurn(t *testing.T) {
 	s := startTelegramStack(t, cfg)
 	model := &askedModel{}
 	s.startWorker(model)
-	// A chat of its own each run: the Temporal server outlives a test.
-	chat := telegramtest.Private(7100000 + queueSeq.Add(1))
+	chat := telegramtest.Private(uniqueTelegramID())
 	say := func(text string) int {
 		return s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: text})
 	}

@@ -26,7 +26,7 @@ import (
 // outlives a test (-count): two senders in a group, since one sender's
 // messages in a row would be one debounced turn, and each message here
 // must be answered on its own.
-func catchupChat() telegramtest.Chat { return telegramtest.Group(-1034000 - int64(queueSeq.Add(1))) }
+func catchupChat() telegramtest.Chat { return telegramtest.Group(-uniqueTelegramID()) }
 
 // catchupMessage is a group message addressed to the bot.
 func (s *telegramStack) catchupMessage(chat telegramtest.Chat, from telegramtest.User, text string) int {

@@ -16,7 +16,7 @@ import (
 func TestTelegramEditedMessageIsDroppedByTheSessionsDedupe(t *testing.T) {
 	s := startTelegramStack(t, testConfig(t))
 	s.startWorker(&testModel{})
-	chat := telegramtest.Private(7001)
+	chat := telegramtest.Private(uniqueTelegramID())
 
 	asked := s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: "helo"})
 	waitFor(t, s.fake, "the answer", func() bool { return len(s.fake.Sent(chat.ID)) == 1 })

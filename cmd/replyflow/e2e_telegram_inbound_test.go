@@ -31,7 +31,7 @@ func (d dyingSink) Accept(context.Context, pipeline.Inbound) error {
 
 func TestTelegramGatewayKilledBeforeTheSignalLosesNothing(t *testing.T) {
 	cfg, fake := withTelegram(t, testConfig(t))
-	chat := telegramtest.Private(604)
+	chat := telegramtest.Private(uniqueTelegramID())
 	asked := fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: "are you there?"})
 
 	ctx, kill := context.WithTimeout(context.Background(), time.Minute)
@@ -58,7 +58,7 @@ func TestTelegramWebhookAnswers200OnlyAfterTheSignal(t *testing.T) {
 	telegramOf(cfg).Mode = "webhook"
 	telegramOf(cfg).WebhookSecret = "s3cret-token"
 	s := startTelegramStack(t, cfg)
-	chat := telegramtest.Private(605)
+	chat := telegramtest.Private(uniqueTelegramID())
 	s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: "via webhook"})
 	update := string(s.fake.Updates()[0])
 
@@ -117,7 +117,7 @@ func TestWebhooksOnTheirOwnAddressExposeNothingElse(t *testing.T) {
 	cfg.WebhookAddr = freeAddr(t)
 	s := startTelegramStack(t, cfg)
 	hooks := "http://" + cfg.WebhookAddr
-	chat := telegramtest.Private(608) // each test its own chat: the Temporal server is shared
+	chat := telegramtest.Private(uniqueTelegramID())
 	s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: "via the webhook address"})
 	update := string(s.fake.Updates()[0])
 

@@ -18,7 +18,7 @@ import (
 
 func TestTelegramTopicMessageIsAnsweredInItsTopicThroughTheReactionLifecycle(t *testing.T) {
 	s := startTelegramStack(t, testConfig(t))
-	chat := telegramtest.Forum(-1001)
+	chat := telegramtest.Forum(-uniqueTelegramID())
 	topic := s.fake.CreateTopic(chat, tgAlice)
 	release := make(chan struct{})
 	s.startWorker(&testModel{hold: func(string) <-chan struct{} { return release }})
@@ -54,7 +54,7 @@ func TestTelegramTwoUsersInOneTopicInsideTheDebounceWindowGetTwoTurns(t *testing
 	cfg.Debounce = 3 * time.Second
 	s := startTelegramStack(t, cfg)
 	s.startWorker(&testModel{})
-	chat := telegramtest.Forum(-1002)
+	chat := telegramtest.Forum(-uniqueTelegramID())
 	topic := s.fake.CreateTopic(chat, tgAlice)
 
 	fromAlice := s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Topic: topic, Text: "@replyflow_test_bot from alice"})
@@ -78,7 +78,7 @@ func TestTelegramTwoUsersInOneTopicInsideTheDebounceWindowGetTwoTurns(t *testing
 func TestTelegramPhotoWithCaptionReachesTheModel(t *testing.T) {
 	s := startTelegramStack(t, testConfig(t))
 	s.startWorker(&testModel{})
-	chat := telegramtest.Private(601) // each test its own chat: sessions outlive tests on the shared server
+	chat := telegramtest.Private(uniqueTelegramID())
 
 	asked := s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Photo: "AgACphoto1", Caption: "what is this?"})
 	waitFor(t, s.fake, "the reaction cleared", cleared(s.fake, chat, asked))
@@ -92,7 +92,7 @@ func TestTelegramPhotoWithCaptionReachesTheModel(t *testing.T) {
 func TestTelegramReactionsOnMessagesAreRecordedAsFeedback(t *testing.T) {
 	s := startTelegramStack(t, testConfig(t))
 	s.startWorker(&testModel{})
-	chat := telegramtest.Private(602)
+	chat := telegramtest.Private(uniqueTelegramID())
 	asked := s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: "hello"})
 	waitFor(t, s.fake, "the reaction cleared", cleared(s.fake, chat, asked))
 	answer := s.fake.Sent(chat.ID)[0].ID
@@ -129,7 +129,7 @@ func TestTelegramProposalApprovedByButton(t *testing.T) {
 	cfg.Owners = []string{"telegram:" + strconv.FormatInt(tgBoss.ID, 10)}
 	s := startTelegramStack(t, cfg)
 	s.startWorker(payingModel{})
-	chat := telegramtest.Group(-1003)
+	chat := telegramtest.Group(-uniqueTelegramID())
 
 	asked := s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: "@replyflow_test_bot pay bob 5"})
 	var proposal telegramtest.Message
@@ -177,7 +177,7 @@ func TestTelegram429StormEndsWithEveryChunkDeliveredOnce(t *testing.T) {
 	cfg.ChunkLimit = 40
 	s := startTelegramStack(t, cfg)
 	s.startWorker(&testModel{})
-	chat := telegramtest.Private(603)
+	chat := telegramtest.Private(uniqueTelegramID())
 	s.fake.FailNext("sendMessage", 4, telegramtest.TooManyRequests(1))
 
 	text := "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen"

@@ -64,7 +64,7 @@ func TestMetricsShowTheSDKsAndReplyflowsSeriesAfterAConversation(t *testing.T) {
 	metrics := httptest.NewServer(tel.Mux())
 	t.Cleanup(metrics.Close)
 
-	chat := "tm-metrics"
+	chat := uniqueChat("tm-metrics")
 	events := subscribe(t, s.baseURL, chat)
 	code, body := s.post(chat, `{"message_id":"m1","sender_id":"alice","text":"hello"}`)
 	require.Equal(t, http.StatusAccepted, code, body)
@@ -110,7 +110,7 @@ func TestGaugesShowWhatStandsNowFromTheServer(t *testing.T) {
 	metrics := httptest.NewServer(tel.Mux())
 	t.Cleanup(metrics.Close)
 
-	chat := "gauges"
+	chat := uniqueChat("gauges")
 	events := subscribe(t, s.baseURL, chat)
 	code, _ := s.post(chat, `{"message_id":"g1","sender_id":"alice","text":"pay bob 5"}`)
 	require.Equal(t, http.StatusAccepted, code)

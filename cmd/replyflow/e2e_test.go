@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,7 +41,9 @@ import (
 var (
 	temporalServer *testsuite.DevServer
 	recordTo       = flag.String("record-histories", "", "write the histories of these tests as gzip-compressed JSON into this folder (for the replay test)")
-	queueSeq       atomic.Int64
+	// queueSeq numbers what must be new to the dev server: task queues,
+	// chats (uniqueChat), bots.
+	queueSeq atomic.Int64
 )
 
 func TestMain(m *testing.M) {
@@ -78,6 +81,26 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	_ = temporalServer.Stop()
 	os.Exit(withLeakCheck(code))
+}
+
+// uniqueChat is a chat ID that no other chat of this test process has:
+// prefix, a dash and a number. The dev server lives as long as the
+// process and keeps every session, across tests and across the runs of
+// one test (go test -count=N), so a fixed ID would reach a session an
+// earlier run left, on a task queue no worker polls any more, holding
+// that run's message IDs as already seen.
+func uniqueChat(prefix string) string { return fmt.Sprintf("%s-%d", prefix, queueSeq.Add(1)) }
+
+// uniqueTelegramID is, like uniqueChat, a Telegram chat ID (or user ID)
+// that no other of this test process has; negated, a group's. It is
+// above the fixed IDs of the tests' people (tgAlice and the others).
+func uniqueTelegramID() int64 { return 10_000_000 + queueSeq.Add(1) }
+
+// uniqueSlackChannel is, like uniqueChat, a Slack channel ID that no other
+// of this test process has: kind ("C" a channel, "D" a direct message,
+// or a longer prefix) and a number, in Slack's capitals and digits.
+func uniqueSlackChannel(kind string) string {
+	return kind + strings.ToUpper(strconv.FormatInt(queueSeq.Add(1), 36))
 }
 
 // stack is one worker and one gateway on their own task queue.
@@ -293,7 +316,7 @@ func TestMessageGetsReplyAndFullReactionLifecycle(t *testing.T) {
 	s := startStack(t, testConfig(t))
 	release := make(chan struct{})
 	s.startWorker(&testModel{hold: func(string) <-chan struct{} { return release }})
-	chat := "lifecycle"
+	chat := uniqueChat("lifecycle")
 	events := subscribe(t, s.baseURL, chat)
 
 	code, body := s.post(chat, `{"message_id":"m1","sender_id":"alice","sender_name":"Alice","text":"hello there"}`)
@@ -320,7 +343,7 @@ func TestMessageGetsReplyAndFullReactionLifecycle(t *testing.T) {
 func TestRepeatedMessageIDIsAnsweredOnce(t *testing.T) {
 	s := startStack(t, testConfig(t))
 	s.startWorker(nil)
-	chat := "dedupe"
+	chat := uniqueChat("dedupe")
 	events := subscribe(t, s.baseURL, chat)
 
 	for range 3 {
@@ -336,13 +359,14 @@ func TestRepeatedMessageIDIsAnsweredOnce(t *testing.T) {
 
 func TestBadRequestsAreRefusedWithAReason(t *testing.T) {
 	s := startStack(t, testConfig(t))
+	chat := uniqueChat("bad")
 	for _, c := range []struct{ body, reason string }{
 		{`{"sender_id":"a"`, "not a valid message"},
 		{`{"text":"hi"}`, "sender_id is missing"},
 		{`{"sender_id":"a"}`, "text is missing"},
 		{`{"sender_id":"a","text":"hi","thread_id":"has space"}`, "thread_id contains"},
 	} {
-		code, body := s.post("bad", c.body)
+		code, body := s.post(chat, c.body)
 		assert.Equal(t, http.StatusBadRequest, code, c.body)
 		assert.Contains(t, body, c.reason, c.body)
 	}
@@ -354,7 +378,7 @@ func TestTurnSurvivesWorkerRestart(t *testing.T) {
 	s := startStack(t, cfg)
 	model := &testModel{started: make(chan string, 1), hold: func(string) <-chan struct{} { return nil }}
 	stopFirst := s.startWorker(model)
-	chat := "restart"
+	chat := uniqueChat("restart")
 	events := subscribe(t, s.baseURL, chat)
 
 	code, body := s.post(chat, `{"message_id":"r1","sender_id":"alice","text":"survive this"}`)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"slices"
 	"testing"
@@ -32,8 +31,8 @@ func TestShortTimersFireOnTimeOnTheDevServer(t *testing.T) {
 	// queue's next read is on time even with a late queue.
 	const chats = 5
 	var late []time.Duration
-	for i := range chats {
-		chat := fmt.Sprintf("timers-%d", i)
+	for range chats {
+		chat := uniqueChat("timers")
 		events := subscribe(t, s.baseURL, chat)
 		code, resp := s.post(chat, `{"message_id":"m1","sender_id":"alice","text":"hello"}`)
 		require.Equal(t, http.StatusAccepted, code, resp)

@@ -85,7 +85,7 @@ func TestAMessageIsOneTraceFromTheGatewayToTheDeliveredChunk(t *testing.T) {
 	t.Cleanup(c.Close)
 	s := startStackOn(t, cfg, c)
 	s.startWorker(nil)
-	chat := "tr-trace"
+	chat := uniqueChat("tr-trace")
 	events := subscribe(t, s.baseURL, chat)
 	code, body := s.post(chat, `{"message_id":"m1","sender_id":"alice","text":"hello"}`)
 	require.Equal(t, http.StatusAccepted, code, body)

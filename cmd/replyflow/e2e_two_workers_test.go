@@ -130,7 +130,7 @@ func newTwoWorkerChat(t *testing.T, platform string) twoWorkerChat {
 	case "slack":
 		fake := slacktest.New(slacktest.Options{})
 		t.Cleanup(fake.Close)
-		channel := "DTWO" + strings.ToUpper(strconv.FormatInt(time.Now().UnixNano(), 36))
+		channel := uniqueSlackChannel("DTWO")
 		fake.AddChannel(slacktest.Channel{ID: channel, Members: 2})
 		return twoWorkerChat{
 			env: harness.SlackVars(fake),
@@ -179,10 +179,9 @@ func newTwoWorkerChat(t *testing.T, platform string) twoWorkerChat {
 	case "telegram":
 		// A bot and a chat of their own: sessions outlive a test on the
 		// shared server.
-		n := queueSeq.Add(1)
-		fake := telegramtest.New(fmt.Sprintf("%d:twoworkers", 5800+n))
+		fake := telegramtest.New(fmt.Sprintf("%d:twoworkers", uniqueTelegramID()))
 		t.Cleanup(fake.Close)
-		chat := telegramtest.Private(6800 + n)
+		chat := telegramtest.Private(uniqueTelegramID())
 		return twoWorkerChat{
 			env: harness.TelegramVars(fake),
 			up:  func() bool { return true },
@@ -212,7 +211,7 @@ func newTwoWorkerWebChat(t *testing.T) twoWorkerChat {
 	require.NoError(t, err)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	base := "http://" + addr
-	chat := fmt.Sprintf("twoworkers-%d", queueSeq.Add(1))
+	chat := uniqueChat("twoworkers")
 	web := &webChatView{reactions: map[string]string{}, changed: make(chan struct{}, 1)}
 	var once sync.Once
 	return twoWorkerChat{

@@ -28,9 +28,7 @@ func TestTelegramVoiceOnSendsTheReplyAsAVoiceNote(t *testing.T) {
 		acts.Models = &models.Registry{MaxTokens: 256, OpenAIOptions: opts}
 		acts.Voice = &activities.Voice{Speaker: models.NewOpenAISpeaker(cfg.VoiceModel, cfg.VoiceName, opts...), Model: "openai/" + cfg.VoiceModel}
 	})
-	// A chat of this run's own: sessions are named by chat, and outlive
-	// their test on the shared Temporal server.
-	sender := telegramtest.User{ID: 3_700_000 + int64(queueSeq.Load()), Username: "voiceuser", FirstName: "Vic"}
+	sender := telegramtest.User{ID: uniqueTelegramID(), Username: "voiceuser", FirstName: "Vic"}
 	chat := telegramtest.Private(sender.ID)
 
 	on := s.fake.AddMessage(telegramtest.Incoming{Chat: chat, From: sender, Text: "/voice on"})

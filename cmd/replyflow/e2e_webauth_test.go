@@ -70,7 +70,7 @@ func TestWebAuthTokenModeSpeaksAsTheTokensSender(t *testing.T) {
 	chat.Auth, chat.AuthKey = "token", testWebchatAuthKey
 	s := startStack(t, cfg)
 	s.startWorker(nil)
-	room := "wa-room"
+	room := uniqueChat("wa-room")
 
 	resp, err := http.Get(s.baseURL + "/api/chats/" + room + "/events")
 	require.NoError(t, err)
@@ -108,11 +108,11 @@ func TestWebAuthTokenModeSpeaksAsTheTokensSender(t *testing.T) {
 	assert.Contains(t, body, "not the signed-in sender")
 	code, _ = s.post(room, `{"message_id":"wa3","sender_id":"alice","text":"no token"}`)
 	assert.Equal(t, http.StatusUnauthorized, code, "a body alone says no one")
-	code, _ = s.postAs("wa-elsewhere", `{"message_id":"wa4","text":"hi"}`, withBearer(alice.bearer))
+	code, _ = s.postAs(uniqueChat("wa-elsewhere"), `{"message_id":"wa4","text":"hi"}`, withBearer(alice.bearer))
 	assert.Equal(t, http.StatusForbidden, code, "alice's sign-in is confined to her chat")
 
 	// Only a token issued with --owner makes its holder an owner here.
-	ownerRoom := "wa-owner"
+	ownerRoom := uniqueChat("wa-owner")
 	ownerEvents := subscribeAs(t, s.baseURL, ownerRoom, withBearer(boss.bearer))
 	model := "openai/gpt-webauth-test"
 	for _, c := range []struct {
@@ -140,19 +140,21 @@ func TestWebAuthAPlainTokenStaysInItsSendersChat(t *testing.T) {
 	chat.Auth, chat.AuthKey = "token", testWebchatAuthKey
 	s := startStack(t, cfg)
 	s.startWorker(nil)
-	alice := issueSignIn(t, s.cfg, "alice")
+	// A sender's own chat is named by its sender ID.
+	aliceID := uniqueChat("alice")
+	alice := issueSignIn(t, s.cfg, aliceID)
 	mallory := issueSignIn(t, s.cfg, "mallory")
 
-	events := subscribeAs(t, s.baseURL, "alice", withBearer(alice.bearer))
-	code, body := s.postAs("alice", `{"message_id":"pt1","text":"alice's secret"}`, withBearer(alice.bearer))
+	events := subscribeAs(t, s.baseURL, aliceID, withBearer(alice.bearer))
+	code, body := s.postAs(aliceID, `{"message_id":"pt1","text":"alice's secret"}`, withBearer(alice.bearer))
 	require.Equal(t, http.StatusAccepted, code, body)
 	events.collectUntil(t, 30*time.Second, isReplyTo("pt1"))
 
 	for _, r := range []struct{ method, path, body string }{
-		{http.MethodGet, "/api/chats/alice/events?replay=all", ""},
-		{http.MethodPost, "/api/chats/alice/messages", `{"message_id":"pt2","text":"/export"}`},
-		{http.MethodPost, "/api/chats/alice/messages", `{"message_id":"pt3","text":"posted by mallory"}`},
-		{http.MethodPost, "/api/chats/alice/actions", `{"message_id":"pt1","action":"approve:p1"}`},
+		{http.MethodGet, "/api/chats/" + aliceID + "/events?replay=all", ""},
+		{http.MethodPost, "/api/chats/" + aliceID + "/messages", `{"message_id":"pt2","text":"/export"}`},
+		{http.MethodPost, "/api/chats/" + aliceID + "/messages", `{"message_id":"pt3","text":"posted by mallory"}`},
+		{http.MethodPost, "/api/chats/" + aliceID + "/actions", `{"message_id":"pt1","action":"approve:p1"}`},
 	} {
 		req, err := http.NewRequest(r.method, s.baseURL+r.path, strings.NewReader(r.body))
 		require.NoError(t, err)
@@ -166,11 +168,11 @@ func TestWebAuthAPlainTokenStaysInItsSendersChat(t *testing.T) {
 		assert.Contains(t, string(data), `reaches only the chat \"mallory\"`, r.path)
 		assert.NotContains(t, string(data), "secret", r.path)
 	}
-	snap := s.state("alice")
+	snap := s.state(aliceID)
 	require.Len(t, snap.Participants, 1, "mallory never spoke in alice's chat")
 
 	ops := issueSignIn(t, s.cfg, "ops", "--all-chats")
-	code, body = s.postAs("alice", `{"message_id":"pt4","text":"from ops"}`, withBearer(ops.bearer))
+	code, body = s.postAs(aliceID, `{"message_id":"pt4","text":"from ops"}`, withBearer(ops.bearer))
 	require.Equal(t, http.StatusAccepted, code, "an --all-chats token reaches any chat: %s", body)
 	events.collectUntil(t, 30*time.Second, isReplyTo("pt4"))
 }

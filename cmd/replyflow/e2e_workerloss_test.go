@@ -90,17 +90,17 @@ func newWorkerLossRigWith(t *testing.T, name string, settings map[string]string,
 	oa := modeltest.NewOpenAI()
 	t.Cleanup(oa.Close)
 	oa.Push(steps...)
-	n := queueSeq.Add(1)
-	fake := telegramtest.New(fmt.Sprintf("%d:%s", 5600+n, name))
+	bot := uniqueTelegramID()
+	fake := telegramtest.New(fmt.Sprintf("%d:%s", bot, name))
 	t.Cleanup(fake.Close)
 	vars := map[string]string{
 		"MODEL": "openai/gpt-test", "STREAM": "off", "TURN_HEARTBEAT_TIMEOUT": "2s",
 		"DEBOUNCE": "0s", "LOG_LEVEL": "info", "REACTION_CLEAR_DELAY": "1s",
 	}
 	maps.Copy(vars, settings)
-	env := harness.Env(temporalServer.FrontendHostPort(), fmt.Sprintf("%s-%d", name, n), filepath.Join(dir, "store.db"), fake, vars)
+	env := harness.Env(temporalServer.FrontendHostPort(), fmt.Sprintf("%s-%d", name, bot), filepath.Join(dir, "store.db"), fake, vars)
 	env = append(env, "OPENAI_BASE_URL="+oa.URL+"/v1", "OPENAI_API_KEY=test")
-	return &workerLossRig{model: oa, fake: fake, chat: telegramtest.Private(6600 + n), startWorker: realProcesses(t, bin, dir, env)}
+	return &workerLossRig{model: oa, fake: fake, chat: telegramtest.Private(uniqueTelegramID()), startWorker: realProcesses(t, bin, dir, env)}
 }
 
 // key is the chat's session.
@@ -191,13 +191,14 @@ func TestASlowModelIsNotTakenForALostWorker(t *testing.T) {
 	model := &slowModel{think: 3 * minTurnHeartbeatTimeout}
 	s.startWorker(model)
 
-	events := subscribe(t, s.baseURL, "slow")
-	code, resp := s.post("slow", `{"message_id":"m1","sender_id":"alice","text":"think hard"}`)
+	chat := uniqueChat("slow")
+	events := subscribe(t, s.baseURL, chat)
+	code, resp := s.post(chat, `{"message_id":"m1","sender_id":"alice","text":"think hard"}`)
 	require.Equal(t, http.StatusAccepted, code, resp)
 	reply := events.collectUntil(t, time.Minute, func(ev sseEvent) bool { return ev.Type == "message" })
 	assert.Contains(t, reply[len(reply)-1].Text, "thought it through")
 	assert.EqualValues(t, 1, model.calls.Load(), "the model was asked once")
-	for _, ev := range s.history(pipeline.SessionKey{Channel: "webchat", Chat: "slow"}) {
+	for _, ev := range s.history(pipeline.SessionKey{Channel: "webchat", Chat: chat}) {
 		assert.NotEqual(t, enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT, ev.GetEventType(), "no attempt timed out (event %d)", ev.GetEventId())
 	}
 }
