@@ -24,7 +24,6 @@ func TestWebChatMessageQueuedBehindALongTurnIsAnsweredLate(t *testing.T) {
 	release := make(chan struct{})
 	model := holding("the long one", release)
 	s.startWorker(model)
-	// A chat of its own each run: the Temporal server outlives a test.
 	chat := uniqueChat("late")
 	events := subscribe(t, s.baseURL, chat)
 	post := func(id, text string) time.Time {
