@@ -97,7 +97,7 @@ func TestOperatorVerbsAgainstTheServer(t *testing.T) {
 	t.Setenv("TEMPORAL_ADDRESS", temporalServer.FrontendHostPort())
 	s := startStack(t, testConfig(t))
 	s.startWorker(nil)
-	chat := "operator"
+	chat := uniqueChat("operator")
 	events := subscribe(t, s.baseURL, chat)
 	code, _ := s.post(chat, `{"message_id":"o1","sender_id":"alice","text":"hello"}`)
 	require.Equal(t, 202, code)
@@ -107,11 +107,11 @@ func TestOperatorVerbsAgainstTheServer(t *testing.T) {
 	require.Eventually(t, func() bool {
 		list.Reset()
 		return sessionsCommand(context.Background(), s.cfg, []string{"--channel", "webchat"}, &list, s.logger) == nil &&
-			bytes.Contains(list.Bytes(), []byte("session:webchat:operator"))
+			bytes.Contains(list.Bytes(), []byte("session:webchat:"+chat))
 	}, 10*time.Second, 100*time.Millisecond, "sessions lists the session: %s", &list)
 
 	var view bytes.Buffer
-	require.NoError(t, inspectCommand(context.Background(), s.cfg, []string{"webchat:operator"}, &view, s.logger))
-	assert.Contains(t, oneSpace(view.String()), "Session session:webchat:operator")
+	require.NoError(t, inspectCommand(context.Background(), s.cfg, []string{"webchat:" + chat}, &view, s.logger))
+	assert.Contains(t, oneSpace(view.String()), "Session session:webchat:"+chat)
 	assert.Contains(t, view.String(), "inbound 1, duplicates 0, turns 1")
 }
