@@ -271,7 +271,7 @@ func TestOwnerApprovesAnotherSendersProposalInAPerSenderGroup(t *testing.T) {
 	cfg.Activation = "always"
 	s := startStack(t, cfg)
 	s.startWorker(payingModel{})
-	chat := fmt.Sprintf("ps-proposal-%d", queueSeq.Add(1))
+	chat := uniqueChat("ps-proposal")
 	events := subscribe(t, s.baseURL, chat)
 	ana := pipeline.SessionKey{Channel: "webchat", Chat: chat, Sender: "ana"}
 	boss := pipeline.SessionKey{Channel: "webchat", Chat: chat, Sender: "boss"}

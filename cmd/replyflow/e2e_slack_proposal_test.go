@@ -127,7 +127,7 @@ func TestSlackOwnerApprovesAnotherSendersProposalInAPerSenderChannel(t *testing.
 	cfg.SessionScope = "per-sender"
 	s, fake := startSlackStack(t, cfg)
 	s.startWorker(payingModel{})
-	channel := "C" + strings.ToUpper(strconv.FormatInt(time.Now().UnixNano(), 36))
+	channel := uniqueSlackChannel("C")
 	fake.AddChannel(slacktest.Channel{ID: channel, Members: 4})
 
 	asked := map[string]slacktest.Message{}     // each sender's request
