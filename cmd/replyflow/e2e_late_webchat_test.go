@@ -34,8 +34,9 @@ func TestWebChatMessageQueuedBehindALongTurnIsAnsweredLate(t *testing.T) {
 		return at
 	}
 
-	// The reply and the clear of ✅ are separate calls of the session's,
-	// so each step waits for both, in whatever order they are shown.
+	// Each step waits for the reply and the clear of ✅ both: a reply
+	// that never comes fails the step with the events seen, rather than
+	// the clear ending it early.
 	post("w0", "answered at once")
 	seen := events.collectUntil(t, 30*time.Second, allSeen(isReplyTo("w0"), isClearOf("w0")))
 	fresh := repliesIn(seen)
