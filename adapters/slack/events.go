@@ -118,7 +118,9 @@ func hasMediaType(req *http.Request, want string) bool {
 }
 
 // signed reads a POST's body, at most MaxRequestBody, and checks Slack's
-// signature before next sees it.
+// signature before next sees it. A request whose signature headers fail
+// is refused before its body is read: a stranger's request costs no
+// more than its headers.
 func (r *Receiver) signed(signingSecret string, now func() time.Time, next func(http.ResponseWriter, *http.Request, []byte)) http.Handler {
 	if now == nil {
 		now = time.Now
@@ -127,6 +129,10 @@ func (r *Receiver) signed(signingSecret string, now func() time.Time, next func(
 		if req.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
 			http.Error(w, "Slack's request URLs take POST", http.StatusMethodNotAllowed)
+			return
+		}
+		if _, _, err := verifyHeaders(req.Header, signingSecret, now()); err != nil {
+			r.refuseUnsigned(w, req, err)
 			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxRequestBody))
@@ -140,10 +146,16 @@ func (r *Receiver) signed(signingSecret string, now func() time.Time, next func(
 			return
 		}
 		if err := VerifyRequest(req.Header, body, signingSecret, now()); err != nil {
-			r.logger.Warn("Slack request refused: its signature does not check", "path", req.URL.Path, "reason", err)
-			http.Error(w, err.Error(), http.StatusUnauthorized)
+			r.refuseUnsigned(w, req, err)
 			return
 		}
 		next(w, req, body)
 	})
+}
+
+// refuseUnsigned answers a request whose signature does not check: 401
+// with the check that failed.
+func (r *Receiver) refuseUnsigned(w http.ResponseWriter, req *http.Request, err error) {
+	r.logger.Warn("Slack request refused: its signature does not check", "path", req.URL.Path, "reason", err)
+	http.Error(w, err.Error(), http.StatusUnauthorized)
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +102,39 @@ func TestEventsRefusesBadSignaturesStaleRequestsAndBigBodies(t *testing.T) {
 
 	calls, _, _ := to.snapshot()
 	assert.Zero(t, calls, "nothing refused reaches the sink")
+}
+
+// A request whose signature headers fail is refused on them, before its
+// body is read: a stranger's big body is not read to learn it is
+// unsigned (a read body past the bound would be 413).
+func TestUnsignedRequestsAreRefusedBeforeTheirBodyIsRead(t *testing.T) {
+	fake, to := startFake(t), newSink()
+	ctx := testContext(t)
+	events, interactivity := serveEvents(t, fake, to, nil)
+	big := bytes.Repeat([]byte("x"), 2*MaxRequestBody)
+	stale := strconv.FormatInt(time.Now().Add(-time.Hour).Unix(), 10)
+	for _, c := range []struct {
+		name, target string
+		header       map[string]string
+		want         error
+	}{
+		{"no headers", events, nil, ErrMissingSignature},
+		{"no timestamp", interactivity, map[string]string{HeaderSignature: "v0=00"}, ErrMissingTimestamp},
+		{"stale", events, map[string]string{HeaderSignature: "v0=00", HeaderTimestamp: stale}, ErrStaleTimestamp},
+		{"not hex", events, map[string]string{HeaderSignature: "v1=zz", HeaderTimestamp: strconv.FormatInt(time.Now().Unix(), 10)}, ErrBadSignature},
+	} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.target, bytes.NewReader(big))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range c.header {
+			req.Header.Set(k, v)
+		}
+		status, body := do(t, req)
+		assert.Equal(t, http.StatusUnauthorized, status, c.name)
+		assert.Contains(t, body, c.want.Error(), c.name)
+	}
+	calls, _, _ := to.snapshot()
+	assert.Zero(t, calls)
 }
 
 // A signed request of a media type Slack never sends to that URL is none

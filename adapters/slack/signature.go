@@ -42,37 +42,49 @@ var (
 // slack-go's NewSecretsVerifier does the same but reads the clock itself,
 // which leaves the window's edges untestable; this takes now.
 func VerifyRequest(header http.Header, body []byte, signingSecret string, now time.Time) error {
-	if signingSecret == "" {
-		return ErrNoSigningSecret
-	}
-	signature := header.Get(HeaderSignature)
-	if signature == "" {
-		return ErrMissingSignature
-	}
-	stamp := header.Get(HeaderTimestamp)
-	if stamp == "" {
-		return ErrMissingTimestamp
-	}
-	seconds, err := strconv.ParseInt(stamp, 10, 64)
+	stamp, mac, err := verifyHeaders(header, signingSecret, now)
 	if err != nil {
-		return ErrBadTimestamp
-	}
-	sent := time.Unix(seconds, 0)
-	switch {
-	case now.Sub(sent) > SignatureWindow:
-		return ErrStaleTimestamp
-	case sent.Sub(now) > SignatureWindow:
-		return ErrFutureTimestamp
-	}
-	got, ok := strings.CutPrefix(signature, "v0=")
-	mac, err := hex.DecodeString(got)
-	if !ok || err != nil {
-		return fmt.Errorf("%w: it is not v0=<hex>", ErrBadSignature)
+		return err
 	}
 	if !hmac.Equal(mac, Sign(signingSecret, stamp, body)) {
 		return ErrBadSignature
 	}
 	return nil
+}
+
+// verifyHeaders is every check of VerifyRequest that needs no body: the
+// secret, both headers, the window, the signature's form. A request that
+// fails one is refused before its body is read. It returns the timestamp
+// as sent and the signature's MAC.
+func verifyHeaders(header http.Header, signingSecret string, now time.Time) (string, []byte, error) {
+	if signingSecret == "" {
+		return "", nil, ErrNoSigningSecret
+	}
+	signature := header.Get(HeaderSignature)
+	if signature == "" {
+		return "", nil, ErrMissingSignature
+	}
+	stamp := header.Get(HeaderTimestamp)
+	if stamp == "" {
+		return "", nil, ErrMissingTimestamp
+	}
+	seconds, err := strconv.ParseInt(stamp, 10, 64)
+	if err != nil {
+		return "", nil, ErrBadTimestamp
+	}
+	sent := time.Unix(seconds, 0)
+	switch {
+	case now.Sub(sent) > SignatureWindow:
+		return "", nil, ErrStaleTimestamp
+	case sent.Sub(now) > SignatureWindow:
+		return "", nil, ErrFutureTimestamp
+	}
+	got, ok := strings.CutPrefix(signature, "v0=")
+	mac, err := hex.DecodeString(got)
+	if !ok || err != nil {
+		return "", nil, fmt.Errorf("%w: it is not v0=<hex>", ErrBadSignature)
+	}
+	return stamp, mac, nil
 }
 
 // Sign is the v0 HMAC of a request, as Slack computes it; tests and the
