@@ -134,8 +134,9 @@ func (in Inbound) Session() SessionKey {
 // own. A direct chat has one sender, so its session stays the chat's and
 // switching the scope does not move it.
 //
-// A button press on a proposal goes to the session whose proposal it is,
-// which its action names (ProposalAction), not to the presser's: an
+// A button press on a proposal, or a typed /approve or /reject of one,
+// goes to the session whose proposal it is, which its action names
+// (ProposalAction) or its reference (ProposalRef), not to the presser's: an
 // owner approves another sender's call there, where the session still
 // checks who may decide. Only a per-sender session, which is a group's,
 // posts such buttons; the press is routed by its action whatever its
@@ -151,6 +152,10 @@ func (in Inbound) SessionIn(scope SessionScope) SessionKey {
 			key.Sender = sender
 			return key
 		}
+	}
+	if sender := DecisionSession(in.Text); sender != "" {
+		key.Sender = sender
+		return key
 	}
 	if in.ChatType == ChatGroup {
 		key.Sender = in.SenderID

@@ -49,7 +49,13 @@ func TestAPressGoesToTheSessionItsProposalIsIn(t *testing.T) {
 		{name: "an action that is no proposal's", change: func(in *Inbound) { in.Action = "approve:p1@a:b" }, scope: SessionScopePerSender, want: withSender(chat, "1")},
 		{name: "an unknown action", change: func(in *Inbound) { in.Action = "launch:x@4242" }, scope: SessionScopePerSender, want: withSender(chat, "1")},
 		{name: "a message naming a sender in its text only", change: func(in *Inbound) { in.Action, in.Text = "", "approve:p1@4242" }, scope: SessionScopePerSender, want: withSender(chat, "1")},
+		{name: "a typed /approve of another sender's proposal", change: func(in *Inbound) { in.Action, in.Text = "", "/approve p1@4242" }, scope: SessionScopePerSender, want: withSender(chat, "4242")},
+		{name: "a typed /reject with a reason", change: func(in *Inbound) { in.Action, in.Text = "", "/reject p1@4242 not now" }, scope: SessionScopePerSender, want: withSender(chat, "4242")},
+		{name: "a typed /approve naming no session", change: func(in *Inbound) { in.Action, in.Text = "", "/approve p1" }, scope: SessionScopePerSender, want: withSender(chat, "1")},
+		{name: "a typed /approve naming no valid sender", change: func(in *Inbound) { in.Action, in.Text = "", "/approve p1@a:b" }, scope: SessionScopePerSender, want: withSender(chat, "1")},
+		{name: "a reference inside other text", change: func(in *Inbound) { in.Action, in.Text = "", "please /approve p1@4242" }, scope: SessionScopePerSender, want: withSender(chat, "1")},
 		{name: "the shared scope keeps every press in the chat's session", scope: SessionScopeShared, want: chat},
+		{name: "and every typed decision", change: func(in *Inbound) { in.Action, in.Text = "", "/approve p1@4242" }, scope: SessionScopeShared, want: chat},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

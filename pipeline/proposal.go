@@ -83,11 +83,48 @@ func ParseProposalAction(action string) (decision, id, sessionSender string, ok 
 	if !ok {
 		return "", "", "", false
 	}
-	id, sessionSender, named := strings.Cut(rest, "@")
-	if id == "" || (named && ValidateID("sender", sessionSender) != nil) {
+	id, sessionSender, ok = ParseProposalRef(rest)
+	if !ok {
 		return "", "", "", false
 	}
 	return decision, id, sessionSender, true
+}
+
+// ProposalRef is how a person names a proposal in /approve and /reject:
+// its ID, with its session's sender where its buttons name one
+// ("p1@ana"), so that a typed decision reaches the same session as a
+// press.
+func ProposalRef(id, sessionSender string) string {
+	return strings.TrimPrefix(ProposalAction(DecisionApprove, id, sessionSender), DecisionApprove+":")
+}
+
+// ParseProposalRef reads a ProposalRef: the proposal's ID and the sender
+// whose session it is in ("" when it names none). A proposal ID holds no
+// "@", so the sender is what follows the first; it must be a valid ID
+// (ValidateID), since the gateway makes a workflow ID of it.
+func ParseProposalRef(ref string) (id, sessionSender string, ok bool) {
+	id, sessionSender, named := strings.Cut(ref, "@")
+	if id == "" || (named && ValidateID("sender", sessionSender) != nil) {
+		return "", "", false
+	}
+	return id, sessionSender, true
+}
+
+// DecisionSession is the sender whose session a typed /approve or
+// /reject names (ProposalRef), "" for any other text.
+func DecisionSession(text string) string {
+	if !strings.HasPrefix(text, "/"+DecisionApprove+" ") && !strings.HasPrefix(text, "/"+DecisionReject+" ") {
+		return ""
+	}
+	p := ParseMessageV2(text, ParseOptions{})
+	if p.Command != CommandDecide || p.Decision == nil {
+		return ""
+	}
+	_, sender, ok := ParseProposalRef(p.Decision.ID)
+	if !ok {
+		return ""
+	}
+	return sender
 }
 
 // argsSummaryMaxRunes bounds a proposal's argument summary, so that a
@@ -137,8 +174,9 @@ func RenderProposal(p ProposalView) (string, []Button) {
 	}
 	switch p.Outcome {
 	case "":
+		ref := ProposalRef(p.ID, p.SessionSender)
 		text := fmt.Sprintf("🔐 Approval needed [%s]: %s\nRequested by %s. Expires %s.\nReply /approve %s or /reject %s [reason].",
-			p.ID, call, p.Requester, p.ExpiresAt.UTC().Format("2006-01-02 15:04 MST"), p.ID, p.ID)
+			p.ID, call, p.Requester, p.ExpiresAt.UTC().Format("2006-01-02 15:04 MST"), ref, ref)
 		return text, []Button{
 			{Text: "Approve", Action: ProposalAction(DecisionApprove, p.ID, p.SessionSender)},
 			{Text: "Reject", Action: ProposalAction(DecisionReject, p.ID, p.SessionSender)},

@@ -51,9 +51,12 @@ func TestProposalButtonsNameTheirSession(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			view := ProposalView{ID: "p12", Tool: "pay", Requester: "webchat:alice", SessionSender: tt.sender}
-			_, buttons := RenderProposal(view)
+			text, buttons := RenderProposal(view)
 			require.Len(t, buttons, 2)
 			assert.Equal(t, tt.approve, buttons[0].Action)
+			ref := strings.TrimPrefix(tt.approve, "approve:")
+			assert.Contains(t, text, "Reply /approve "+ref+" or /reject "+ref+" [reason].", "a typed decision names what the buttons name")
+			assert.Equal(t, tt.named, DecisionSession("/approve "+ref), "and reaches the same session")
 			assert.Equal(t, "reject"+strings.TrimPrefix(tt.approve, "approve"), buttons[1].Action, "both buttons name the same session")
 			for i, want := range []string{DecisionApprove, DecisionReject} {
 				assert.LessOrEqual(t, len(buttons[i].Action), MaxActionBytes, "fits Telegram's callback_data")

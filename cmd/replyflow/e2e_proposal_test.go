@@ -312,3 +312,47 @@ func TestOwnerApprovesAnotherSendersProposalInAPerSenderGroup(t *testing.T) {
 	assert.Equal(t, workflows.StatusWaitingUser, s.stateOf(boss).Status, "the owner's own p1 still waits")
 	recordHistoryOf(t, s.client, ana, "per_sender_proposal_approved_by_owner")
 }
+
+// In a per-sender group the proposal message tells how to decide by
+// typing (/approve p1@ana): the owner's typed decision reaches ana's
+// session and runs ana's call, while the owner's own p1 still waits.
+func TestOwnerTypesTheDecisionOfAnotherSendersProposalInAPerSenderGroup(t *testing.T) {
+	tool, calls := payServer(t)
+	cfg := proposalConfig(t, tool.URL)
+	cfg.SessionScope = "per-sender"
+	cfg.Activation = "always"
+	s := startStack(t, cfg)
+	s.startWorker(payingModel{})
+	chat := uniqueChat("ps-typed")
+	events := subscribe(t, s.baseURL, chat)
+	ana := pipeline.SessionKey{Channel: "webchat", Chat: chat, Sender: "ana"}
+	boss := pipeline.SessionKey{Channel: "webchat", Chat: chat, Sender: "boss"}
+
+	var anas sseEvent
+	for _, m := range []struct{ id, sender string }{{"ana-pay", "ana"}, {"boss-pay", "boss"}} {
+		code, body := s.post(chat, fmt.Sprintf(`{"message_id":%q,"sender_id":%q,"chat_type":"group","text":"pay bob 5"}`, m.id, m.sender))
+		require.Equal(t, http.StatusAccepted, code, body)
+		seen := events.collectUntil(t, 30*time.Second, func(ev sseEvent) bool { return isButtonsMessage(ev) && ev.ReplyTo == m.id })
+		if m.sender == "ana" {
+			anas = seen[len(seen)-1]
+		}
+	}
+	require.Contains(t, anas.Text, "Reply /approve p1@ana or /reject p1@ana [reason].", "ana's proposal says how to decide it by typing")
+	require.Eventually(t, func() bool { return s.stateOf(boss).Status == workflows.StatusWaitingUser }, 30*time.Second, 50*time.Millisecond)
+
+	code, body := s.post(chat, `{"message_id":"boss-typed","sender_id":"boss","chat_type":"group","text":"/approve p1@ana"}`)
+	require.Equal(t, http.StatusAccepted, code, body)
+	seen := events.collectUntil(t, 30*time.Second, func(ev sseEvent) bool {
+		return ev.Type == "message" && (strings.HasPrefix(ev.Text, "done:") || strings.HasPrefix(ev.Text, "⚠️"))
+	})
+	ran := seen[len(seen)-1]
+	require.True(t, strings.HasPrefix(ran.Text, "done:"), "the typed decision decided nothing: %q", ran.Text)
+	assert.Equal(t, "ana-pay", ran.ReplyTo, "the call that ran is ana's, not the owner's own p1")
+	assert.Equal(t, int32(1), calls.Load(), "one call ran")
+	assert.Equal(t, workflows.StatusWaitingUser, s.stateOf(boss).Status, "the owner's own p1 still waits")
+	snap := s.stateOf(ana)
+	require.Len(t, snap.Proposals, 1)
+	assert.Equal(t, workflows.ProposalApproved, snap.Proposals[0].Status)
+	assert.Equal(t, "webchat:boss", snap.Proposals[0].DecidedBy)
+	recordHistoryOf(t, s.client, ana, "per_sender_proposal_typed_by_owner")
+}

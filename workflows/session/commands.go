@@ -2,6 +2,7 @@ package session
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -186,6 +187,17 @@ func sender(in pipeline.Inbound) string { return in.Channel + ":" + in.SenderID 
 func (x *commandRun) decide() string {
 	d := *x.p.Decision
 	d.By = sender(x.in)
+	if id, sessionSender, ok := pipeline.ParseProposalRef(d.ID); ok && sessionSender != "" {
+		// A reference that names a session (p1@ana) reaches it where the
+		// session scope routes it (pipeline.Inbound.SessionIn).
+		if sessionSender != x.env.Key.Sender {
+			theirs := x.env.Key
+			theirs.Sender = sessionSender
+			return fmt.Sprintf("⚠️ Proposal %s is in session %s, not this one (the session scope may have changed since it was posted), so nothing was decided; an operator can decide it with replyflow %s %s %s.",
+				d.ID, theirs.WorkflowID(), d.Decision, theirs.WorkflowID(), id)
+		}
+		d.ID = id
+	}
 	x.emit(DecisionAsked{Decision: d, OwnerVerified: x.in.SenderIsOwner, MessageID: x.in.MessageID, ThreadID: x.in.ThreadID})
 	return ""
 }

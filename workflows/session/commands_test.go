@@ -295,6 +295,25 @@ func TestAButtonPressIsADecisionWhoseRefusalGoesToThePresserAlone(t *testing.T) 
 	assert.Empty(t, PressButton(env, in), "an action that names no decision is ignored")
 }
 
+// A typed /approve or /reject may name the session of its proposal
+// (p1@ana, as the proposal message says): in that session it decides p1;
+// in another, nothing, with the reason as the answer.
+func TestATypedDecisionNamesTheSessionOfItsProposal(t *testing.T) {
+	anas := commandEnv()
+	anas.Key.Sender = "ana"
+	var c ControlState
+	var r RepliesState
+	got := command(t, anas, &c, &r, CommandView{}, said("boss", "m1", "/reject p1@ana too much"))
+	assert.Equal(t, []Event{DecisionAsked{Decision: pipeline.Decision{ID: "p1", Decision: "reject", By: "web:boss", Reason: "too much"}, MessageID: "m1"}}, got.events)
+	assert.Empty(t, got.answers)
+
+	bens := commandEnv()
+	bens.Key.Sender = "ben"
+	got = command(t, bens, &c, &r, CommandView{}, said("boss", "m2", "/approve p1@ana"))
+	assert.Empty(t, got.events, "nothing is decided in ben's session")
+	assert.Equal(t, []string{"⚠️ Proposal p1@ana is in session session:web:a:c:~ana, not this one (the session scope may have changed since it was posted), so nothing was decided; an operator can decide it with replyflow approve session:web:a:c:~ana p1."}, got.answers)
+}
+
 // TestAPressNamesTheSessionOfItsProposal is an owner's press on a
 // proposal of another sender's per-sender session: it decides that
 // session's proposal, and a session it does not name refuses it.
