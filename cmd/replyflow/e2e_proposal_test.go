@@ -259,34 +259,55 @@ func restartableDevServer(t *testing.T) (start func() *testsuite.DevServer, host
 	}, hostPort
 }
 
-// TestOwnerApprovesAnotherSendersProposalInAPerSenderGroup is a group
-// chat where each sender has a session of their own, and so proposals
-// numbered apart: ana's call and the owner's own both wait as p1. The
-// owner presses Approve on ana's proposal message: ana's call runs and
-// her message shows it approved, while the owner's own p1 still waits.
-func TestOwnerApprovesAnotherSendersProposalInAPerSenderGroup(t *testing.T) {
+// perSenderProposals is a web chat group under the per-sender scope
+// where ana and the owner (boss) each asked for a call that waits for
+// approval, both as p1 of their own sessions.
+type perSenderProposals struct {
+	stack     *stack
+	chat      string
+	events    *eventStream
+	calls     *atomic.Int32
+	ana, boss pipeline.SessionKey
+	// proposals are the proposal messages, by the message each answers.
+	proposals map[string]sseEvent
+}
+
+func startPerSenderProposals(t *testing.T, prefix string) perSenderProposals {
 	tool, calls := payServer(t)
 	cfg := proposalConfig(t, tool.URL)
 	cfg.SessionScope = "per-sender"
 	cfg.Activation = "always"
 	s := startStack(t, cfg)
 	s.startWorker(payingModel{})
-	chat := uniqueChat("ps-proposal")
-	events := subscribe(t, s.baseURL, chat)
-	ana := pipeline.SessionKey{Channel: "webchat", Chat: chat, Sender: "ana"}
-	boss := pipeline.SessionKey{Channel: "webchat", Chat: chat, Sender: "boss"}
-
-	proposals := map[string]sseEvent{} // by the message each answers
+	chat := uniqueChat(prefix)
+	g := perSenderProposals{
+		stack: s, chat: chat, events: subscribe(t, s.baseURL, chat), calls: calls,
+		ana:       pipeline.SessionKey{Channel: "webchat", Chat: chat, Sender: "ana"},
+		boss:      pipeline.SessionKey{Channel: "webchat", Chat: chat, Sender: "boss"},
+		proposals: map[string]sseEvent{},
+	}
 	for _, m := range []struct{ id, sender string }{{"ana-pay", "ana"}, {"boss-pay", "boss"}} {
 		code, body := s.post(chat, fmt.Sprintf(`{"message_id":%q,"sender_id":%q,"chat_type":"group","text":"pay bob 5"}`, m.id, m.sender))
 		require.Equal(t, http.StatusAccepted, code, body)
-		seen := events.collectUntil(t, 30*time.Second, func(ev sseEvent) bool { return isButtonsMessage(ev) && ev.ReplyTo == m.id })
-		proposals[m.id] = seen[len(seen)-1]
-		assert.Contains(t, proposals[m.id].Text, "Approval needed [p1]", "each sender's session numbers its own proposals")
+		seen := g.events.collectUntil(t, 30*time.Second, func(ev sseEvent) bool { return isButtonsMessage(ev) && ev.ReplyTo == m.id })
+		g.proposals[m.id] = seen[len(seen)-1]
+		assert.Contains(t, g.proposals[m.id].Text, "Approval needed [p1]", "each sender's session numbers its own proposals")
 	}
-	for _, key := range []pipeline.SessionKey{ana, boss} {
+	for _, key := range []pipeline.SessionKey{g.ana, g.boss} {
 		assert.Equal(t, workflows.StatusWaitingUser, s.stateOf(key).Status, "%s waits for a decision", key.Sender)
 	}
+	return g
+}
+
+// TestOwnerApprovesAnotherSendersProposalInAPerSenderGroup is a group
+// chat where each sender has a session of their own, and so proposals
+// numbered apart: ana's call and the owner's own both wait as p1. The
+// owner presses Approve on ana's proposal message: ana's call runs and
+// her message shows it approved, while the owner's own p1 still waits.
+func TestOwnerApprovesAnotherSendersProposalInAPerSenderGroup(t *testing.T) {
+	g := startPerSenderProposals(t, "ps-proposal")
+	s, chat, events, calls, ana, boss := g.stack, g.chat, g.events, g.calls, g.ana, g.boss
+	proposals := g.proposals
 
 	anas := proposals["ana-pay"]
 	require.Len(t, anas.Buttons, 2)
@@ -317,28 +338,10 @@ func TestOwnerApprovesAnotherSendersProposalInAPerSenderGroup(t *testing.T) {
 // typing (/approve p1@ana): the owner's typed decision reaches ana's
 // session and runs ana's call, while the owner's own p1 still waits.
 func TestOwnerTypesTheDecisionOfAnotherSendersProposalInAPerSenderGroup(t *testing.T) {
-	tool, calls := payServer(t)
-	cfg := proposalConfig(t, tool.URL)
-	cfg.SessionScope = "per-sender"
-	cfg.Activation = "always"
-	s := startStack(t, cfg)
-	s.startWorker(payingModel{})
-	chat := uniqueChat("ps-typed")
-	events := subscribe(t, s.baseURL, chat)
-	ana := pipeline.SessionKey{Channel: "webchat", Chat: chat, Sender: "ana"}
-	boss := pipeline.SessionKey{Channel: "webchat", Chat: chat, Sender: "boss"}
-
-	var anas sseEvent
-	for _, m := range []struct{ id, sender string }{{"ana-pay", "ana"}, {"boss-pay", "boss"}} {
-		code, body := s.post(chat, fmt.Sprintf(`{"message_id":%q,"sender_id":%q,"chat_type":"group","text":"pay bob 5"}`, m.id, m.sender))
-		require.Equal(t, http.StatusAccepted, code, body)
-		seen := events.collectUntil(t, 30*time.Second, func(ev sseEvent) bool { return isButtonsMessage(ev) && ev.ReplyTo == m.id })
-		if m.sender == "ana" {
-			anas = seen[len(seen)-1]
-		}
-	}
+	g := startPerSenderProposals(t, "ps-typed")
+	s, chat, events, calls, ana, boss := g.stack, g.chat, g.events, g.calls, g.ana, g.boss
+	anas := g.proposals["ana-pay"]
 	require.Contains(t, anas.Text, "Reply /approve p1@ana or /reject p1@ana [reason].", "ana's proposal says how to decide it by typing")
-	require.Eventually(t, func() bool { return s.stateOf(boss).Status == workflows.StatusWaitingUser }, 30*time.Second, 50*time.Millisecond)
 
 	code, body := s.post(chat, `{"message_id":"boss-typed","sender_id":"boss","chat_type":"group","text":"/approve p1@ana"}`)
 	require.Equal(t, http.StatusAccepted, code, body)
