@@ -153,13 +153,16 @@ func (in Inbound) SessionIn(scope SessionScope) SessionKey {
 			return key
 		}
 	}
+	if in.ChatType != ChatGroup {
+		return key
+	}
+	// A typed message says its chat type: a direct chat's session has no
+	// sender, so a reference there opens no session of one.
 	if sender := DecisionSession(in.Text); sender != "" {
 		key.Sender = sender
 		return key
 	}
-	if in.ChatType == ChatGroup {
-		key.Sender = in.SenderID
-	}
+	key.Sender = in.SenderID
 	return key
 }
 

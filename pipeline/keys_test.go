@@ -53,6 +53,7 @@ func TestAPressGoesToTheSessionItsProposalIsIn(t *testing.T) {
 		{name: "a typed /reject with a reason", change: func(in *Inbound) { in.Action, in.Text = "", "/reject p1@4242 not now" }, scope: SessionScopePerSender, want: withSender(chat, "4242")},
 		{name: "a typed /approve naming no session", change: func(in *Inbound) { in.Action, in.Text = "", "/approve p1" }, scope: SessionScopePerSender, want: withSender(chat, "1")},
 		{name: "a typed /approve naming no valid sender", change: func(in *Inbound) { in.Action, in.Text = "", "/approve p1@a:b" }, scope: SessionScopePerSender, want: withSender(chat, "1")},
+		{name: "a typed /approve naming a sender in a direct chat", change: func(in *Inbound) { in.Action, in.Text, in.ChatType = "", "/approve p1@4242", ChatDirect }, scope: SessionScopePerSender, want: chat},
 		{name: "a reference inside other text", change: func(in *Inbound) { in.Action, in.Text = "", "please /approve p1@4242" }, scope: SessionScopePerSender, want: withSender(chat, "1")},
 		{name: "the shared scope keeps every press in the chat's session", scope: SessionScopeShared, want: chat},
 		{name: "and every typed decision", change: func(in *Inbound) { in.Action, in.Text = "", "/approve p1@4242" }, scope: SessionScopeShared, want: chat},
