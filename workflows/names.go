@@ -44,6 +44,13 @@ const (
 	// message or turn. Its payload (who asked, why) is a ReloadRequest and
 	// is optional.
 	SignalReload = "reload"
+	// SignalMoveOn makes a session run continue as new at its next quiet
+	// point (between turns, or while its turn waits for a person), into
+	// a fresh run of the live workflow type that carries its state: what
+	// `replyflow releases --move-on` sends the runs that still read a
+	// retiring release's state. Its payload (who asked, why) is a
+	// MoveOnRequest and is optional.
+	SignalMoveOn = "move-on"
 )
 
 // SessionTypesQuery is the visibility filter of every session, whichever

@@ -209,18 +209,6 @@ type Counters struct {
 	Runs   int `json:"runs"`
 }
 
-// RetryRequest is the optional payload of the retry signal.
-type RetryRequest struct {
-	By     string `json:"by,omitempty"`
-	Reason string `json:"reason,omitempty"`
-}
-
-// ReloadRequest is the optional payload of the reload signal.
-type ReloadRequest struct {
-	By     string `json:"by,omitempty"`
-	Reason string `json:"reason,omitempty"`
-}
-
 // RetiredParams start a chat session workflow from a run of this one:
 // its key and the state it carried (the chat session's Params read the
 // same JSON).

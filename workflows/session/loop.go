@@ -37,11 +37,15 @@ type session struct {
 	// settingsLoaded: the run read its settings (an update that arrives
 	// with the first task is checked for its form only).
 	settingsLoaded bool
+	// movingOn: an operator asked this run to continue as new at its
+	// next quiet point (the move-on signal). Not carried: the next run is
+	// the one it asked for.
+	movingOn bool
 }
 
 // signals are the session's signal channels, read only by the loop.
 type signals struct {
-	inbound, retries, disengages, feedback, heartbeats, reloads, decisions workflow.ReceiveChannel
+	inbound, retries, disengages, feedback, heartbeats, reloads, decisions, moveOns workflow.ReceiveChannel
 }
 
 func signalsOf(ctx workflow.Context) signals {
@@ -53,12 +57,13 @@ func signalsOf(ctx workflow.Context) signals {
 		heartbeats: workflow.GetSignalChannel(ctx, workflows.SignalHeartbeat),
 		reloads:    workflow.GetSignalChannel(ctx, workflows.SignalReload),
 		decisions:  workflow.GetSignalChannel(ctx, workflows.SignalProposal),
+		moveOns:    workflow.GetSignalChannel(ctx, workflows.SignalMoveOn),
 	}
 }
 
 func (c signals) pending() bool {
 	return c.inbound.Len() > 0 || c.retries.Len() > 0 || c.disengages.Len() > 0 || c.feedback.Len() > 0 ||
-		c.heartbeats.Len() > 0 || c.reloads.Len() > 0 || c.decisions.Len() > 0
+		c.heartbeats.Len() > 0 || c.reloads.Len() > 0 || c.decisions.Len() > 0 || c.moveOns.Len() > 0
 }
 
 // Workflow serves one conversation until it has been idle for the
@@ -198,6 +203,12 @@ func (s *session) decision(env Env, ev DecisionAsked) []Effect {
 // order the parts expect: decisions, then messages, then heartbeats (a
 // tick that arrives with a message is skipped for it).
 func (s *session) takeSignals() {
+	drain(s.signals.moveOns, func(r workflows.MoveOnRequest) {
+		if !s.movingOn {
+			s.log.Info("Asked to move on: the run continues as new at its next quiet point", "by", r.By, "reason", r.Reason)
+		}
+		s.movingOn = true
+	})
 	drain(s.signals.decisions, func(d pipeline.Decision) { s.events = append(s.events, DecisionTaken{Decision: d}) })
 	for s.signals.disengages.ReceiveAsync(nil) {
 		s.events = append(s.events, Disengaged{})

@@ -99,9 +99,11 @@ func (s *session) idle() bool {
 		!st.Reactions.Pending() && st.Proposals.Pending() == 0 && !s.signals.pending()
 }
 
+// shouldContinueAsNew: the run's history is long, or an operator asked
+// it to move on.
 func (s *session) shouldContinueAsNew() bool {
 	info := workflow.GetInfo(s.ctx)
-	return info.GetContinueAsNewSuggested() ||
+	return s.movingOn || info.GetContinueAsNewSuggested() ||
 		(s.settings.MaxHistoryEvents > 0 && info.GetCurrentHistoryLength() >= s.settings.MaxHistoryEvents)
 }
 
@@ -124,7 +126,7 @@ func (s *session) waitWhileIdle() (expired bool, err error) {
 }
 
 func (s *session) continueAsNew() error {
-	s.log.Info("Continuing as new", "history_length", workflow.GetInfo(s.ctx).GetCurrentHistoryLength())
+	s.log.Info("Continuing as new", "history_length", workflow.GetInfo(s.ctx).GetCurrentHistoryLength(), "asked", s.movingOn)
 	return workflow.NewContinueAsNewError(s.ctx, WorkflowName, Params{Session: s.key, State: s.st})
 }
 
