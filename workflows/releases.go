@@ -25,9 +25,12 @@ package workflows
 //     reads the retiring one's state whenever it is replayed, for as long
 //     as it is open, and a busy session may keep that run open for long
 //     after the retiring release has none (until it idles out or its
-//     history continues as new). What reads that state (MovedCode) and
-//     the histories of the move go only once no such run is open either;
-//     `replyflow releases` counts them.
+//     history continues as new), unless asked to move on (`replyflow
+//     releases --move-on`, the move-on signal): then it continues as
+//     new at its next quiet point into a run that reads no retiring
+//     state. What reads that state (MovedCode) and the histories of the
+//     move go only once no such run is open either; `replyflow
+//     releases` counts them.
 type Release struct {
 	// WorkflowType is the registered type of its runs.
 	WorkflowType string

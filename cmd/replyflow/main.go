@@ -38,8 +38,11 @@ Usage:
   replyflow reload [--by name] [--reason text] <session>... | --all [--rate 50]
                       make sessions read their settings again before their next
                       message (--all: every open session of REPLYFLOW_TASK_QUEUE)
-  replyflow releases   the session workflow's releases with their open runs, and
-                      what a retired one's deletion takes (docs/upgrading.md)
+  replyflow releases [--move-on [--by name] [--reason text] [--rate 50]]
+                      the session workflow's releases with their open runs, and
+                      what a retired one's deletion takes (docs/upgrading.md);
+                      --move-on asks the runs that still read a retiring
+                      release's state to continue as new at their next quiet point
   replyflow approve|reject [--reason text] <session> <proposal>
                       decide a pending proposal
   replyflow heartbeat list | set <session> every 30m [08:00-22:00] [time zone]

@@ -2,11 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 
+	"golang.org/x/time/rate"
+
 	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
@@ -23,6 +28,8 @@ type releasesClient interface {
 	previousRun(ctx context.Context, workflowID, runID string) (string, error)
 	// workflowType is a run's registered type.
 	workflowType(ctx context.Context, workflowID, runID string) (string, error)
+	// SignalWorkflow signals one run (--move-on).
+	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
 }
 
 // temporalReleases is releasesClient over a Temporal client.
@@ -53,34 +60,62 @@ func (c temporalReleases) workflowType(ctx context.Context, workflowID, runID st
 	return resp.GetWorkflowExecutionInfo().GetType().GetName(), nil
 }
 
+// defaultMoveOnRate is how many runs a second --move-on signals unless
+// told otherwise: each signal is a billable action and wakes a run, so a
+// large namespace is moved on over minutes, not in one burst.
+const defaultMoveOnRate = 50
+
 // releasesCommand is `replyflow releases`: each release of the session
 // workflow this build serves, with its open runs, and what may be
-// deleted once a retiring one has none.
+// deleted once a retiring one has none. With --move-on it also asks
+// each open run that still reads a retiring release's state to move on.
 func releasesCommand(ctx context.Context, cfg Config, args []string, out io.Writer, logger *slog.Logger) error {
-	if len(args) > 0 {
-		return fmt.Errorf("usage: replyflow releases")
+	fs := flag.NewFlagSet("releases", flag.ContinueOnError)
+	moveOn := fs.Bool("move-on", false, "ask each open run that began as a move from a retiring release to continue as new at its next quiet point")
+	by := fs.String("by", currentUser(), "with --move-on: who asks, for the sessions' log")
+	reason := fs.String("reason", "retire the state of a retiring release", "with --move-on: why, for the sessions' log")
+	perSecond := fs.Float64("rate", defaultMoveOnRate, "with --move-on: at most this many runs a second")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 || *perSecond <= 0 {
+		return fmt.Errorf("usage: replyflow releases [--move-on [--by name] [--reason text] [--rate %d]]", defaultMoveOnRate)
 	}
 	c, err := dialTemporal(ctx, cfg, "", logger)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	return listReleases(ctx, temporalReleases{c}, workflows.Releases(), out)
+	moved, err := listReleases(ctx, temporalReleases{c}, workflows.Releases(), out)
+	if err != nil || !*moveOn {
+		return err
+	}
+	pace := rate.NewLimiter(rate.Limit(*perSecond), 1)
+	return moveOnRuns(ctx, temporalReleases{c}, moved, workflows.MoveOnRequest{By: *by, Reason: *reason}, pace, out)
 }
 
-// listReleases writes one paragraph a release.
-func listReleases(ctx context.Context, c releasesClient, releases []workflows.Release, out io.Writer) error {
-	var moved map[string]int
+// movedRun is an open run of the live type that began as a move from a
+// retiring release's run.
+type movedRun struct {
+	WorkflowID, RunID string
+	// From is the retiring release's workflow type.
+	From string
+}
+
+// listReleases writes one paragraph a release, and returns the open runs
+// of the live release that began as a move from a retiring one.
+func listReleases(ctx context.Context, c releasesClient, releases []workflows.Release, out io.Writer) ([]movedRun, error) {
+	var moved []movedRun
 	for _, r := range releases {
 		open, err := countOpen(ctx, c, r.WorkflowType)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		switch {
 		case r.Live:
 			fmt.Fprintf(out, "%s: live, %d open run(s). New sessions start here.\n", r.WorkflowType, open)
 			if moved, err = movedRuns(ctx, c, r.WorkflowType); err != nil {
-				return err
+				return nil, err
 			}
 		case open > 0:
 			fmt.Fprintf(out, "%s: retiring, %d open run(s). Each moves on to the live release at its next quiet point; `replyflow reload --all` wakes the idle ones. Keep %s and %s until none is open.\n",
@@ -94,16 +129,58 @@ func listReleases(ctx context.Context, c releasesClient, releases []workflows.Re
 		}
 		// A run that moved on reads this release's state for as long as
 		// it is open, on every replay.
-		if n := moved[r.WorkflowType]; n > 0 {
-			fmt.Fprintf(out, "  %d open run(s) of the live release began as a move from %s and read its state when replayed: keep %s and %s until none is (each ends when its session idles out, or continues as new when its history grows).\n",
+		if n := countFrom(moved, r.WorkflowType); n > 0 {
+			fmt.Fprintf(out, "  %d open run(s) of the live release began as a move from %s and read its state when replayed: keep %s and %s until none is (each ends when its session idles out, or continues as new when its history grows; `replyflow releases --move-on` asks each to continue as new at its next quiet point).\n",
 				n, r.WorkflowType, r.MovedCode, r.MovedHistories)
 		} else if open == 0 {
 			fmt.Fprintf(out, "  No open run of the live release began as a move from %s: delete %s and %s as well.\n",
 				r.WorkflowType, r.MovedCode, r.MovedHistories)
 		}
 	}
+	return moved, nil
+}
+
+func countFrom(moved []movedRun, workflowType string) int {
+	n := 0
+	for _, m := range moved {
+		if m.From == workflowType {
+			n++
+		}
+	}
+	return n
+}
+
+// moveOnRuns sends the move-on signal to each of the runs, paced, and
+// says how many were asked. Each signal names its run: a run that has
+// meanwhile continued as new or closed is not asked again, and the run
+// that followed it reads no retiring state.
+func moveOnRuns(ctx context.Context, c releasesClient, runs []movedRun, req workflows.MoveOnRequest, pace waiter, out io.Writer) error {
+	asked, gone := 0, 0
+	for _, run := range runs {
+		if err := pace.Wait(ctx); err != nil {
+			return fmt.Errorf("move on: stopped after %d of %d run(s): %w", asked, len(runs), err)
+		}
+		err := c.SignalWorkflow(ctx, run.WorkflowID, run.RunID, workflows.SignalMoveOn, req)
+		var notFound *serviceerror.NotFound
+		switch {
+		case errors.As(err, &notFound):
+			gone++
+		case err != nil:
+			return fmt.Errorf("signal move-on to %s (run %s), stopped after %d of %d run(s); run it again to reach the rest (a run asked twice moves on once): %w",
+				run.WorkflowID, run.RunID, asked, len(runs), err)
+		default:
+			asked++
+		}
+	}
+	fmt.Fprintf(out, "Move-on sent to %d run(s): each continues as new at its next quiet point (between turns, or while its turn waits for a person) into a run that reads no retiring state. Run `replyflow releases` again to see them go.\n", asked)
+	if gone > 0 {
+		fmt.Fprintf(out, "%d run(s) had closed or continued as new meanwhile.\n", gone)
+	}
 	return nil
 }
+
+// waiter paces signals (a rate.Limiter).
+type waiter interface{ Wait(context.Context) error }
 
 func countOpen(ctx context.Context, c releasesClient, workflowType string) (int64, error) {
 	resp, err := c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: openRunsQuery(workflowType)})
@@ -113,12 +190,12 @@ func countOpen(ctx context.Context, c releasesClient, workflowType string) (int6
 	return resp.GetCount(), nil
 }
 
-// movedRuns counts the open runs of the live type by the type of the run
-// that continued as new into them, where that was another type: the
-// runs that moved on from a retiring release. It reads each open run's
-// first event, and the type of the run before it.
-func movedRuns(ctx context.Context, c releasesClient, live string) (map[string]int, error) {
-	moved := map[string]int{}
+// movedRuns lists the open runs of the live type whose run before was of
+// another type: the runs that moved on from a retiring release. It reads
+// each open run's first event, and the type of the run before it. The
+// list holds one entry an open session at most.
+func movedRuns(ctx context.Context, c releasesClient, live string) ([]movedRun, error) {
+	var moved []movedRun
 	var page []byte
 	for {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: openRunsQuery(live), NextPageToken: page})
@@ -139,7 +216,7 @@ func movedRuns(ctx context.Context, c releasesClient, live string) (map[string]i
 				return nil, fmt.Errorf("describe the run of %s before %s (run %s): %w", id, runID, before, err)
 			}
 			if typ != live {
-				moved[typ]++
+				moved = append(moved, movedRun{WorkflowID: id, RunID: runID, From: typ})
 			}
 		}
 		if page = resp.GetNextPageToken(); len(page) == 0 {

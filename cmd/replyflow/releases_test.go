@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
@@ -24,6 +26,22 @@ type fakeReleases struct {
 	pageSize int
 	before   map[string]string // run ID → the run that continued into it
 	types    map[string]string // run ID → its workflow type
+	// signalled are the signals sent, as "name workflowID runID by";
+	// closed runs answer them NotFound, failing ones with an error.
+	signalled []string
+	closed    map[string]bool
+	failing   map[string]bool
+}
+
+func (f *fakeReleases) SignalWorkflow(_ context.Context, id, runID, name string, arg any) error {
+	switch {
+	case f.closed[runID]:
+		return serviceerror.NewNotFound("workflow execution already completed")
+	case f.failing[runID]:
+		return errors.New("unavailable")
+	}
+	f.signalled = append(f.signalled, fmt.Sprintf("%s %s %s %s", name, id, runID, arg.(workflows.MoveOnRequest).By))
+	return nil
 }
 
 func (f *fakeReleases) CountWorkflow(_ context.Context, req *workflowservice.CountWorkflowExecutionsRequest) (*workflowservice.CountWorkflowExecutionsResponse, error) {
@@ -79,7 +97,8 @@ func TestReleasesSayWhatMayBeDeletedOnlyOnceNoRunIsOpen(t *testing.T) {
 	list := func(f *fakeReleases) string {
 		t.Helper()
 		var out strings.Builder
-		require.NoError(t, listReleases(context.Background(), f, releases, &out))
+		_, err := listReleases(context.Background(), f, releases, &out)
+		require.NoError(t, err)
 		return out.String()
 	}
 	f := &fakeReleases{counts: map[string]int64{openRunsQuery(releases[0].WorkflowType): 7, openRunsQuery(retiring.WorkflowType): 2},
@@ -109,4 +128,39 @@ func TestReleasesSayWhatMayBeDeletedOnlyOnceNoRunIsOpen(t *testing.T) {
 	f.live("webchat:b", workflows.ChatSessionName)
 	got = list(f)
 	assert.Contains(t, got, "No open run of the live release began as a move from session: delete "+retiring.MovedCode+" and "+retiring.MovedHistories+" as well")
+}
+
+type noPace struct{ waits int }
+
+func (p *noPace) Wait(context.Context) error { p.waits++; return nil }
+
+func TestMoveOnAsksEachMovedRunByItsRunIDPaced(t *testing.T) {
+	releases := workflows.Releases()
+	retiring := releases[1]
+	f := &fakeReleases{counts: map[string]int64{}, pageSize: 2, before: map[string]string{}, types: map[string]string{},
+		closed: map[string]bool{}, failing: map[string]bool{}}
+	f.live("webchat:a", "")
+	f.live("webchat:b", retiring.WorkflowType)
+	f.live("webchat:c", workflows.ChatSessionName)
+	f.live("webchat:d", retiring.WorkflowType)
+	f.live("webchat:e", retiring.WorkflowType)
+	f.closed["run-4"] = true // e continued as new after it was listed
+
+	var out strings.Builder
+	moved, err := listReleases(context.Background(), f, releases, &out)
+	require.NoError(t, err)
+	pace := &noPace{}
+	out.Reset()
+	require.NoError(t, moveOnRuns(context.Background(), f, moved, workflows.MoveOnRequest{By: "ops"}, pace, &out))
+	assert.Equal(t, []string{"move-on webchat:b run-1 ops", "move-on webchat:d run-3 ops"}, f.signalled,
+		"only the runs that began as a move, each by its run")
+	assert.Equal(t, 3, pace.waits, "every signal waits its turn")
+	assert.Contains(t, out.String(), "Move-on sent to 2 run(s)")
+	assert.Contains(t, out.String(), "1 run(s) had closed or continued as new meanwhile")
+
+	// A failure stops the round and says where, and how to go on.
+	f.signalled, f.failing["run-3"] = nil, true
+	err = moveOnRuns(context.Background(), f, moved, workflows.MoveOnRequest{By: "ops"}, pace, &out)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "signal move-on to webchat:d (run run-3), stopped after 1 of 3 run(s); run it again")
 }
