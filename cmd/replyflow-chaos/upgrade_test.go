@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/replyflow/replyflow/activities/models/modeltest"
 	"github.com/replyflow/replyflow/adapters/telegram"
@@ -26,6 +27,7 @@ import (
 	"github.com/replyflow/replyflow/cmd/internal/harness"
 	"github.com/replyflow/replyflow/pipeline"
 	"github.com/replyflow/replyflow/workflows"
+	"github.com/replyflow/replyflow/workflows/session"
 )
 
 // upgradeChange is the change version A is built without: the retirement
@@ -312,6 +314,85 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 	moved, _ := strconv.Atoi(string(m[1]))
 	assert.GreaterOrEqual(t, moved, len(chats)+1, "each moved session counts: %s", listed)
 	assert.Contains(t, string(listed), "keep workflows/state.go", "their readers stay: %s", listed)
+
+	// Asked to move on (`replyflow releases --move-on`), each of those
+	// runs, idle now, continues as new at once into a run that reads no
+	// retiring state, keeping what it held; the chats go on.
+	moving := append(slices.Clone(chats), payer)
+	before := make([]workflows.Snapshot, len(moving))
+	for i, chat := range moving {
+		before[i] = stateOf(t, c, sessionKeyOf(fake, chat))
+	}
+	moveOn := exec.Command(binB, "releases", "--move-on", "--by", "upgrade-test")
+	moveOn.Env = env("b", "never")
+	sent, err := moveOn.CombinedOutput()
+	require.NoError(t, err, "replyflow releases --move-on: %s", sent)
+	m = regexp.MustCompile(`Move-on sent to (\d+) run\(s\)`).FindSubmatch(sent)
+	require.NotNil(t, m, "replyflow releases --move-on says how many it asked: %s", sent)
+	movedOn, _ := strconv.Atoi(string(m[1]))
+	assert.GreaterOrEqual(t, movedOn, len(moving), "each moved session is asked: %s", sent)
+	for i, chat := range moving {
+		key := sessionKeyOf(fake, chat)
+		runs := runsOf(t, c, key, 3)
+		require.Len(t, runs, 3, "%s: the run begun on A, the move, and the run it moved on to when asked", key.WorkflowID())
+		assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW, runs[1].Status, "%s moved on when asked", key.WorkflowID())
+		next := movedOnParams(t, c, key, runs[1].Execution.RunId)
+		assert.Nil(t, next.Retired, "%s: the next run reads no retiring state", key.WorkflowID())
+		after := stateOf(t, c, key)
+		assert.Equal(t, before[i].Reactions, after.Reactions, "%s keeps the clears it owes", key.WorkflowID())
+		assert.Equal(t, before[i].Proposals, after.Proposals, "%s keeps its proposals", key.WorkflowID())
+		for _, run := range runs[1:] {
+			h := historyOfRun(t, c, key, run.Execution.RunId)
+			assert.Zero(t, h.failedTasks, "%s: workflow task failures: %q", key.WorkflowID(), h.failures)
+		}
+	}
+	for _, chat := range chats {
+		key := sessionKeyOf(fake, chat)
+		reply := chat.awaitAnswer(t, chat.say("four"))
+		assert.True(t, usageFooter(reply.Text), "%s: the setting moved on with the session: %q", key.WorkflowID(), reply.Text)
+		if prompts := asking(model, chat, "four"); assert.Len(t, prompts, 1, key.WorkflowID()) {
+			assert.Equal(t, []string{
+				"user: one", "assistant: one", "user: two", "assistant: two", "user: queued", "assistant: queued",
+				"user: three", "assistant: three", "user: four",
+			}, turnsOf(prompts[0]), "%s: the model's prompt holds the chat's turns", key.WorkflowID())
+		}
+	}
+	if *recordTo != "" {
+		// The moved run asked to move on, and the run it moved on to.
+		key := sessionKeyOf(fake, chats[0])
+		_, err := harness.RecordHistory(ctx, c, key.WorkflowID(), filepath.Join(*recordTo, upgradeChange), "rolling_upgrade_moved_on_when_asked")
+		require.NoError(t, err)
+	}
+	// Then no run reads the retiring state: the readers may go (the
+	// moved runs an earlier test on the shared cluster left were asked
+	// too).
+	var relisted []byte
+	assert.Eventually(t, func() bool {
+		relist := exec.Command(binB, "releases")
+		relist.Env = env("b", "never")
+		relisted, err = relist.CombinedOutput()
+		return err == nil && strings.Contains(string(relisted), "No open run of the live release began as a move from "+workflows.WorkflowName)
+	}, 30*time.Second, time.Second, "after --move-on, replyflow releases finds no moved run: %s", relisted)
+}
+
+// movedOnParams is what a run of the chat session workflow handed to the
+// run it continued as new into.
+func movedOnParams(t *testing.T, c client.Client, key pipeline.SessionKey, runID string) session.Params {
+	t.Helper()
+	iter := c.GetWorkflowHistory(context.Background(), key.WorkflowID(), runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		require.NoError(t, err)
+		if a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
+			require.Equal(t, workflows.ChatSessionName, a.GetWorkflowType().GetName())
+			var params session.Params
+			require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(a.GetInput(), &params))
+			require.NotNil(t, params.State, "%s carried its state", key.WorkflowID())
+			return params
+		}
+	}
+	require.Failf(t, "no continue-as-new", "run %s of %s did not continue as new", runID, key.WorkflowID())
+	return session.Params{}
 }
 
 // awaitStatus polls url, up to 30 s, until it answers want, and returns
