@@ -31,6 +31,7 @@ type Transcripts interface {
 	InternalID(ctx context.Context, sessionID, platformID string) (string, bool, error)
 	AddFeedback(ctx context.Context, f store.Feedback) error
 	Claim(ctx context.Context, code, who string) (bool, error)
+	BurnClaimCode(ctx context.Context, code string) error
 	Owners(ctx context.Context) ([]string, error)
 	SaveToolResult(ctx context.Context, sessionID, turnID, callID, output string, isError bool) error
 	ToolResults(ctx context.Context, sessionID, turnID string) (map[string]store.ToolResult, error)
@@ -238,9 +239,16 @@ func (a *Activities) SaveSessionSettings(ctx context.Context, key pipeline.Sessi
 // owner: with REPLYFLOW_OWNERS set on this worker every code is refused,
 // whichever start printed it (the configured owners are not in the
 // store, whose own check sees only claimed ones).
+//
+// A code a bot sends makes no owner: a bot speaks for others (a bridge
+// relays a whole other chat), so its owner rights would be theirs. The
+// code is burnt instead, since the chat it came from has seen it.
 func (a *Activities) Claim(ctx context.Context, req pipeline.ClaimRequest) (bool, error) {
 	if a.Store == nil || len(a.Settings.Owners) > 0 {
 		return false, nil
+	}
+	if req.ByBot {
+		return false, a.Store.BurnClaimCode(ctx, req.Code)
 	}
 	return a.Store.Claim(ctx, req.Code, req.Who)
 }

@@ -269,6 +269,10 @@ type GateResult struct {
 type ClaimRequest struct {
 	Code string `json:"code"`
 	Who  string `json:"who"`
+	// ByBot: the sender is a bot (a relay, a bridge, another agent),
+	// which becomes no owner; the code, now seen in a chat by whoever
+	// the bot relays for, is burnt.
+	ByBot bool `json:"by_bot,omitempty"`
 }
 
 // GateContext is how many of the latest messages a gated turn (and its

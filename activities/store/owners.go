@@ -64,6 +64,16 @@ func (s *Store) RevokeClaimCodes(ctx context.Context) error {
 	return nil
 }
 
+// BurnClaimCode makes an unused code worthless without making anyone an
+// owner: it was seen where it should not have been. An unknown or spent
+// code is left as it is.
+func (s *Store) BurnClaimCode(ctx context.Context, code string) error {
+	if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM claim_codes WHERE code = ? AND used_by = ''`), code); err != nil {
+		return fmt.Errorf("burn a claim code: %w", err)
+	}
+	return nil
+}
+
 // Claim spends code for who, who becomes an owner. It is true when the
 // code was unused and unexpired, or already spent by who (a repeated
 // activity); false for an unknown, expired or spent code, once the agent

@@ -245,6 +245,26 @@ func runSuite(t *testing.T, dsn func(*testing.T) string) {
 		assert.Equal(t, []string{"webchat:alice"}, owners)
 	})
 
+	t.Run("a burnt claim code claims nothing, and a spent one stays spent", func(t *testing.T) {
+		s, _ := open(t)
+		burnt, err := s.NewClaimCode(ctx, time.Hour)
+		require.NoError(t, err)
+		kept, err := s.NewClaimCode(ctx, time.Hour)
+		require.NoError(t, err)
+		require.NoError(t, s.BurnClaimCode(ctx, burnt), "a bot sent it")
+		require.NoError(t, s.BurnClaimCode(ctx, "claim-unknown"), "an unknown code is no error")
+		ok, err := s.Claim(ctx, burnt, "webchat:alice")
+		require.NoError(t, err)
+		assert.False(t, ok, "a burnt code claims nothing")
+		ok, err = s.Claim(ctx, kept, "webchat:alice")
+		require.NoError(t, err)
+		assert.True(t, ok, "burning one code leaves the others")
+		require.NoError(t, s.BurnClaimCode(ctx, kept))
+		ok, err = s.Claim(ctx, kept, "webchat:alice")
+		require.NoError(t, err)
+		assert.True(t, ok, "a spent code stays its claimer's (a repeated activity)")
+	})
+
 	t.Run("wrong claim guesses are limited per sender and in all", func(t *testing.T) {
 		s, _ := open(t)
 		code, err := s.NewClaimCode(ctx, time.Hour)

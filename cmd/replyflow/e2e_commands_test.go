@@ -217,6 +217,45 @@ func TestClaimCodeMakesTheSenderAnOwner(t *testing.T) {
 	recordHistory(t, s.client, chat, "claim")
 }
 
+// A claim code a bot sends (a bridge relaying someone, another agent)
+// makes no owner: the bot speaks for others. The code is burnt, since the
+// chat it came from has seen it, so nobody there claims it after.
+func TestClaimCodeSentByABotMakesNoOwnerAndBurnsTheCode(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	db, err := store.Open(context.Background(), cfg.StoreDSN)
+	require.NoError(t, err)
+	code, err := db.NewClaimCode(context.Background(), time.Hour)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	s := startStack(t, cfg)
+	s.startWorker(&testModel{})
+	chat := uniqueChat("claim-bot")
+	events := subscribe(t, s.baseURL, chat)
+
+	status, resp := s.post(chat, fmt.Sprintf(`{"message_id":"b1","sender_id":"bridge","sender_is_bot":true,"text":%q}`, code))
+	require.Equal(t, http.StatusAccepted, status, resp)
+	seen := events.collectUntil(t, 30*time.Second, isReplyTo("b1"))
+	assert.Equal(t, botClaimRefusal, seen[len(seen)-1].Text)
+	assert.Equal(t, "⚠️ Only owners may change the activation mode.", s.command(events, chat, "b2", "bridge", "/activation always"),
+		"the bot is no owner")
+	assert.Equal(t, "That claim code is not valid, or was already used.", s.command(events, chat, "b3", "alice", code),
+		"nobody who saw the code claims it after")
+	assert.Equal(t, "⚠️ Only owners may change the activation mode.", s.command(events, chat, "b4", "alice", "/activation always"))
+	events.collectUntil(t, 30*time.Second, isClearOf("b4"))
+	db, err = store.Open(context.Background(), cfg.StoreDSN)
+	require.NoError(t, err)
+	defer db.Close()
+	owners, err := db.Owners(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, owners)
+	recordHistory(t, s.client, chat, "claim_by_bot")
+}
+
+// botClaimRefusal is the session's answer to a claim code a bot sent.
+const botClaimRefusal = "A bot cannot become an owner, and that code no longer works: this chat has seen it. " +
+	"Restart the worker with no REPLYFLOW_OWNERS for a new code, and send it to the agent from your own account, in a direct message."
+
 // A code printed by a start without owners makes no stranger an owner
 // once the agent restarts with REPLYFLOW_OWNERS set.
 func TestStaleClaimCodeMakesNoOwnerAfterARestartWithOwners(t *testing.T) {

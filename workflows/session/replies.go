@@ -96,8 +96,10 @@ type PendingCall struct {
 	// MessageID and ThreadID are the message the answer goes under.
 	MessageID string `json:"message_id,omitempty"`
 	ThreadID  string `json:"thread_id,omitempty"`
-	// Who is the claimer of a claim.
-	Who string `json:"who,omitempty"`
+	// Who is the claimer of a claim, and ByBot says it is a bot, whose
+	// claim burns the code.
+	Who   string `json:"who,omitempty"`
+	ByBot bool   `json:"by_bot,omitempty"`
 	// EventID is a feedback record's event.
 	EventID string `json:"event_id,omitempty"`
 	// Context is /context's request and Model the model its answer names.
@@ -216,9 +218,9 @@ func (s *RepliesState) Claim(env Env, in pipeline.Inbound, code string) []Effect
 	}
 	who := sender(in)
 	c := s.newCall(callClaim, refOf(in))
-	c.Who = who
+	c.Who, c.ByBot = who, in.SenderIsBot
 	return []Effect{s.track(c, Call{
-		Key: c.Key, Activity: pipeline.ActivityClaim, Args: []any{pipeline.ClaimRequest{Code: code, Who: who}},
+		Key: c.Key, Activity: pipeline.ActivityClaim, Args: []any{pipeline.ClaimRequest{Code: code, Who: who, ByBot: c.ByBot}},
 		Output: new(bool), Local: true, Summary: "claim",
 	})}
 }
@@ -310,12 +312,19 @@ func (s *RepliesState) Returned(env Env, ev Returned) []Effect {
 	return nil
 }
 
+// botClaimRefused answers a claim code a bot sent.
+const botClaimRefused = "A bot cannot become an owner, and that code no longer works: this chat has seen it. " +
+	"Restart the worker with no REPLYFLOW_OWNERS for a new code, and send it to the agent from your own account, in a direct message."
+
 // claimed answers a claim: a spent code makes its sender an owner.
 func (s *RepliesState) claimed(env Env, c PendingCall, ev Returned) []Effect {
 	switch {
 	case ev.Failure != nil:
 		env.logger().Error("Claim not checked", "error", ev.Failure)
 		return s.Answer(env, c.ref(), "The claim could not be checked right now; send the code again.")
+	case c.ByBot:
+		env.logger().Warn("Claim code sent by a bot: no owner made, the code is burnt", "sender", c.Who)
+		return s.Answer(env, c.ref(), botClaimRefused)
 	case !*ev.Output.(*bool):
 		return s.Answer(env, c.ref(), "That claim code is not valid, or was already used.")
 	}
