@@ -194,18 +194,25 @@ func (s *stack) runTurnAndBufferOne(model *testModel, chat, turnID, bufferedID s
 		"%s waits in its debounce window", bufferedID)
 }
 
-func TestClaimCodeMakesTheSenderAnOwner(t *testing.T) {
-	t.Parallel()
-	cfg := testConfig(t)
+// startClaimable starts a stack with no owner and one live claim code,
+// and a web chat named after name to send it in.
+func startClaimable(t *testing.T, name string) (s *stack, cfg Config, code, chat string, events *eventStream) {
+	t.Helper()
+	cfg = testConfig(t)
 	db, err := store.Open(context.Background(), cfg.StoreDSN)
 	require.NoError(t, err)
-	code, err := db.NewClaimCode(context.Background(), time.Hour)
+	code, err = db.NewClaimCode(context.Background(), time.Hour)
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
-	s := startStack(t, cfg)
+	s = startStack(t, cfg)
 	s.startWorker(&testModel{})
-	chat := uniqueChat("claim")
-	events := subscribe(t, s.baseURL, chat)
+	chat = uniqueChat(name)
+	return s, cfg, code, chat, subscribe(t, s.baseURL, chat)
+}
+
+func TestClaimCodeMakesTheSenderAnOwner(t *testing.T) {
+	t.Parallel()
+	s, _, code, chat, events := startClaimable(t, "claim")
 
 	assert.Equal(t, "⚠️ Only owners may change the activation mode.", s.command(events, chat, "k1", "alice", "/activation always"))
 	assert.Equal(t, "You (webchat:alice) are now an owner of this agent.", s.command(events, chat, "k2", "alice", code))
@@ -222,16 +229,7 @@ func TestClaimCodeMakesTheSenderAnOwner(t *testing.T) {
 // chat it came from has seen it, so nobody there claims it after.
 func TestClaimCodeSentByABotMakesNoOwnerAndBurnsTheCode(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	db, err := store.Open(context.Background(), cfg.StoreDSN)
-	require.NoError(t, err)
-	code, err := db.NewClaimCode(context.Background(), time.Hour)
-	require.NoError(t, err)
-	require.NoError(t, db.Close())
-	s := startStack(t, cfg)
-	s.startWorker(&testModel{})
-	chat := uniqueChat("claim-bot")
-	events := subscribe(t, s.baseURL, chat)
+	s, cfg, code, chat, events := startClaimable(t, "claim-bot")
 
 	status, resp := s.post(chat, fmt.Sprintf(`{"message_id":"b1","sender_id":"bridge","sender_is_bot":true,"text":%q}`, code))
 	require.Equal(t, http.StatusAccepted, status, resp)
@@ -243,7 +241,7 @@ func TestClaimCodeSentByABotMakesNoOwnerAndBurnsTheCode(t *testing.T) {
 		"nobody who saw the code claims it after")
 	assert.Equal(t, "⚠️ Only owners may change the activation mode.", s.command(events, chat, "b4", "alice", "/activation always"))
 	events.collectUntil(t, 30*time.Second, isClearOf("b4"))
-	db, err = store.Open(context.Background(), cfg.StoreDSN)
+	db, err := store.Open(context.Background(), cfg.StoreDSN)
 	require.NoError(t, err)
 	defer db.Close()
 	owners, err := db.Owners(context.Background())
