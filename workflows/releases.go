@@ -13,7 +13,7 @@ package workflows
 //     for a person) by continuing as new into the new type, carrying its
 //     state. No run stays on an old release longer than its running turn.
 //   - A session that waits idle moves on at its next message, at once
-//     when `replyflow reload --all` wakes it, and otherwise completes
+//     when `replyflow releases --move-on` wakes it, and otherwise completes
 //     when its idle TTL (REPLYFLOW_SESSION_IDLE_TTL, 24 h by default)
 //     runs out. So once the live release has served for the idle TTL
 //     plus the longest turn, no run of the release before is open unless

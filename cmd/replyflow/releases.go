@@ -71,7 +71,7 @@ const defaultMoveOnRate = 50
 // each open run that still reads a retiring release's state to move on.
 func releasesCommand(ctx context.Context, cfg Config, args []string, out io.Writer, logger *slog.Logger) error {
 	fs := flag.NewFlagSet("releases", flag.ContinueOnError)
-	moveOn := fs.Bool("move-on", false, "ask each open run that began as a move from a retiring release to continue as new at its next quiet point")
+	moveOnFlag := fs.Bool("move-on", false, "wake each open run of a retiring release, and ask each open run that began as a move from one, to continue as new into the live release at its next quiet point")
 	by := fs.String("by", currentUser(), "with --move-on: who asks, for the sessions' log")
 	reason := fs.String("reason", "retire the state of a retiring release", "with --move-on: why, for the sessions' log")
 	perSecond := fs.Float64("rate", defaultMoveOnRate, "with --move-on: at most this many runs a second")
@@ -87,15 +87,67 @@ func releasesCommand(ctx context.Context, cfg Config, args []string, out io.Writ
 	}
 	defer c.Close()
 	moved, err := listReleases(ctx, temporalReleases{c}, workflows.Releases(), out)
-	if err != nil || !*moveOn {
+	if err != nil || !*moveOnFlag {
 		return err
 	}
 	pace := rate.NewLimiter(rate.Limit(*perSecond), 1)
-	return moveOnRuns(ctx, temporalReleases{c}, moved, workflows.MoveOnRequest{By: *by, Reason: *reason}, pace, out)
+	return moveOn(ctx, temporalReleases{c}, workflows.Releases(), moved, *by, *reason, pace, out)
+}
+
+// moveOn is --move-on. A run of a retiring release moves on at its next
+// quiet point once anything wakes it: it is sent the reload signal,
+// which every release takes. A run of the live release that began as a
+// move is sent the move-on signal. The runs the first become are moved
+// runs in their turn: the next --move-on asks them.
+func moveOn(ctx context.Context, c releasesClient, releases []workflows.Release, moved []movedRun, by, reason string, pace waiter, out io.Writer) error {
+	for _, r := range releases {
+		if r.Live {
+			continue
+		}
+		runs, err := openRuns(ctx, c, r.WorkflowType)
+		if err != nil {
+			return err
+		}
+		if len(runs) == 0 {
+			continue
+		}
+		n, err := signalRuns(ctx, c, runs, workflows.SignalReload, workflows.ReloadRequest{By: by, Reason: "move on to the live release: " + reason}, pace)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "Woke %d open run(s) of %s: each moves on to the live release at its next quiet point. Run `replyflow releases --move-on` again once none is open, for the runs they become.\n", n.Signalled, r.WorkflowType)
+		n.sayGone(out)
+	}
+	n, err := signalRuns(ctx, c, moved, workflows.SignalMoveOn, workflows.MoveOnRequest{By: by, Reason: reason}, pace)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Move-on sent to %d run(s): each continues as new at its next quiet point (between turns, or while its turn waits for a person) into a run that reads no retiring state. Run `replyflow releases` again to see them go.\n", n.Signalled)
+	n.sayGone(out)
+	return nil
+}
+
+// openRuns lists the open runs of a workflow type.
+func openRuns(ctx context.Context, c releasesClient, workflowType string) ([]movedRun, error) {
+	var runs []movedRun
+	var page []byte
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: openRunsQuery(workflowType), NextPageToken: page})
+		if err != nil {
+			return nil, fmt.Errorf("list the open runs of %s: %w", workflowType, err)
+		}
+		for _, run := range resp.GetExecutions() {
+			runs = append(runs, movedRun{WorkflowID: run.GetExecution().GetWorkflowId(), RunID: run.GetExecution().GetRunId(), From: workflowType})
+		}
+		if page = resp.GetNextPageToken(); len(page) == 0 {
+			return runs, nil
+		}
+	}
 }
 
 // movedRun is an open run of the live type that began as a move from a
-// retiring release's run.
+// retiring release's run, or (openRuns) an open run of a retiring
+// release.
 type movedRun struct {
 	WorkflowID, RunID string
 	// From is the retiring release's workflow type.
@@ -118,7 +170,7 @@ func listReleases(ctx context.Context, c releasesClient, releases []workflows.Re
 				return nil, err
 			}
 		case open > 0:
-			fmt.Fprintf(out, "%s: retiring, %d open run(s). Each moves on to the live release at its next quiet point; `replyflow reload --all` wakes the idle ones. Keep %s and %s until none is open.\n",
+			fmt.Fprintf(out, "%s: retiring, %d open run(s). Each moves on to the live release at its next quiet point; `replyflow releases --move-on` wakes the idle ones. Keep %s and %s until none is open.\n",
 				r.WorkflowType, open, r.Code, r.Histories)
 		default:
 			fmt.Fprintf(out, "%s: retired, no open run. Delete %s and %s together, and its registration in workers/worker.go.\n",
@@ -150,33 +202,37 @@ func countFrom(moved []movedRun, workflowType string) int {
 	return n
 }
 
-// moveOnRuns sends the move-on signal to each of the runs, paced, and
-// says how many were asked. Each signal names its run: a run that has
-// meanwhile continued as new or closed is not asked again, and the run
-// that followed it reads no retiring state.
-func moveOnRuns(ctx context.Context, c releasesClient, runs []movedRun, req workflows.MoveOnRequest, pace waiter, out io.Writer) error {
-	asked, gone := 0, 0
+// signalled counts what signalRuns did.
+type signalled struct{ Signalled, Gone int }
+
+func (n signalled) sayGone(out io.Writer) {
+	if n.Gone > 0 {
+		fmt.Fprintf(out, "%d run(s) had closed or continued as new meanwhile.\n", n.Gone)
+	}
+}
+
+// signalRuns sends the signal to each of the runs, paced. Each signal
+// names its run: a run that has meanwhile continued as new or closed is
+// not signalled, and the run that followed it is not the one asked.
+func signalRuns(ctx context.Context, c releasesClient, runs []movedRun, signal string, arg any, pace waiter) (signalled, error) {
+	var n signalled
 	for _, run := range runs {
 		if err := pace.Wait(ctx); err != nil {
-			return fmt.Errorf("move on: stopped after %d of %d run(s): %w", asked, len(runs), err)
+			return n, fmt.Errorf("signal %s: stopped after %d of %d run(s): %w", signal, n.Signalled, len(runs), err)
 		}
-		err := c.SignalWorkflow(ctx, run.WorkflowID, run.RunID, workflows.SignalMoveOn, req)
+		err := c.SignalWorkflow(ctx, run.WorkflowID, run.RunID, signal, arg)
 		var notFound *serviceerror.NotFound
 		switch {
 		case errors.As(err, &notFound):
-			gone++
+			n.Gone++
 		case err != nil:
-			return fmt.Errorf("signal move-on to %s (run %s), stopped after %d of %d run(s); run it again to reach the rest (a run asked twice moves on once): %w",
-				run.WorkflowID, run.RunID, asked, len(runs), err)
+			return n, fmt.Errorf("signal %s to %s (run %s), stopped after %d of %d run(s); run it again to reach the rest (a run asked twice moves on once): %w",
+				signal, run.WorkflowID, run.RunID, n.Signalled, len(runs), err)
 		default:
-			asked++
+			n.Signalled++
 		}
 	}
-	fmt.Fprintf(out, "Move-on sent to %d run(s): each continues as new at its next quiet point (between turns, or while its turn waits for a person) into a run that reads no retiring state. Run `replyflow releases` again to see them go.\n", asked)
-	if gone > 0 {
-		fmt.Fprintf(out, "%d run(s) had closed or continued as new meanwhile.\n", gone)
-	}
-	return nil
+	return n, nil
 }
 
 // waiter paces signals (a rate.Limiter).

@@ -31,6 +31,8 @@ type fakeReleases struct {
 	signalled []string
 	closed    map[string]bool
 	failing   map[string]bool
+	// retiring are the open runs of the retiring type.
+	retiring []*workflowpb.WorkflowExecutionInfo
 }
 
 func (f *fakeReleases) SignalWorkflow(_ context.Context, id, runID, name string, arg any) error {
@@ -40,7 +42,14 @@ func (f *fakeReleases) SignalWorkflow(_ context.Context, id, runID, name string,
 	case f.failing[runID]:
 		return errors.New("unavailable")
 	}
-	f.signalled = append(f.signalled, fmt.Sprintf("%s %s %s %s", name, id, runID, arg.(workflows.MoveOnRequest).By))
+	switch a := arg.(type) {
+	case workflows.MoveOnRequest:
+		f.signalled = append(f.signalled, fmt.Sprintf("%s %s %s %s", name, id, runID, a.By))
+	case workflows.ReloadRequest:
+		f.signalled = append(f.signalled, fmt.Sprintf("%s %s %s %s: %s", name, id, runID, a.By, a.Reason))
+	default:
+		return fmt.Errorf("unexpected payload %T", arg)
+	}
 	return nil
 }
 
@@ -49,6 +58,9 @@ func (f *fakeReleases) CountWorkflow(_ context.Context, req *workflowservice.Cou
 }
 
 func (f *fakeReleases) ListWorkflow(_ context.Context, req *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error) {
+	if req.GetQuery() == openRunsQuery(workflows.WorkflowName) {
+		return &workflowservice.ListWorkflowExecutionsResponse{Executions: f.retiring}, nil
+	}
 	if req.GetQuery() != openRunsQuery(workflows.ChatSessionName) {
 		return nil, fmt.Errorf("unexpected query %q", req.GetQuery())
 	}
@@ -134,7 +146,7 @@ type noPace struct{ waits int }
 
 func (p *noPace) Wait(context.Context) error { p.waits++; return nil }
 
-func TestMoveOnAsksEachMovedRunByItsRunIDPaced(t *testing.T) {
+func TestMoveOnWakesTheRetiringRunsAndAsksEachMovedRunByItsRunIDPaced(t *testing.T) {
 	releases := workflows.Releases()
 	retiring := releases[1]
 	f := &fakeReleases{counts: map[string]int64{}, pageSize: 2, before: map[string]string{}, types: map[string]string{},
@@ -145,22 +157,26 @@ func TestMoveOnAsksEachMovedRunByItsRunIDPaced(t *testing.T) {
 	f.live("webchat:d", retiring.WorkflowType)
 	f.live("webchat:e", retiring.WorkflowType)
 	f.closed["run-4"] = true // e continued as new after it was listed
+	f.retiring = []*workflowpb.WorkflowExecutionInfo{{Execution: &commonpb.WorkflowExecution{WorkflowId: "webchat:f", RunId: "old-f"}}}
 
 	var out strings.Builder
 	moved, err := listReleases(context.Background(), f, releases, &out)
 	require.NoError(t, err)
 	pace := &noPace{}
 	out.Reset()
-	require.NoError(t, moveOnRuns(context.Background(), f, moved, workflows.MoveOnRequest{By: "ops"}, pace, &out))
-	assert.Equal(t, []string{"move-on webchat:b run-1 ops", "move-on webchat:d run-3 ops"}, f.signalled,
-		"only the runs that began as a move, each by its run")
-	assert.Equal(t, 3, pace.waits, "every signal waits its turn")
+	require.NoError(t, moveOn(context.Background(), f, releases, moved, "ops", "why", pace, &out))
+	assert.Equal(t, []string{
+		"reload webchat:f old-f ops: move on to the live release: why",
+		"move-on webchat:b run-1 ops", "move-on webchat:d run-3 ops",
+	}, f.signalled, "the retiring run is woken; of the live ones, only those that began as a move are asked, each by its run")
+	assert.Equal(t, 4, pace.waits, "every signal waits its turn")
+	assert.Contains(t, out.String(), "Woke 1 open run(s) of session")
 	assert.Contains(t, out.String(), "Move-on sent to 2 run(s)")
 	assert.Contains(t, out.String(), "1 run(s) had closed or continued as new meanwhile")
 
 	// A failure stops the round and says where, and how to go on.
-	f.signalled, f.failing["run-3"] = nil, true
-	err = moveOnRuns(context.Background(), f, moved, workflows.MoveOnRequest{By: "ops"}, pace, &out)
+	f.signalled, f.failing["run-3"], f.retiring = nil, true, nil
+	err = moveOn(context.Background(), f, releases, moved, "ops", "why", pace, &out)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "signal move-on to webchat:d (run run-3), stopped after 1 of 3 run(s); run it again")
 }
