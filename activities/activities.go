@@ -357,7 +357,7 @@ func (a *Activities) Deliver(ctx context.Context, d pipeline.Delivery) (pipeline
 	if d.Whole {
 		d, rest = a.firstChunk(d)
 	}
-	id, sent, err := a.sentBefore(ctx, d)
+	id, sent, err := a.claimSend(ctx, d)
 	if err != nil {
 		return pipeline.Delivered{}, err
 	}
@@ -375,11 +375,13 @@ func (a *Activities) Deliver(ctx context.Context, d pipeline.Delivery) (pipeline
 		case adapters.MessageGone(err):
 			a.Logger.Info("The preview is gone (deleted); sending the chunk as a new message", "session", d.Session.WorkflowID(), "preview_id", d.Replaces, "internal_id", d.IdempotencyKey)
 		default:
+			a.releaseSend(ctx, d)
 			return pipeline.Delivered{}, platformError(fmt.Sprintf("deliver chunk %d/%d of %s over its preview %s", d.Index+1, d.Total, d.Session.WorkflowID(), d.Replaces), err)
 		}
 	}
 	if !sent {
 		if id, err = out.Send(ctx, d); err != nil {
+			a.releaseSend(ctx, d)
 			return pipeline.Delivered{}, platformError(fmt.Sprintf("deliver chunk %d/%d of %s", d.Index+1, d.Total, d.Session.WorkflowID()), err)
 		}
 		a.mapMessage(ctx, d, id)
@@ -474,20 +476,64 @@ func (a *Activities) thenReact(ctx context.Context, out adapters.Outbound, d pip
 // a new activity at attempt 1 with the same key, and one indexed read is
 // small beside the platform call it may save. A store that cannot answer
 // fails the attempt, to be retried: sending blind could send the chunk twice.
-func (a *Activities) sentBefore(ctx context.Context, d pipeline.Delivery) (string, bool, error) {
+func (a *Activities) claimSend(ctx context.Context, d pipeline.Delivery) (string, bool, error) {
 	if a.Store == nil || d.IdempotencyKey == "" {
 		return "", false, nil
 	}
-	id, found, err := a.Store.PlatformID(ctx, d.Session.WorkflowID(), d.IdempotencyKey)
-	if err != nil {
+	now := time.Now()
+	id, held, err := a.Store.ClaimSend(ctx, d.Session.WorkflowID(), d.IdempotencyKey, claimUntil(ctx, now))
+	switch {
+	case err != nil:
 		return "", false, temporal.NewApplicationErrorWithCause(
 			fmt.Sprintf("deliver chunk %d/%d of %s: could not check whether it was sent already (is the store reachable? REPLYFLOW_STORE_DSN): %v", d.Index+1, d.Total, d.Session.WorkflowID(), err),
 			"StoreUnavailable", err)
-	}
-	if found {
+	case id != "":
 		a.Logger.Info("Chunk was sent before; not sending it again", "session", d.Session.WorkflowID(), "internal_id", d.IdempotencyKey, "platform_id", id)
+		return id, true, nil
+	case !held.IsZero():
+		// An attempt that timed out on the session's side may still be
+		// sending it, or recording that it did (the first chunk's local
+		// activity is given up at its deadline, its goroutine is not).
+		wait := max(held.Sub(now), time.Second)
+		a.Logger.Info("Chunk is being sent by another attempt; waiting it out", "session", d.Session.WorkflowID(), "internal_id", d.IdempotencyKey, "retry_in", wait.Round(time.Millisecond))
+		return "", false, temporal.NewApplicationErrorWithOptions(
+			fmt.Sprintf("deliver chunk %d/%d of %s: another attempt is sending it now (its claim holds until %s); this attempt is retried after it rather than send the chunk twice",
+				d.Index+1, d.Total, d.Session.WorkflowID(), held.UTC().Format(time.RFC3339)),
+			errDeliveryInFlight, temporal.ApplicationErrorOptions{NextRetryDelay: wait})
 	}
-	return id, found, nil
+	return "", false, nil
+}
+
+// errDeliveryInFlight is the error type of a delivery attempt that found
+// another attempt sending the same chunk: retryable, after that one.
+const errDeliveryInFlight = "DeliveryInFlight"
+
+// claimHoldWithoutDeadline is how long a claim holds when the attempt
+// has no deadline of its own (a test, a caller outside Temporal).
+const claimHoldWithoutDeadline = time.Minute
+
+// claimUntil is how long an attempt's claim on a chunk holds: its
+// deadline, and the ledger write after it (recordSent), and a second of
+// clock difference between workers.
+func claimUntil(ctx context.Context, now time.Time) time.Time {
+	if deadline, ok := ctx.Deadline(); ok {
+		return deadline.Add(ledgerWriteBudget + time.Second)
+	}
+	return now.Add(claimHoldWithoutDeadline)
+}
+
+// releaseSend gives back the claim on a chunk an attempt did not send,
+// so the next attempt sends it at once; with a budget of its own, since
+// the attempt's may be spent. A claim not given back runs out by itself.
+func (a *Activities) releaseSend(attempt context.Context, d pipeline.Delivery) {
+	if a.Store == nil || d.IdempotencyKey == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(attempt), ledgerWriteBudget)
+	defer cancel()
+	if err := a.Store.ReleaseSend(ctx, d.Session.WorkflowID(), d.IdempotencyKey); err != nil {
+		a.Logger.Warn("Claim on an unsent chunk not given back; the next attempt waits until it runs out", "session", d.Session.WorkflowID(), "internal_id", d.IdempotencyKey, "error", err)
+	}
 }
 
 // EditMessage replaces the text and buttons of a bot message (a decided

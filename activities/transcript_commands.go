@@ -261,12 +261,13 @@ func (a *Activities) exportFile(ctx context.Context, files adapters.FileSender, 
 	}
 	d := pipeline.Delivery{Session: req.Session, IdempotencyKey: req.IdempotencyKey + "/file", ThreadID: req.ThreadID, ReplyTo: req.ReplyTo,
 		Text: fmt.Sprintf("The conversation so far: %d message(s).", n), Total: 1}
-	if _, sent, err := a.sentBefore(ctx, d); err != nil || sent {
+	if _, sent, err := a.claimSend(ctx, d); err != nil || sent {
 		return pipeline.ExportResult{Messages: n, AsFile: true}, err
 	}
 	name := fmt.Sprintf("transcript-%s-%s.md", req.Session.Chat, now.UTC().Format("2006-01-02"))
 	id, err := files.SendFile(ctx, d, adapters.File{Name: name, ContentType: "text/markdown; charset=utf-8", Data: []byte(doc)})
 	if err != nil {
+		a.releaseSend(ctx, d)
 		return pipeline.ExportResult{}, platformError("send the transcript of "+req.Session.WorkflowID()+" as a file", err)
 	}
 	a.mapMessage(ctx, d, id)

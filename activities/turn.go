@@ -27,6 +27,8 @@ type Transcripts interface {
 	Append(ctx context.Context, transcriptID string, msgs []store.Message) error
 	Recent(ctx context.Context, transcriptID string, limit int) ([]store.Message, error)
 	MapMessage(ctx context.Context, sessionID, internalID, platformID string) error
+	ClaimSend(ctx context.Context, sessionID, internalID string, until time.Time) (string, time.Time, error)
+	ReleaseSend(ctx context.Context, sessionID, internalID string) error
 	PlatformID(ctx context.Context, sessionID, internalID string) (string, bool, error)
 	InternalID(ctx context.Context, sessionID, platformID string) (string, bool, error)
 	AddFeedback(ctx context.Context, f store.Feedback) error

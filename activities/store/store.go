@@ -365,23 +365,81 @@ func (s *Store) Recent(ctx context.Context, transcriptID string, limit int) ([]M
 	return out, rows.Err()
 }
 
-// MapMessage records the platform's ID of an internal message. Entries
-// older than Retention.Deliveries are deleted on the way.
+// MapMessage records the platform's ID of an internal message, filling
+// its claim (ClaimSend) where it has one; an ID recorded before stays.
+// It records first and then deletes the entries older than
+// Retention.Deliveries, so a slow or failed prune loses no record.
 func (s *Store) MapMessage(ctx context.Context, sessionID, internalID, platformID string) error {
-	if err := s.prune(ctx, s.db, "message_ids", "session_id, internal_id", "created_at", time.Now().Add(-s.retention.Deliveries)); err != nil {
-		return fmt.Errorf("map message %s of %s: %w", internalID, sessionID, err)
-	}
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO message_ids (session_id, internal_id, platform_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (session_id, internal_id) DO NOTHING`),
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO message_ids (session_id, internal_id, platform_id, created_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (session_id, internal_id) DO UPDATE SET platform_id = excluded.platform_id, pending_until = NULL WHERE message_ids.platform_id = ''`),
 		sessionID, internalID, platformID, time.Now().UTC())
 	if err != nil {
 		return fmt.Errorf("map message %s of %s: %w", internalID, sessionID, err)
 	}
+	if err := s.prune(ctx, s.db, "message_ids", "session_id, internal_id", "created_at", time.Now().Add(-s.retention.Deliveries)); err != nil {
+		return fmt.Errorf("prune the delivery ledger after mapping message %s of %s: %w", internalID, sessionID, err)
+	}
 	return nil
 }
 
-// PlatformID returns the platform's ID of an internal message.
+// ClaimSend asks the delivery ledger whether an attempt may send an
+// internal message now. It returns the platform's ID when the message
+// was sent before; the time another attempt's claim holds until, when
+// one is sending it now; or neither, when this attempt has the claim,
+// held until until. A claim ends when MapMessage records the message or
+// ReleaseSend gives it back, or at its time: an attempt that was cut off
+// or died is then taken over. Two attempts that ask at once get one
+// claim between them.
+func (s *Store) ClaimSend(ctx context.Context, sessionID, internalID string, until time.Time) (string, time.Time, error) {
+	now := time.Now().UTC()
+	res, err := s.db.ExecContext(ctx, s.q(`INSERT INTO message_ids (session_id, internal_id, platform_id, created_at, pending_until) VALUES (?, ?, '', ?, ?)
+		ON CONFLICT (session_id, internal_id) DO NOTHING`), sessionID, internalID, now, until.UTC())
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("claim the sending of message %s of %s: %w", internalID, sessionID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return "", time.Time{}, nil
+	}
+	res, err = s.db.ExecContext(ctx, s.q(`UPDATE message_ids SET pending_until = ?, created_at = ?
+		WHERE session_id = ? AND internal_id = ? AND platform_id = '' AND (pending_until IS NULL OR pending_until < ?)`),
+		until.UTC(), now, sessionID, internalID, now)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("take over the claim on message %s of %s: %w", internalID, sessionID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return "", time.Time{}, nil
+	}
+	var platformID string
+	var held sql.NullTime
+	err = s.db.QueryRowContext(ctx, s.q(`SELECT platform_id, pending_until FROM message_ids WHERE session_id = ? AND internal_id = ?`), sessionID, internalID).Scan(&platformID, &held)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		// Released or pruned between the two statements: ask again.
+		return "", now.Add(time.Second), nil
+	case err != nil:
+		return "", time.Time{}, fmt.Errorf("read the claim on message %s of %s: %w", internalID, sessionID, err)
+	case platformID != "":
+		return platformID, time.Time{}, nil
+	case !held.Valid || !held.Time.After(now):
+		// The claim ran out between the two statements: ask again.
+		return "", now.Add(time.Second), nil
+	}
+	return "", held.Time, nil
+}
+
+// ReleaseSend gives back a claim on a message that was not sent, so the
+// next attempt sends it at once.
+func (s *Store) ReleaseSend(ctx context.Context, sessionID, internalID string) error {
+	if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM message_ids WHERE session_id = ? AND internal_id = ? AND platform_id = ''`), sessionID, internalID); err != nil {
+		return fmt.Errorf("release the claim on message %s of %s: %w", internalID, sessionID, err)
+	}
+	return nil
+}
+
+// PlatformID returns the platform's ID of an internal message that was
+// sent (a claim is not one).
 func (s *Store) PlatformID(ctx context.Context, sessionID, internalID string) (string, bool, error) {
-	return s.lookup(ctx, `SELECT platform_id FROM message_ids WHERE session_id = ? AND internal_id = ?`, sessionID, internalID)
+	return s.lookup(ctx, `SELECT platform_id FROM message_ids WHERE session_id = ? AND internal_id = ? AND platform_id <> ''`, sessionID, internalID)
 }
 
 // InternalID returns the internal ID of a platform message.

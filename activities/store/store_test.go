@@ -164,6 +164,65 @@ func runSuite(t *testing.T, dsn func(*testing.T) string) {
 		assert.False(t, ok)
 	})
 
+	t.Run("the delivery ledger gives one claim on a chunk at a time", func(t *testing.T) {
+		s, _ := open(t)
+		later := time.Now().Add(time.Minute)
+		id, held, err := s.ClaimSend(ctx, "sess", "t1/0", later)
+		require.NoError(t, err)
+		assert.True(t, id == "" && held.IsZero(), "the first asker has the claim")
+		_, found, err := s.PlatformID(ctx, "sess", "t1/0")
+		require.NoError(t, err)
+		assert.False(t, found, "a claim is no sent message")
+
+		id, held, err = s.ClaimSend(ctx, "sess", "t1/0", later.Add(time.Hour))
+		require.NoError(t, err)
+		assert.Empty(t, id)
+		assert.WithinDuration(t, later, held, time.Second, "the second is told how long the first's claim holds")
+
+		require.NoError(t, s.MapMessage(ctx, "sess", "t1/0", "4711"), "the first records what it sent")
+		id, held, err = s.ClaimSend(ctx, "sess", "t1/0", later)
+		require.NoError(t, err)
+		assert.Equal(t, "4711", id, "then every asker learns it was sent")
+		assert.True(t, held.IsZero())
+		require.NoError(t, s.ReleaseSend(ctx, "sess", "t1/0"))
+		pid, found, err := s.PlatformID(ctx, "sess", "t1/0")
+		require.NoError(t, err)
+		assert.Equal(t, "4711", pid, "a release takes back a claim only, never a record")
+		assert.True(t, found)
+
+		// A claim past its time (its attempt was cut off) is taken over.
+		_, _, err = s.ClaimSend(ctx, "sess", "t2/0", time.Now().Add(-time.Second))
+		require.NoError(t, err)
+		id, held, err = s.ClaimSend(ctx, "sess", "t2/0", later)
+		require.NoError(t, err)
+		assert.True(t, id == "" && held.IsZero(), "taken over")
+		_, held, err = s.ClaimSend(ctx, "sess", "t2/0", later)
+		require.NoError(t, err)
+		assert.False(t, held.IsZero(), "and held again")
+
+		// A claim given back goes to the next asker at once.
+		require.NoError(t, s.ReleaseSend(ctx, "sess", "t2/0"))
+		id, held, err = s.ClaimSend(ctx, "sess", "t2/0", later)
+		require.NoError(t, err)
+		assert.True(t, id == "" && held.IsZero())
+	})
+
+	t.Run("two attempts that claim a chunk at once get one claim between them", func(t *testing.T) {
+		s, _ := open(t)
+		for round := range 20 {
+			key := fmt.Sprintf("t%d/0", round)
+			claimed := make(chan bool, 2)
+			for range 2 {
+				go func() {
+					id, held, err := s.ClaimSend(ctx, "sess", key, time.Now().Add(time.Minute))
+					claimed <- err == nil && id == "" && held.IsZero()
+				}()
+			}
+			a, b := <-claimed, <-claimed
+			assert.True(t, a != b, "round %d: exactly one claims (%v, %v)", round, a, b)
+		}
+	})
+
 	t.Run("feedback once per event", func(t *testing.T) {
 		s, _ := open(t)
 		f := Feedback{EventID: "u1", SessionID: "sess", MessageID: "telegram:1:55", Unresolved: true, SenderID: "bob", Emoji: "👍", CreatedAt: time.Now()}

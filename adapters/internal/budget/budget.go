@@ -147,6 +147,16 @@ func (b *Budget) Take(ctx context.Context, p adapters.Priority, op string, draws
 			b.mu.Unlock()
 			return nil
 		}
+		if left, ok := timeLeft(ctx); ok && (wait > 0 || blocked) && left < wait+CallMargin {
+			// Waiting would leave the call too little of its caller's
+			// time: refused now, so the call never starts late enough to
+			// be cut by the deadline after the platform took it (a send
+			// cut that way is sent again by its retry).
+			leave()
+			b.mu.Unlock()
+			return &adapters.Error{Kind: adapters.RateLimited, RetryAfter: max(wait, time.Second), Op: op,
+				Err: fmt.Errorf("the chat's delivery budget has no room for %s before the call's deadline, %s away", op, left.Round(time.Millisecond))}
+		}
 		if wait > 0 && now.Add(wait).Sub(start) > b.maxWait {
 			leave()
 			b.mu.Unlock()
@@ -184,6 +194,19 @@ func (b *Budget) Take(ctx context.Context, p adapters.Priority, op string, draws
 		}
 		t.Stop()
 	}
+}
+
+// CallMargin is what a platform call needs of its caller's time once its
+// turn comes: a wait that would leave less is not waited.
+const CallMargin = 2 * time.Second
+
+// timeLeft is how long ctx has until its deadline, where it has one.
+func timeLeft(ctx context.Context) (time.Duration, bool) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return 0, false
+	}
+	return time.Until(deadline), true
 }
 
 // spare says whether a preview may draw now: nothing cooling, nobody

@@ -179,10 +179,31 @@ func TestCancelledWaitIsTransient(t *testing.T) {
 	b := New(time.Hour, 0)
 	draw := Draw{Key: "chat", Rule: Rule{Every: time.Hour, Burst: 1}, Cost: 1}
 	require.NoError(t, b.Take(context.Background(), adapters.PriorityFinal, "send", draw))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
-	defer cancel()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(10*time.Millisecond, cancel)
 	err := b.Take(ctx, adapters.PriorityFinal, "send", draw)
 	kind, _ := adapters.Classify(err)
 	assert.Equal(t, adapters.Transient, kind)
-	assert.True(t, errors.Is(err, context.DeadlineExceeded))
+	assert.True(t, errors.Is(err, context.Canceled))
+}
+
+// A call whose turn would come too near its caller's deadline is refused
+// at once, as rate limited, rather than started late: a send the
+// deadline cuts after the platform took it would be sent again.
+func TestAWaitThatWouldReachTheDeadlineIsRefusedAtOnce(t *testing.T) {
+	b := New(time.Minute, 0)
+	draw := Draw{Key: "chat", Rule: Rule{Every: 2 * time.Second, Burst: 1}, Cost: 1}
+	require.NoError(t, b.Take(context.Background(), adapters.PriorityFinal, "send", draw))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	err := b.Take(ctx, adapters.PriorityFinal, "send", draw)
+	wait, limited := RateLimited(err)
+	require.True(t, limited, "refused: a 2 s wait leaves less than CallMargin of 3 s: %v", err)
+	assert.Less(t, time.Since(start), time.Second, "at once, not after waiting")
+	assert.Greater(t, wait, time.Second, "and told when its turn comes")
+
+	roomy, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	assert.NoError(t, b.Take(roomy, adapters.PriorityFinal, "send", draw), "with time for the wait and the call, it waits")
 }
