@@ -512,12 +512,18 @@ const errDeliveryInFlight = "DeliveryInFlight"
 // has no deadline of its own (a test, a caller outside Temporal).
 const claimHoldWithoutDeadline = time.Minute
 
-// claimUntil is how long an attempt's claim on a chunk holds: its
-// deadline, and the ledger write after it (recordSent), and a second of
-// clock difference between workers.
+// claimRecordMargin is how long past its attempt's deadline a claim
+// holds: time for the ledger write that follows a send cut close to the
+// deadline (a write usually takes milliseconds; recordSent allows up to
+// ledgerWriteBudget), and for the clocks of two workers to differ. It is
+// also what a worker's crash in the middle of a send adds to the retry's
+// wait, so it is not the whole of ledgerWriteBudget.
+const claimRecordMargin = 2 * time.Second
+
+// claimUntil is how long an attempt's claim on a chunk holds.
 func claimUntil(ctx context.Context, now time.Time) time.Time {
 	if deadline, ok := ctx.Deadline(); ok {
-		return deadline.Add(ledgerWriteBudget + time.Second)
+		return deadline.Add(claimRecordMargin)
 	}
 	return now.Add(claimHoldWithoutDeadline)
 }
