@@ -242,6 +242,10 @@ func (a *Activities) AgentTurn(ctx context.Context, req pipeline.TurnRequest) (p
 	if answer.Usage != (pipeline.Usage{}) {
 		result.Usage = &answer.Usage
 	}
+	if fixed := uniqueCallIDs(req.Step, req.Rounds, result.ToolCalls); len(fixed) > 0 && a.Logger != nil {
+		// The IDs only: a call's arguments may be private.
+		a.Logger.Info("Tool call IDs were empty or repeated; replaced them", "session", req.Session.WorkflowID(), "turn", req.TurnID, "step", req.Step, "model", req.Model, "calls", len(result.ToolCalls), "replaced", fixed)
+	}
 	for i := range result.ToolCalls {
 		a.Tools.declare(&result.ToolCalls[i])
 	}

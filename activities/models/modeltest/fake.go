@@ -72,6 +72,11 @@ type Request struct {
 	// order: OpenAI's file parts (file_data) and Anthropic's document
 	// blocks with a base64 source.
 	Documents []Document
+	// CallIDs are the IDs of the assistant's tool calls sent back
+	// (OpenAI's tool_calls, Anthropic's tool_use blocks), in order;
+	// ResultIDs are those the tool results answer (OpenAI's tool
+	// messages' tool_call_id, Anthropic's tool_result tool_use_id).
+	CallIDs, ResultIDs []string
 }
 
 // Document is a document part the fake was sent, decoded.
@@ -253,8 +258,12 @@ func (s *Server) Requests() []Request {
 }
 
 type wireMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCallID string          `json:"tool_call_id"`
+	ToolCalls  []struct {
+		ID string `json:"id"`
+	} `json:"tool_calls"`
 }
 
 type wireRequest struct {
@@ -311,6 +320,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		seen.Messages = append(seen.Messages, m.Role+": "+t)
 		seen.Images = append(seen.Images, images(m.Content)...)
 		seen.Documents = append(seen.Documents, documents(m.Content)...)
+		calls, results := callIDs(m)
+		seen.CallIDs = append(seen.CallIDs, calls...)
+		seen.ResultIDs = append(seen.ResultIDs, results...)
 		if m.Role == "user" && t != "" {
 			last = t
 		}
@@ -545,6 +557,34 @@ func text(raw json.RawMessage) string {
 		parts[i] = b.Text
 	}
 	return strings.Join(parts, "")
+}
+
+// callIDs reads the tool call IDs of a message: those of the calls and
+// those the results answer, in either provider's form.
+func callIDs(m wireMessage) (calls, results []string) {
+	for _, c := range m.ToolCalls {
+		calls = append(calls, c.ID)
+	}
+	if m.Role == "tool" {
+		results = append(results, m.ToolCallID)
+	}
+	var blocks []struct {
+		Type      string `json:"type"`
+		ID        string `json:"id"`
+		ToolUseID string `json:"tool_use_id"`
+	}
+	if json.Unmarshal(m.Content, &blocks) != nil {
+		return calls, results
+	}
+	for _, b := range blocks {
+		switch b.Type {
+		case "tool_use":
+			calls = append(calls, b.ID)
+		case "tool_result":
+			results = append(results, b.ToolUseID)
+		}
+	}
+	return calls, results
 }
 
 // images reads the image blocks of a content list: OpenAI's image_url
