@@ -50,7 +50,8 @@ func hangingDocsServer(t *testing.T) (url string, lookups, creates *atomic.Int32
 // A worker killed (SIGKILL, real processes) while an MCP call runs: the
 // call's attempt times out (the tool's own timeout, plus a grace), and a
 // read-only call is made again on the next worker, while a writing one
-// is not: the model reads that it could not be run, and the tool ran
+// is not: the model reads that its outcome is unknown and that it may
+// have acted (so it asks before calling it again), and the tool ran
 // once.
 func TestAWorkerKilledMidMCPCall(t *testing.T) {
 	t.Parallel()
@@ -98,7 +99,7 @@ func TestAWorkerKilledMidMCPCall(t *testing.T) {
 	require.Len(t, requests, 2)
 	assert.Contains(t, strings.Join(requests[1].Messages, "\n"), "page faq", "the model read the second attempt's result")
 
-	// Writing: not made again; the model reads that it could not run.
+	// Writing: not made again; the model reads that it may have acted.
 	fake.AddMessage(telegramtest.Incoming{Chat: chat, From: tgAlice, Text: "create a news page"})
 	require.Eventually(t, func() bool { return creates.Load() == 1 }, time.Minute, 10*time.Millisecond, "the create reached the server")
 	worker.Kill()
@@ -107,5 +108,7 @@ func TestAWorkerKilledMidMCPCall(t *testing.T) {
 	assert.Equal(t, int32(1), creates.Load(), "the writing call ran once")
 	requests = oa.Requests()
 	require.Len(t, requests, 4)
-	assert.Contains(t, strings.Join(requests[3].Messages, "\n"), "the tool could not be run", "the model read why")
+	assert.Contains(t, strings.Join(requests[3].Messages, "\n"), "the tool's outcome is unknown", "the model read why")
+	assert.Contains(t, strings.Join(requests[3].Messages, "\n"), "it may have acted before it stopped. Do not call it again without asking the user.",
+		"and that the call may have acted")
 }

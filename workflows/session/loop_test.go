@@ -345,3 +345,25 @@ func TestSignalsTakenTogetherKeepOnlyTheirOwnFields(t *testing.T) {
 	assert.Equal(t, []pipeline.Feedback{liked, plain}, got.Feedback, "the second reaction has no emoji of the first")
 	assert.Equal(t, []pipeline.Inbound{owner, member}, got.Messages, "the member's message is the member's alone")
 }
+
+func TestAToolCallThatTimedOutMayHaveActedUnlessItIsReadOnly(t *testing.T) {
+	timeout := &Failure{Type: "Timeout", Cause: "it ran out of time (start_to_close)"}
+	lost := &Failure{Type: FailureWorkerLost, Cause: "it ran out of time (heartbeat)"}
+	refused := &Failure{Type: "ToolFailed", Cause: "the server went away"}
+	writing, readOnly := pipeline.ToolCall{Name: "create"}, pipeline.ToolCall{Name: "lookup", Attempts: 3}
+	for _, tc := range []struct {
+		name string
+		call pipeline.ToolCall
+		f    *Failure
+		want string
+	}{
+		{"writing, timed out", writing, timeout, "the tool's outcome is unknown: it ran out of time (start_to_close), and it may have acted before it stopped. Do not call it again without asking the user."},
+		{"writing, worker lost", writing, lost, "the tool's outcome is unknown: it ran out of time (heartbeat), and it may have acted before it stopped. Do not call it again without asking the user."},
+		{"writing, refused", writing, refused, "the tool could not be run: the server went away"},
+		{"read-only, timed out", readOnly, timeout, "the tool could not be run: it ran out of time (start_to_close)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, failedToolOutput(tc.call, tc.f))
+		})
+	}
+}

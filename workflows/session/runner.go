@@ -109,7 +109,7 @@ func (r *runner) start(e Effect) {
 			}
 			call := e.Invocation.Call
 			return ToolRan{TurnID: e.TurnID, Step: e.Step, Result: pipeline.ToolResult{
-				CallID: call.ID, Name: call.Name, Output: "the tool could not be run: " + cmp.Or(f.Cause, f.Error()), IsError: true,
+				CallID: call.ID, Name: call.Name, Output: failedToolOutput(call, f), IsError: true,
 			}}
 		})
 	case Deliver:
@@ -123,6 +123,19 @@ func (r *runner) start(e Effect) {
 	default:
 		panic(fmt.Sprintf("session runner: no way to run %T", e))
 	}
+}
+
+// failedToolOutput is what the model reads of a tool call that failed.
+// A call that timed out, or whose worker was lost, may have acted before
+// it stopped; unless the tool is read-only (declared to be tried more
+// than once), the model is told so, lest it call the tool again and act
+// twice.
+func failedToolOutput(call pipeline.ToolCall, f *Failure) string {
+	cause := cmp.Or(f.Cause, f.Error())
+	if (f.Type == "Timeout" || f.Type == FailureWorkerLost) && call.Attempts <= 1 {
+		return "the tool's outcome is unknown: " + cause + ", and it may have acted before it stopped. Do not call it again without asking the user."
+	}
+	return "the tool could not be run: " + cause
 }
 
 // arm starts a timer, replacing one of the same name.
