@@ -44,16 +44,17 @@ func TestDiscordFinalIsNeverHeldBehindPreviews(t *testing.T) {
 	assert.Equal(t, "Hello, the whole answer", fake.Sent(outGeneral)[0].Content)
 }
 
-func TestDiscordEditThatChangesNothingIsNotSent(t *testing.T) {
+func TestDiscordPreviewEditThatChangesNothingIsNotSent(t *testing.T) {
 	fake := outFake(t, discordtest.Options{})
 	c := outClient(t, fake, ClientConfig{})
 	ctx := context.Background()
+	preview := adapters.WithPriority(ctx, adapters.PriorityPreview)
 	id, err := c.Send(ctx, pipeline.Delivery{Session: outSession(outGeneral), IdempotencyKey: "t/0", Text: "same", Total: 1})
 	require.NoError(t, err)
-	require.NoError(t, c.Edit(ctx, pipeline.Edit{Session: outSession(outGeneral), PlatformMessageID: id, Text: "same"}))
+	require.NoError(t, c.Edit(preview, pipeline.Edit{Session: outSession(outGeneral), PlatformMessageID: id, Text: "same"}))
 	assert.Empty(t, fake.Calls(discordtest.RouteEdit))
-	require.NoError(t, c.Edit(ctx, pipeline.Edit{Session: outSession(outGeneral), PlatformMessageID: id, Text: "new"}))
-	require.NoError(t, c.Edit(ctx, pipeline.Edit{Session: outSession(outGeneral), PlatformMessageID: id, Text: "new"}))
+	require.NoError(t, c.Edit(preview, pipeline.Edit{Session: outSession(outGeneral), PlatformMessageID: id, Text: "new"}))
+	require.NoError(t, c.Edit(preview, pipeline.Edit{Session: outSession(outGeneral), PlatformMessageID: id, Text: "new"}))
 	assert.Len(t, fake.Calls(discordtest.RouteEdit), 1)
 }
 
@@ -73,4 +74,30 @@ func TestDiscordEditHonoursRetryAfter(t *testing.T) {
 	kind, _ = adapters.Classify(c.Edit(ctx, pipeline.Edit{Session: outSession(outGeneral), PlatformMessageID: id, Text: "abcd"}))
 	assert.Equal(t, adapters.RateLimited, kind, "the final edit waits too: the activity retries it after the wait")
 	assert.Len(t, fake.Calls(discordtest.RouteEdit), 1, "only the edit answered 429 reached Discord")
+}
+
+// Two workers share the channel's messages but not what each remembers
+// of them: worker A streamed the whole answer into the preview, a later
+// attempt on worker B left part of it there, and the final delivery
+// lands on A. A's memory says the preview shows the answer; the edit
+// that makes it the reply goes all the same, where a preview's edit to
+// what A remembers is skipped.
+func TestDiscordFinalEditGoesWhateverThisWorkerRemembers(t *testing.T) {
+	fake := outFake(t, discordtest.Options{})
+	a, b := outClient(t, fake, ClientConfig{}), outClient(t, fake, ClientConfig{})
+	ctx := context.Background()
+	preview := adapters.WithPriority(ctx, adapters.PriorityPreview)
+	session := outSession(outGeneral)
+	const answer = "Hello, the whole answer"
+
+	id, err := a.Send(preview, pipeline.Delivery{Session: session, IdempotencyKey: "t/preview", Text: "Hel", Total: 1})
+	require.NoError(t, err)
+	require.NoError(t, a.Edit(preview, pipeline.Edit{Session: session, PlatformMessageID: id, Text: answer}))
+	require.NoError(t, b.Edit(preview, pipeline.Edit{Session: session, PlatformMessageID: id, Text: "Hello, the"}))
+	require.NoError(t, a.Edit(preview, pipeline.Edit{Session: session, PlatformMessageID: id, Text: answer}))
+	require.Len(t, fake.Calls(discordtest.RouteEdit), 2, "a preview's edit to what A remembers is skipped")
+
+	require.NoError(t, a.Edit(ctx, pipeline.Edit{Session: session, PlatformMessageID: id, Text: answer}))
+	assert.Len(t, fake.Calls(discordtest.RouteEdit), 3, "the final edit is sent")
+	assert.Equal(t, answer, fake.Sent(outGeneral)[0].Content)
 }

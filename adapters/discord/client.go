@@ -236,7 +236,7 @@ func (c *Client) Edit(ctx context.Context, e pipeline.Edit) error {
 	}
 	body := messageBody{Content: c.content(e.Session, e.Text), AllowedMentions: noMentions(), Components: rows}
 	key := channel + "/" + e.PlatformMessageID
-	if c.shown.Same(key, body.Content, e.Buttons) {
+	if c.shown.Skips(ctx, key, body.Content, e.Buttons) {
 		return nil
 	}
 	err = c.call(ctx, request{op: opEdit, method: http.MethodPatch, url: discordgo.EndpointChannelMessage(channel, e.PlatformMessageID),

@@ -52,17 +52,18 @@ func TestSlackFinalIsNeverHeldBehindPreviews(t *testing.T) {
 	assert.Equal(t, "Hello, the whole answer", m.Text)
 }
 
-func TestSlackEditThatChangesNothingIsNotSent(t *testing.T) {
+func TestSlackPreviewEditThatChangesNothingIsNotSent(t *testing.T) {
 	fake := outboundFake(t)
 	c := outboundClient(t, fake)
 	ctx := context.Background()
+	preview := adapters.WithPriority(ctx, adapters.PriorityPreview)
 	session := outboundSession("C1")
 	ts, err := c.Send(ctx, pipeline.Delivery{Session: session, IdempotencyKey: "t/0", Text: "same", Total: 1})
 	require.NoError(t, err)
-	require.NoError(t, c.Edit(ctx, pipeline.Edit{Session: session, PlatformMessageID: ts, Text: "same"}))
+	require.NoError(t, c.Edit(preview, pipeline.Edit{Session: session, PlatformMessageID: ts, Text: "same"}))
 	assert.Empty(t, fake.Calls("chat.update"))
-	require.NoError(t, c.Edit(ctx, pipeline.Edit{Session: session, PlatformMessageID: ts, Text: "new"}))
-	require.NoError(t, c.Edit(ctx, pipeline.Edit{Session: session, PlatformMessageID: ts, Text: "new"}))
+	require.NoError(t, c.Edit(preview, pipeline.Edit{Session: session, PlatformMessageID: ts, Text: "new"}))
+	require.NoError(t, c.Edit(preview, pipeline.Edit{Session: session, PlatformMessageID: ts, Text: "new"}))
 	assert.Len(t, fake.Calls("chat.update"), 1)
 }
 
@@ -85,4 +86,31 @@ func TestSlackEditHonoursRetryAfter(t *testing.T) {
 	assert.Len(t, fake.Calls("chat.update"), 1, "only the edit answered 429 reached Slack")
 	_, err = c.Send(ctx, pipeline.Delivery{Session: session, IdempotencyKey: "t/1", Text: "a post", Total: 1})
 	assert.NoError(t, err, "chat.update's Retry-After holds that method, not the channel's posts")
+}
+
+// Two workers share the channel's messages but not what each remembers
+// of them: worker A streamed the whole answer into the preview, a later
+// attempt on worker B left part of it there, and the final delivery
+// lands on A. A's memory says the preview shows the answer; the edit
+// that makes it the reply goes all the same, where a preview's edit to
+// what A remembers is skipped.
+func TestSlackFinalEditGoesWhateverThisWorkerRemembers(t *testing.T) {
+	fake := outboundFake(t)
+	a, b := outboundClient(t, fake), outboundClient(t, fake)
+	ctx := context.Background()
+	preview := adapters.WithPriority(ctx, adapters.PriorityPreview)
+	session := outboundSession("C1")
+	const answer = "Hello, the whole answer"
+
+	ts, err := a.Send(preview, pipeline.Delivery{Session: session, IdempotencyKey: "t/preview", Text: "Hel", Total: 1})
+	require.NoError(t, err)
+	require.NoError(t, a.Edit(preview, pipeline.Edit{Session: session, PlatformMessageID: ts, Text: answer}))
+	require.NoError(t, b.Edit(preview, pipeline.Edit{Session: session, PlatformMessageID: ts, Text: "Hello, the"}))
+	require.NoError(t, a.Edit(preview, pipeline.Edit{Session: session, PlatformMessageID: ts, Text: answer}))
+	require.Len(t, fake.Calls("chat.update"), 2, "a preview's edit to what A remembers is skipped")
+
+	require.NoError(t, a.Edit(ctx, pipeline.Edit{Session: session, PlatformMessageID: ts, Text: answer}))
+	assert.Len(t, fake.Calls("chat.update"), 3, "the final edit is sent")
+	m, _ := fake.Message("C1", ts)
+	assert.Equal(t, answer, m.Text)
 }

@@ -233,7 +233,7 @@ func (c *Client) Edit(ctx context.Context, e pipeline.Edit) error {
 		opts[1] = slack.MsgOptionBlocks()
 	}
 	key := messageKey(channel, e.PlatformMessageID)
-	if c.shown.Same(key, text, e.Buttons) {
+	if c.shown.Skips(ctx, key, text, e.Buttons) {
 		return nil
 	}
 	if err := c.pace.wait(ctx, adapters.PriorityOf(ctx), channel, op); err != nil {

@@ -48,20 +48,21 @@ func TestAFinalIsNeverHeldBehindPreviews(t *testing.T) {
 	assert.Equal(t, "Hello, the whole answer", fake.Sent(chat.ID)[0].Text)
 }
 
-func TestAnEditThatChangesNothingIsNotSent(t *testing.T) {
+func TestAPreviewEditThatChangesNothingIsNotSent(t *testing.T) {
 	fake, c := fakeAndClient(t, nil)
 	chat := telegramtest.Private(user42.ID)
 	fake.AddMessage(telegramtest.Incoming{Chat: chat, From: user42, Text: "hi"})
 	ctx := context.Background()
+	preview := adapters.WithPriority(ctx, adapters.PriorityPreview)
 	id, err := c.Send(ctx, pipeline.Delivery{Session: keyOf(chat), IdempotencyKey: "t/0", Text: "same"})
 	require.NoError(t, err)
-	require.NoError(t, c.Edit(ctx, pipeline.Edit{Session: keyOf(chat), PlatformMessageID: id, Text: "same"}))
+	require.NoError(t, c.Edit(preview, pipeline.Edit{Session: keyOf(chat), PlatformMessageID: id, Text: "same"}))
 	assert.Empty(t, fake.Calls("editMessageText"), "the message shows it already")
-	require.NoError(t, c.Edit(ctx, pipeline.Edit{Session: keyOf(chat), PlatformMessageID: id, Text: "new"}))
-	require.NoError(t, c.Edit(ctx, pipeline.Edit{Session: keyOf(chat), PlatformMessageID: id, Text: "new"}))
+	require.NoError(t, c.Edit(preview, pipeline.Edit{Session: keyOf(chat), PlatformMessageID: id, Text: "new"}))
+	require.NoError(t, c.Edit(preview, pipeline.Edit{Session: keyOf(chat), PlatformMessageID: id, Text: "new"}))
 	assert.Len(t, fake.Calls("editMessageText"), 1)
 	buttons := []pipeline.Button{{Text: "Approve", Action: "approve:p1"}}
-	require.NoError(t, c.Edit(ctx, pipeline.Edit{Session: keyOf(chat), PlatformMessageID: id, Text: "new", Buttons: buttons}))
+	require.NoError(t, c.Edit(preview, pipeline.Edit{Session: keyOf(chat), PlatformMessageID: id, Text: "new", Buttons: buttons}))
 	assert.Len(t, fake.Calls("editMessageText"), 2, "new buttons are a change")
 }
 
@@ -160,4 +161,32 @@ func TestTwoWorkersInOneChatHonourTheirRetryAfter(t *testing.T) {
 func retryAfter(err error) (time.Duration, bool) {
 	kind, wait := adapters.Classify(err)
 	return wait, err != nil && kind == adapters.RateLimited
+}
+
+// Two workers share the chat's messages but not what each remembers of
+// them: worker A streamed the whole answer into the preview, a later
+// attempt on worker B left part of it there, and the final delivery
+// lands on A. A's memory says the preview shows the answer; the edit
+// that makes it the reply goes all the same, where a preview's edit to
+// what A remembers is skipped.
+func TestTheFinalEditGoesWhateverThisWorkerRemembers(t *testing.T) {
+	fake := telegramtest.New(testToken)
+	t.Cleanup(fake.Close)
+	a, b := pacedClient(t, fake, Pacing{}), pacedClient(t, fake, Pacing{})
+	chat := telegramtest.Private(user42.ID)
+	fake.AddMessage(telegramtest.Incoming{Chat: chat, From: user42, Text: "hi"})
+	ctx := context.Background()
+	preview := adapters.WithPriority(ctx, adapters.PriorityPreview)
+	const answer = "Hello, the whole answer"
+
+	id, err := a.Send(preview, pipeline.Delivery{Session: keyOf(chat), IdempotencyKey: "t/preview", Text: "Hel"})
+	require.NoError(t, err)
+	require.NoError(t, a.Edit(preview, pipeline.Edit{Session: keyOf(chat), PlatformMessageID: id, Text: answer}))
+	require.NoError(t, b.Edit(preview, pipeline.Edit{Session: keyOf(chat), PlatformMessageID: id, Text: "Hello, the"}))
+	require.NoError(t, a.Edit(preview, pipeline.Edit{Session: keyOf(chat), PlatformMessageID: id, Text: answer}))
+	require.Len(t, fake.Calls("editMessageText"), 2, "a preview's edit to what A remembers is skipped")
+
+	require.NoError(t, a.Edit(ctx, pipeline.Edit{Session: keyOf(chat), PlatformMessageID: id, Text: answer}))
+	assert.Len(t, fake.Calls("editMessageText"), 3, "the final edit is sent")
+	assert.Equal(t, answer, fake.Sent(chat.ID)[0].Text)
 }

@@ -236,7 +236,8 @@ func (c *Client) failed(chat int64, op string, err error) error {
 
 // Edit replaces a bot message's text and buttons (a decided proposal
 // loses its buttons). Editing to what is already there succeeds, and
-// when this worker knows the message shows it already, costs no call.
+// for a preview's edit this worker knows the message shows already,
+// costs no call (budget.Shown.Skips).
 func (c *Client) Edit(ctx context.Context, e pipeline.Edit) error {
 	chat, err := chatOf(e.Session)
 	if err != nil {
@@ -253,7 +254,7 @@ func (c *Client) Edit(ctx context.Context, e pipeline.Edit) error {
 	params := &bot.EditMessageTextParams{ChatID: chat, MessageID: msgID, ReplyMarkup: markup}
 	params.Text, params.ParseMode = formatted(e.Text)
 	key := shownKey(chat, e.PlatformMessageID)
-	if c.shown.Same(key, e.Text, e.Buttons) {
+	if c.shown.Skips(ctx, key, e.Text, e.Buttons) {
 		return nil
 	}
 	if err := c.pace.wait(ctx, adapters.PriorityOf(ctx), opEdit, chat, costMessage); err != nil {

@@ -24,6 +24,14 @@ const (
 	// defaultProposalTTL is how long a proposal waits when
 	// REPLYFLOW_PROPOSAL_TTL is unset.
 	defaultProposalTTL = 24 * time.Hour
+	// maxReasonBytes bounds the reason a decided proposal keeps, and
+	// shows and tells the model: the decider writes it (/reject <id>
+	// <reason> takes a whole message, an operator's --reason any length),
+	// and each of the keptProposals carries its own in the state.
+	maxReasonBytes = 512
+	// maxDeciderBytes bounds the decider a proposal keeps: a chat
+	// decider ("provider:id") is never longer, an operator's name may be.
+	maxDeciderBytes = 256
 )
 
 // Proposal states.
@@ -199,7 +207,9 @@ func (s *ProposalsState) check(env Env, d pipeline.Decision, ownerVerified bool)
 		return false, fmt.Errorf("%s is not allowed to decide proposal %s: only owners%s may", d.By, d.ID, also)
 	}
 	if p.Status != ProposalPending {
-		if p.Status == outcomeOf(d.Decision) && p.DecidedBy == d.By {
+		// A decider kept before it was cut (in state an earlier run
+		// carried) matches whole.
+		if p.Status == outcomeOf(d.Decision) && (p.DecidedBy == d.By || p.DecidedBy == keptDecider(d.By)) {
 			return true, nil
 		}
 		decider := p.DecidedBy
@@ -397,9 +407,11 @@ func (s *ProposalsState) Pending() int {
 	return n
 }
 
-// settle decides proposal id as status: its arguments are dropped, it
-// moves to the end of the list, the oldest decided beyond keptProposals
-// are pruned, its message loses its buttons and its turn hears of it.
+// settle decides proposal id as status: its arguments are dropped, its
+// decider and reason are cut to their bounds (what it keeps is what it
+// shows and tells the turn), it moves to the end of the list, the oldest
+// decided beyond keptProposals are pruned, its message loses its
+// buttons and its turn hears of it.
 // It works on a copy, so pruning (which shifts the list) cannot change
 // what it reports.
 func (s *ProposalsState) settle(env Env, id, status, by, reason string) []Effect {
@@ -408,6 +420,7 @@ func (s *ProposalsState) settle(env Env, id, status, by, reason string) []Effect
 		return nil
 	}
 	p := s.Proposals[i]
+	by, reason = keptDecider(by), pipeline.CutBytes(reason, maxReasonBytes)
 	p.Status, p.DecidedBy, p.Reason = status, by, reason
 	p.Call.Arguments = ""
 	s.Proposals = append(append(s.Proposals[:i:i], s.Proposals[i+1:]...), p)
@@ -421,6 +434,9 @@ func (s *ProposalsState) settle(env Env, id, status, by, reason string) []Effect
 		Approved: status == ProposalApproved, Expired: status == ProposalExpired, DecidedBy: by, Reason: reason,
 	}})
 }
+
+// keptDecider is the decider by as a decided proposal keeps it.
+func keptDecider(by string) string { return pipeline.CutBytes(by, maxDeciderBytes) }
 
 // prune drops the earliest decided proposals beyond keptProposals.
 func (s *ProposalsState) prune() {

@@ -522,3 +522,87 @@ func TestWhatTheModelReadsOfARefusedCall(t *testing.T) {
 		})
 	}
 }
+
+// TestADecisionsReasonAndDeciderAreKeptCut: the decider writes the reason
+// (a /reject command takes a whole message), and an operator names
+// themself; a decided proposal keeps, shows and tells the turn both cut
+// to their bounds on a character, so the keptProposals decided ones stay
+// small in the state the run carries.
+func TestADecisionsReasonAndDeciderAreKeptCut(t *testing.T) {
+	long := strings.Repeat("no", pipeline.MaxTextBytes/2)
+	tests := []struct {
+		name       string
+		by, reason string
+		keptBy     string
+		keptReason string
+	}{
+		{name: "a whole message's reason", by: boss, reason: long,
+			keptBy: boss, keptReason: long[:maxReasonBytes-len("…")] + "…"},
+		{name: "a reason of two-byte characters, cut on one", by: boss, reason: "a" + strings.Repeat("ж", pipeline.MaxTextBytes/2-1),
+			keptBy: boss, keptReason: "a" + strings.Repeat("ж", (maxReasonBytes-len("…")-1)/2) + "…"},
+		{name: "an operator's long name", by: "operator:" + strings.Repeat("e", pipeline.MaxTextBytes), reason: "too much",
+			keptBy: "operator:" + strings.Repeat("e", maxDeciderBytes-len("operator:")-len("…")) + "…", keptReason: "too much"},
+		{name: "a reason at the bound", by: boss, reason: strings.Repeat("n", maxReasonBytes),
+			keptBy: boss, keptReason: strings.Repeat("n", maxReasonBytes)},
+	}
+	paths := []struct {
+		name   string
+		decide func(s *ProposalsState, d pipeline.Decision) []Effect
+	}{
+		{name: "command", decide: func(s *ProposalsState, d pipeline.Decision) []Effect {
+			run := &session{st: &State{Proposals: *s}}
+			out := run.decision(proposalEnv(time.Second), DecisionAsked{Decision: d, OwnerVerified: true, MessageID: "m2"})
+			*s = run.st.Proposals
+			return out
+		}},
+		{name: "signal", decide: func(s *ProposalsState, d pipeline.Decision) []Effect { return s.Decide(proposalEnv(time.Second), d) }},
+		{name: "update", decide: func(s *ProposalsState, d pipeline.Decision) []Effect {
+			out, _, err := s.Update(proposalEnv(time.Second), d)
+			require.NoError(t, err)
+			return out
+		}},
+	}
+	for _, tt := range tests {
+		for _, path := range paths {
+			t.Run(tt.name+" by "+path.name, func(t *testing.T) {
+				var s ProposalsState
+				proposeN(t, &s, 1)
+				d := reject("p1", tt.by, tt.reason)
+				out := path.decide(&s, d)
+				decided, edits := decidedIn(out), editsIn(out)
+				require.Len(t, decided, 1)
+				require.Len(t, edits, 1)
+				assert.True(t, strings.HasSuffix(edits[0].Text, "\nReason: "+tt.keptReason), "the message shows what is kept")
+
+				p := s.proposal(t, "p1")
+				assert.Equal(t, tt.keptBy, p.DecidedBy)
+				assert.Equal(t, tt.keptReason, p.Reason)
+				assert.LessOrEqual(t, len(p.Reason), maxReasonBytes)
+				assert.LessOrEqual(t, len(p.DecidedBy), maxDeciderBytes)
+				assert.Equal(t, tt.keptBy, decided[0].DecidedBy, "the turn hears what is kept")
+				assert.Equal(t, tt.keptReason, decided[0].Reason)
+				res, _ := decided[0].Refused()
+				assert.Equal(t, "The user rejected this call ("+tt.keptBy+"): "+tt.keptReason+". It was not run.", res.Output)
+
+				again, answer, err := s.Update(proposalEnv(2*time.Second), d)
+				require.NoError(t, err, "the same decision again is a repeat, however long its decider")
+				assert.Empty(t, again)
+				assert.Equal(t, "Proposal p1 rejected by "+tt.by+".", answer)
+			})
+		}
+	}
+}
+
+// TestADeciderKeptWholeByAnEarlierRunStillRepeats: state an earlier run
+// carried may hold a decider longer than maxDeciderBytes; the same
+// decision again is still a repeat.
+func TestADeciderKeptWholeByAnEarlierRunStillRepeats(t *testing.T) {
+	var s ProposalsState
+	proposeN(t, &s, 1)
+	by := "operator:" + strings.Repeat("e", 2*maxDeciderBytes)
+	s.Proposals[0].Status, s.Proposals[0].DecidedBy, s.Proposals[0].Reason = ProposalRejected, by, strings.Repeat("no", maxReasonBytes)
+	out, answer, err := s.Update(proposalEnv(time.Second), reject("p1", by, ""))
+	require.NoError(t, err)
+	assert.Empty(t, out)
+	assert.Equal(t, "Proposal p1 rejected by "+by+".", answer)
+}

@@ -27,9 +27,6 @@ const (
 	// length or its names.
 	assumedChainModels = 8
 	assumedModelBytes  = 128
-	// assumedReasonBytes: a decided proposal's reason is what the decider
-	// wrote (/reject <id> <reason>, or an operator's decide).
-	assumedReasonBytes = 1 << 10
 	// assumedReplyBytes: a direct reply is an answer the code writes
 	// (a command's, a notice), a few lines.
 	assumedReplyBytes = 4 << 10
@@ -101,7 +98,7 @@ var stateBounds = map[string]stateBound{
 	"session.LastChunkReady.Refs":         {by: "the turn's refs", holdsRun: true},
 	"pipeline.Delivery.Buttons":           {by: "a proposal's two buttons", holdsRun: true},
 	"pipeline.Delivery.ThenReact":         {by: "the turn's refs", holdsRun: true},
-	"session.ProposalsState.Proposals":    {by: "keptProposals decided (without arguments, reasons of assumedReasonBytes) and maxPendingProposals pending (the carried turn's calls)"},
+	"session.ProposalsState.Proposals":    {by: "keptProposals decided (without arguments, deciders of maxDeciderBytes, reasons of maxReasonBytes) and maxPendingProposals pending (the carried turn's calls)"},
 	"session.RepliesState.Replies":        {by: "maxPendingReplies of assumedReplyBytes", holdsRun: true},
 	"session.RepliesState.Calls":          {by: "maxCallsUnderWay", holdsRun: true},
 	"session.Compaction.Models":           {by: "the configured chain (assumedChainModels)", holdsRun: true},
@@ -423,7 +420,7 @@ func fillProposals(f stateFiller, s *ProposalsState) {
 	for i := range keptProposals + maxPendingProposals {
 		p := Proposal{ID: fmt.Sprintf("p%d", 1_000_000+i), Call: pipeline.ToolCall{ID: f.id("call", i), Name: "tool", RequiresApproval: true},
 			Summary: summary, Requester: f.who(i), Origin: f.id("m", i), ThreadID: f.id("thread", i), TurnID: f.turnID(0),
-			CreatedAt: f.now, ExpiresAt: f.now, Status: ProposalRejected, DecidedBy: f.who(i), Reason: f.text(assumedReasonBytes), MessageID: f.platformID("bot", i)}
+			CreatedAt: f.now, ExpiresAt: f.now, Status: ProposalRejected, DecidedBy: f.text(maxDeciderBytes), Reason: f.text(maxReasonBytes), MessageID: f.platformID("bot", i)}
 		if i >= keptProposals {
 			// A carried waiting turn's calls, its arguments among them.
 			p.Status, p.DecidedBy, p.Reason = ProposalPending, "", ""

@@ -1,16 +1,18 @@
 package budget
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 
+	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/adapters/internal/bounded"
 	"github.com/replyflow/replyflow/pipeline"
 )
 
 // Shown remembers what each message the bot sent or edited last shows,
-// so that an edit to the same is not sent: it would change nothing on
-// screen and still cost a call of the chat's budget. It keeps a digest
+// so that a preview's edit to the same is not sent (Skips): it would
+// change nothing on screen and still cost a call of the chat's budget. It keeps a digest
 // of the text and buttons per message, for at most the 4,096 messages
 // sent or edited last; what it forgot is edited as usual.
 type Shown struct{ m *bounded.Map }
@@ -23,6 +25,17 @@ func NewShown() *Shown { return &Shown{m: bounded.New(4096)} }
 func (s *Shown) Same(message, text string, buttons []pipeline.Button) bool {
 	was, ok := s.m.Get(message)
 	return ok && was == digest(text, buttons)
+}
+
+// Skips says whether an edit made with ctx may go unsent because message
+// shows text and buttons already. Only a streaming preview's edit
+// (adapters.PriorityPreview) is skipped: what Shown remembers is what
+// this process sent last, and another worker's attempt may have edited
+// the message since (a preview showing part of the answer). An edit of
+// any other priority, the one that turns a preview into the reply among
+// them, is sent; the platform takes an edit to the same as a success.
+func (s *Shown) Skips(ctx context.Context, message, text string, buttons []pipeline.Button) bool {
+	return adapters.PriorityOf(ctx) == adapters.PriorityPreview && s.Same(message, text, buttons)
 }
 
 // Put records that message shows text and buttons now.
