@@ -87,3 +87,50 @@ func TestARunAskedToMoveOnWhileItsTurnWaitsCarriesTheTurnAndItsQueue(t *testing.
 	require.Len(t, w2.toolCalls, 1, "the approved tool runs once, in the next run")
 	assert.Equal(t, []string{"paid: done", "You said: hello"}, w2.texts(), "the turn ends, then the queued message is answered")
 }
+
+// A silent turn (the model chose not to answer) ends with no reaction of
+// the session's own: its activity cleared ✍️, and the message stays
+// tracked as thinking. The run that continues as new leaves it behind,
+// so the next run may go idle and complete, and tracks what it must.
+func TestARunThatContinuesAsNewLeavesTheSilentTurnsMessagesBehind(t *testing.T) {
+	env, w := newLoopEnv(t)
+	w.agent = func(req pipeline.TurnRequest) pipeline.TurnResult { return pipeline.TurnResult{Model: req.Model} }
+	signalAt(env, time.Second, workflows.SignalInbound, inbound("m1", "alice", "nothing to say to this"))
+	signalAt(env, time.Minute, workflows.SignalMoveOn, moveOn)
+	env.ExecuteWorkflow(WorkflowName, Params{Session: loopSession})
+
+	next := continuedParams(t, env.GetWorkflowError())
+	require.Len(t, w.steps, 1, "the turn ran")
+	assert.Empty(t, w.texts(), "and said nothing")
+	assert.Empty(t, next.State.Reactions.Reactions, "the next run tracks no reaction of it")
+
+	env2, _ := newLoopEnv(t)
+	env2.SetStartTime(env.Now())
+	start := env2.Now()
+	env2.ExecuteWorkflow(WorkflowName, next)
+	require.True(t, env2.IsWorkflowCompleted())
+	require.NoError(t, env2.GetWorkflowError(), "the next run idles out")
+	assert.LessOrEqual(t, env2.Now().Sub(start), 24*time.Hour, "within its TTL")
+}
+
+func TestForgetStaleThinkingKeepsWhatATurnOrTheScheduleStillNeeds(t *testing.T) {
+	at := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	s := ReactionsState{
+		Reactions: []Reaction{
+			{MessageID: "stale", State: pipeline.ReactionThinking},
+			{MessageID: "active", State: pipeline.ReactionThinking},
+			{MessageID: "shown", State: pipeline.ReactionThinking, Shown: true},
+			{MessageID: "done", State: pipeline.ReactionDone, Shown: true, ClearAt: at},
+			{MessageID: "retrying", State: pipeline.ReactionThinking, RetryAt: at},
+			{MessageID: "queued", State: pipeline.ReactionThinking},
+			{MessageID: "received", State: pipeline.ReactionReceived},
+		},
+		Changes: []pipeline.ReactionChange{{MessageID: "queued", State: pipeline.ReactionNone}},
+	}
+	assert.Equal(t, 1, s.ForgetStaleThinking([]msgRef{{ID: "active"}}))
+	var left []string
+	for _, r := range s.Reactions {
+		left = append(left, r.MessageID)
+	}
+	assert.Equal(t, []string{"active", "shown", "done", "retrying", "queued", "received"}, left)
+}

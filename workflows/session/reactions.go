@@ -312,6 +312,22 @@ func (s *ReactionsState) Resume(env Env) []Effect {
 // Busy is true while a change is being applied.
 func (s *ReactionsState) Busy() bool { return s.Applying }
 
+// ForgetStaleThinking drops the tracked messages that no turn answers any
+// more and whose ✍️ only a model step showed: thinking, never shown by
+// the session, nothing scheduled or queued, and not among keep (the refs
+// of a turn still under way). A turn that ends with no reaction of the
+// session's own (a silent one, whose activity cleared ✍️ itself) leaves
+// such entries behind; kept, they would keep the session from going idle
+// and fill maxReactions. It returns how many it dropped.
+func (s *ReactionsState) ForgetStaleThinking(keep []msgRef) int {
+	n := len(s.Reactions)
+	s.Reactions = slices.DeleteFunc(s.Reactions, func(r Reaction) bool {
+		return r.State == pipeline.ReactionThinking && !r.Shown && r.ClearAt.IsZero() && r.RetryAt.IsZero() && !s.queued(r.MessageID) &&
+			!slices.ContainsFunc(keep, func(ref msgRef) bool { return ref.ID == r.MessageID })
+	})
+	return n - len(s.Reactions)
+}
+
 // Pending is true while a message shows (or waits to show) a reaction.
 func (s *ReactionsState) Pending() bool { return len(s.Reactions) > 0 || len(s.Changes) > 0 }
 

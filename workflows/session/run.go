@@ -127,6 +127,15 @@ func (s *session) waitWhileIdle() (expired bool, err error) {
 
 func (s *session) continueAsNew() error {
 	s.log.Info("Continuing as new", "history_length", workflow.GetInfo(s.ctx).GetCurrentHistoryLength(), "asked", s.movingOn)
+	// What this run carries only: the run replays as it ran, and the
+	// next one starts without what no turn answers any more.
+	var keep []msgRef
+	if a := s.st.Turn.Active; a != nil {
+		keep = a.Refs
+	}
+	if n := s.st.Reactions.ForgetStaleThinking(keep); n > 0 {
+		s.log.Info("Left behind the reactions no turn answers any more", "forgotten", n)
+	}
 	return workflow.NewContinueAsNewError(s.ctx, WorkflowName, Params{Session: s.key, State: s.st})
 }
 
