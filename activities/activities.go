@@ -91,7 +91,7 @@ func (a *Activities) LoadSettings(ctx context.Context, key pipeline.SessionKey) 
 		s = a.ChannelSettings(key, s)
 	}
 	if a.Store != nil {
-		entry, err := a.Store.SessionEntry(ctx, key.WorkflowID())
+		entry, err := a.Store.SavedSettings(ctx, key.WorkflowID())
 		if err != nil {
 			return s, err
 		}

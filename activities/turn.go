@@ -22,6 +22,7 @@ const transcriptWindow = store.CurrentTranscriptKept
 // the real one.
 type Transcripts interface {
 	SessionEntry(ctx context.Context, sessionID string) (store.Entry, error)
+	SavedSettings(ctx context.Context, sessionID string) (store.Entry, error)
 	SaveSettings(ctx context.Context, e store.Entry) error
 	StartTranscript(ctx context.Context, sessionID, key string) (string, error)
 	Append(ctx context.Context, transcriptID string, msgs []store.Message) error

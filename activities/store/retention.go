@@ -31,7 +31,10 @@ import (
 //   - chat_log (what the web chat shows): ChatLog after a message was
 //     last written, and per chat at most ChatLogMessages messages within
 //     ChatLogBytes (chatlog.go).
-//   - sessions: one row per session, kept (the chat's settings).
+//   - sessions: one row per session that kept something (a setting, a
+//     transcript), kept (the chat's settings); reading a session's
+//     settings makes none (SavedSettings), so a refused stranger leaves
+//     no row.
 //   - voice_replies: one row per chat whose voice replies someone
 //     switched (/voice), kept like sessions (voice.go).
 //   - owners: who claimed the agent, kept.

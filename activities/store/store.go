@@ -227,6 +227,22 @@ type Entry struct {
 
 // SessionEntry returns the session's entry, creating it (with a first
 // transcript) if it has none.
+// SavedSettings reads a session's entry without making one: a session
+// with none has the defaults and its first transcript. Every session run
+// reads it as it starts, the refused strangers' too, so it must leave no
+// row behind: the entry is made when something is kept in it (a setting,
+// a transcript).
+func (s *Store) SavedSettings(ctx context.Context, sessionID string) (Entry, error) {
+	e := Entry{SessionID: sessionID, TranscriptID: sessionID + "#1"}
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT transcript_id, model_override, think_level, queue_json, activation, tool_lines, usage_mode, muted, updated_at FROM sessions WHERE session_id = ?`), sessionID).
+		Scan(&e.TranscriptID, &e.ModelOverride, &e.ThinkLevel, &e.QueueJSON, &e.Activation, &e.Verbose, &e.UsageMode, &e.Muted, &e.UpdatedAt)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return Entry{}, fmt.Errorf("read the session entry of %s: %w", sessionID, err)
+	}
+	return e, nil
+}
+
+// SessionEntry returns a session's entry, making it when there is none.
 func (s *Store) SessionEntry(ctx context.Context, sessionID string) (Entry, error) {
 	now := time.Now().UTC()
 	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO sessions (session_id, transcript_id, updated_at) VALUES (?, ?, ?) ON CONFLICT (session_id) DO NOTHING`),

@@ -223,6 +223,27 @@ func runSuite(t *testing.T, dsn func(*testing.T) string) {
 		}
 	})
 
+	t.Run("reading a session's settings makes no entry", func(t *testing.T) {
+		s, _ := open(t)
+		count := func() int {
+			var n int
+			require.NoError(t, s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions`).Scan(&n))
+			return n
+		}
+		e, err := s.SavedSettings(ctx, "stranger")
+		require.NoError(t, err)
+		assert.Equal(t, Entry{SessionID: "stranger", TranscriptID: "stranger#1"}, e, "the defaults and the first transcript")
+		assert.Zero(t, count(), "a refused stranger's session leaves no row")
+
+		e.ModelOverride = "openai/x"
+		require.NoError(t, s.SaveSettings(ctx, e))
+		got, err := s.SavedSettings(ctx, "stranger")
+		require.NoError(t, err)
+		assert.Equal(t, "openai/x", got.ModelOverride, "what was kept reads back")
+		assert.Equal(t, "stranger#1", got.TranscriptID)
+		assert.Equal(t, 1, count())
+	})
+
 	t.Run("feedback once per event", func(t *testing.T) {
 		s, _ := open(t)
 		f := Feedback{EventID: "u1", SessionID: "sess", MessageID: "telegram:1:55", Unresolved: true, SenderID: "bob", Emoji: "👍", CreatedAt: time.Now()}
