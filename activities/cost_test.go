@@ -31,7 +31,7 @@ func TestAStoredToolResultReachesTheNextStep(t *testing.T) {
 	env := newActivityEnv(acts)
 
 	call := pipeline.ToolCall{ID: "c1", Name: "search", Arguments: `{"q":"temporal"}`}
-	v, err := env.ExecuteActivity(acts.RunTool, pipeline.ToolInvocation{Session: session, TurnID: "turn-1", Call: call, StoreResult: true})
+	v, err := env.ExecuteActivity(acts.RunTool, pipeline.ToolInvocation{Session: session, TurnID: "turn-1", Call: declared(acts, call), StoreResult: true})
 	require.NoError(t, err)
 	var res pipeline.ToolResult
 	require.NoError(t, v.Get(&res))

@@ -130,7 +130,7 @@ func stdioMCP(t *testing.T, tools map[string]MCPToolOverride) (*Activities, stri
 }
 
 func runMCP(t *testing.T, acts *Activities, name, args string) (pipeline.ToolResult, error) {
-	return acts.RunTool(t.Context(), pipeline.ToolInvocation{TurnID: "turn", Call: pipeline.ToolCall{ID: "c1", Name: name, Arguments: args}})
+	return acts.RunTool(t.Context(), pipeline.ToolInvocation{TurnID: "turn", Call: declared(acts, pipeline.ToolCall{ID: "c1", Name: name, Arguments: args})})
 }
 
 func specNames(tools *Tools) []string {

@@ -272,12 +272,33 @@ func (t *Tools) declare(call *pipeline.ToolCall) {
 	t.mcp.declare(call)
 }
 
+// needsApproval says whether this worker declares call as needing a
+// person's approval.
+func (t *Tools) needsApproval(call pipeline.ToolCall) bool {
+	now := call
+	now.RequiresApproval = false
+	t.declare(&now)
+	return now.RequiresApproval
+}
+
 // RunTool runs one tool call and returns its result. A failing tool is a
 // result the model reads (IsError), not an activity failure, and the call is
 // made once: tools are not assumed idempotent, so each request carries an
 // Idempotency-Key header from the turn and call IDs.
+//
+// A call that needs approval runs only if it was declared so when the
+// model asked (the session then ran it only once a person approved): a
+// tool this worker knows to need approval, which the asking worker did
+// not know (an MCP server that was down, a worker whose tool list is
+// stale), is refused, not run unapproved.
 func (a *Activities) RunTool(ctx context.Context, inv pipeline.ToolInvocation) (pipeline.ToolResult, error) {
 	res := pipeline.ToolResult{CallID: inv.Call.ID, Name: inv.Call.Name}
+	if needs := a.Tools.needsApproval(inv.Call); needs && !inv.Call.RequiresApproval {
+		a.Logger.Warn("Tool call refused: the tool needs approval, and none was asked for (it was not known when the model asked)",
+			"session", inv.Session.WorkflowID(), "turn", inv.TurnID, "tool", inv.Call.Name)
+		res.Output, res.IsError = "this tool needs a person's approval, and none was asked for, as the tool was not available when you called it. Call it again to ask for approval.", true
+		return res, nil
+	}
 	var def ToolDef
 	if a.Tools != nil {
 		def = a.Tools.defs[inv.Call.Name]

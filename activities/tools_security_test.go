@@ -21,7 +21,7 @@ import (
 // runToolCall runs one call of the named tool through the RunTool activity.
 func runToolCall(t *testing.T, acts *Activities, name, args string) pipeline.ToolResult {
 	t.Helper()
-	v, err := newActivityEnv(acts).ExecuteActivity(acts.RunTool, pipeline.ToolInvocation{Session: session, TurnID: "turn-1", Call: pipeline.ToolCall{ID: "c-" + name, Name: name, Arguments: args}})
+	v, err := newActivityEnv(acts).ExecuteActivity(acts.RunTool, pipeline.ToolInvocation{Session: session, TurnID: "turn-1", Call: declared(acts, pipeline.ToolCall{ID: "c-" + name, Name: name, Arguments: args})})
 	require.NoError(t, err, "a failing tool is a result, not an activity failure")
 	var r pipeline.ToolResult
 	require.NoError(t, v.Get(&r))

@@ -39,6 +39,13 @@ func toolServer(t *testing.T) (*httptest.Server, func() []seenCall) {
 	return srv, func() []seenCall { mu.Lock(); defer mu.Unlock(); return append([]seenCall(nil), calls...) }
 }
 
+// declared is a call as the session hands it to RunTool: declared by
+// AgentTurn, and approved where its declaration needs it.
+func declared(acts *Activities, call pipeline.ToolCall) pipeline.ToolCall {
+	acts.Tools.declare(&call)
+	return call
+}
+
 // writeTools writes a tools file whose tools may reach private addresses:
 // the test servers are on loopback, which configured tools are refused by
 // default. writeToolsAsGiven keeps each entry's own setting.
@@ -71,7 +78,7 @@ func TestRunToolCallsTheHTTPToolOnce(t *testing.T) {
 	acts := &Activities{Tools: tools, Logger: slog.Default()}
 	env := newActivityEnv(acts)
 	run := func(call pipeline.ToolCall) pipeline.ToolResult {
-		v, err := env.ExecuteActivity(acts.RunTool, pipeline.ToolInvocation{Session: session, TurnID: "turn-1", Call: call})
+		v, err := env.ExecuteActivity(acts.RunTool, pipeline.ToolInvocation{Session: session, TurnID: "turn-1", Call: declared(acts, call)})
 		require.NoError(t, err, "a failing tool is a result, not an activity failure")
 		var r pipeline.ToolResult
 		require.NoError(t, v.Get(&r))
@@ -161,7 +168,7 @@ func TestToolRedirectsDoNotCarryTheToolsSecretsElsewhere(t *testing.T) {
 	acts := &Activities{Tools: tools, Logger: slog.Default()}
 	env := newActivityEnv(acts)
 	run := func(name string) pipeline.ToolResult {
-		v, err := env.ExecuteActivity(acts.RunTool, pipeline.ToolInvocation{Session: session, TurnID: "turn-1", Call: pipeline.ToolCall{ID: name, Name: name, Arguments: `{}`}})
+		v, err := env.ExecuteActivity(acts.RunTool, pipeline.ToolInvocation{Session: session, TurnID: "turn-1", Call: declared(acts, pipeline.ToolCall{ID: name, Name: name, Arguments: `{}`})})
 		require.NoError(t, err)
 		var r pipeline.ToolResult
 		require.NoError(t, v.Get(&r))
@@ -191,7 +198,7 @@ func TestAGETToolsConfiguredQueryCannotBeOverridden(t *testing.T) {
 	acts := &Activities{Tools: tools, Logger: slog.Default()}
 	env := newActivityEnv(acts)
 	for _, args := range []string{`{"scope":"private"}`, `{"SCOPE":"private"}`, `{"Key":"mine"}`, `{"q":"x"}`} {
-		v, err := env.ExecuteActivity(acts.RunTool, pipeline.ToolInvocation{Session: session, TurnID: "t", Call: pipeline.ToolCall{ID: "c", Name: "search", Arguments: args}})
+		v, err := env.ExecuteActivity(acts.RunTool, pipeline.ToolInvocation{Session: session, TurnID: "t", Call: declared(acts, pipeline.ToolCall{ID: "c", Name: "search", Arguments: args})})
 		require.NoError(t, err)
 		var r pipeline.ToolResult
 		require.NoError(t, v.Get(&r))
