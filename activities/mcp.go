@@ -394,13 +394,19 @@ func mcpSecrets(d MCPServerDef) []string {
 // redact bounds and redacts a server's text before a model or a log sees
 // it; an OAuth server's current secret and tokens are redacted too.
 func (s *mcpServer) redact(text string) string {
+	return errorExcerpt([]byte(text), s.allSecrets())
+}
+
+// allSecrets are the server's secrets and, with OAuth, its current
+// secret and tokens, longest first, so a value inside another is not
+// left half shown.
+func (s *mcpServer) allSecrets() []string {
 	secrets := s.secrets
 	if s.oauth != nil {
-		// Longest first, so a value inside another is not left half shown.
 		secrets = append(s.oauth.secrets(), s.secrets...)
 		sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
 	}
-	return errorExcerpt([]byte(text), secrets)
+	return secrets
 }
 
 // connected returns the live session, connecting (and listing the tools)
@@ -779,6 +785,9 @@ func (s *mcpServer) resultText(res *mcp.CallToolResult) (string, bool, error) {
 	if res.IsError {
 		return s.redact(out), true, nil
 	}
+	// A successful answer is redacted too (a server that echoes its
+	// request hands back its token), but kept whole up to the bound.
+	out = redactSecrets(out, s.allSecrets())
 	if len(out) > maxToolOutput {
 		out = out[:maxToolOutput] + "\n[output truncated]"
 	}

@@ -429,7 +429,18 @@ func (t *Tools) call(ctx context.Context, d ToolDef, inv pipeline.ToolInvocation
 	if resp.StatusCode >= 300 {
 		return "", &toolAnswerError{tool: d.Name, status: resp.StatusCode, size: len(data), excerpt: errorExcerpt(data, toolSecrets(d, req))}
 	}
-	return out, nil
+	return redactSecrets(out, toolSecrets(d, req)), nil
+}
+
+// redactSecrets replaces each of secrets (longest first, as toolSecrets
+// orders them) in text: a tool that echoes its request (a debug endpoint,
+// an error reported with a 2xx) must not hand the model, and so the chat,
+// the token it was called with.
+func redactSecrets(text string, secrets []string) string {
+	for _, v := range secrets {
+		text = strings.ReplaceAll(text, v, "[redacted]")
+	}
+	return text
 }
 
 // toolAnswerError is a tool's answer with a failing status. Its text, for
@@ -479,11 +490,7 @@ func toolSecrets(d ToolDef, req *http.Request) []string {
 // cut at a rune boundary. Redacting first means a secret is never half
 // shown at the cut.
 func errorExcerpt(body []byte, secrets []string) string {
-	s := string(body)
-	for _, v := range secrets {
-		s = strings.ReplaceAll(s, v, "[redacted]")
-	}
-	s = strings.TrimSpace(s)
+	s := strings.TrimSpace(redactSecrets(string(body), secrets))
 	if len(s) <= maxToolErrorExcerpt {
 		return s
 	}
