@@ -42,6 +42,9 @@ type Media struct {
 	// Transcriber turns voice notes and audio into text; nil leaves them
 	// lines of text.
 	Transcriber models.Transcriber
+	// TranscribeModel names the transcriber's model for the budgets'
+	// prices (REPLYFLOW_TRANSCRIBE_MODEL).
+	TranscribeModel string
 	// Concurrent bounds the turns of this worker that hold files' bytes
 	// at once (REPLYFLOW_MEDIA_CONCURRENT; zero is no bound): each holds
 	// its files several times over (the bytes, their base64, the
@@ -164,7 +167,8 @@ func (a *Activities) withMedia(ctx context.Context, out adapters.Outbound, req p
 			if !strings.Contains(req.Text, line) {
 				continue // not in this turn's text (a command, or cut)
 			}
-			req.Text = strings.Replace(req.Text, line, a.fileFor(ctx, out, ms, sessionID, f, caps, &shown), 1)
+			payer := audioPayer{key: req.Session, sender: req.Messages[i].SenderID}
+			req.Text = strings.Replace(req.Text, line, a.fileFor(ctx, out, ms, payer, f, caps, &shown), 1)
 		}
 	}
 	// The newest messages' files were taken first; the model reads them
@@ -206,7 +210,8 @@ func (m *Media) hold(ctx context.Context) (release func(), err error) {
 
 // fileFor is what the model is given of one file in place of its line;
 // an image or document to show is added to shown.
-func (a *Activities) fileFor(ctx context.Context, out adapters.Outbound, ms MediaStore, sessionID string, f store.StoredMedia, caps capabilities, shown *turnFiles) string {
+func (a *Activities) fileFor(ctx context.Context, out adapters.Outbound, ms MediaStore, payer audioPayer, f store.StoredMedia, caps capabilities, shown *turnFiles) string {
+	sessionID := payer.key.WorkflowID()
 	desc := f.Describe()
 	switch {
 	case f.Transcript != "":
@@ -228,7 +233,7 @@ func (a *Activities) fileFor(ctx context.Context, out adapters.Outbound, ms Medi
 			if isAudio(f.Media) {
 				// Kept by the gateway (a web chat upload), not yet
 				// transcribed: a transcript, once kept, is read above.
-				return a.transcribed(ctx, ms, sessionID, f, data)
+				return a.transcribed(ctx, ms, payer, f, data)
 			}
 			return a.present(ctx, ms, sessionID, f, data, false, caps, shown)
 		}
@@ -243,7 +248,7 @@ func (a *Activities) fileFor(ctx context.Context, out adapters.Outbound, ms Medi
 		return "[" + desc + " attached, but it could not be downloaded: " + fetchProblem(err) + "]"
 	}
 	if isAudio(f.Media) {
-		return a.transcribed(ctx, ms, sessionID, f, data)
+		return a.transcribed(ctx, ms, payer, f, data)
 	}
 	return a.present(ctx, ms, sessionID, f, data, true, caps, shown)
 }
@@ -334,15 +339,46 @@ func clipFileText(data []byte, limit int) (string, string) {
 	return string(data[:cut]), fmt.Sprintf(" (its first %d of %d bytes)", cut, len(data))
 }
 
+// audioPayer is whose budgets a transcription draws on: the turn's
+// session, and the sender of the message the audio came with.
+type audioPayer struct {
+	key    pipeline.SessionKey
+	sender string
+}
+
+// callTranscribe is the kind the budgets count a transcription as.
+const callTranscribe = "transcribe"
+
+// audioBytesPerToken prices audio by its size, since its length is not
+// known before it is transcribed and the provider bills by length: the
+// lowest bitrate a voice note uses (Opus at about 6 kbit/s, 750 bytes a
+// second) at 10 tokens a second. A long, near-silent recording, which
+// yields almost no words, so costs what its length costs; an ordinary
+// voice note (32 kbit/s) counts less than its length would.
+const audioBytesPerToken = 75
+
+// audioTokens is what a transcription of audio counts against the
+// budgets.
+func audioTokens(audio []byte) int64 { return int64(len(audio)/audioBytesPerToken) + 1 }
+
 // transcribed transcribes a voice note or an audio file and keeps the
-// transcript, so no later attempt pays for it again.
-func (a *Activities) transcribed(ctx context.Context, ms MediaStore, sessionID string, f store.StoredMedia, audio []byte) string {
+// transcript, so no later attempt pays for it again. Like every model
+// call, it is refused once a budget of its chat or sender is spent, and
+// counted against them.
+func (a *Activities) transcribed(ctx context.Context, ms MediaStore, payer audioPayer, f store.StoredMedia, audio []byte) string {
+	sessionID := payer.key.WorkflowID()
 	desc := f.Describe()
+	if err := a.Spend.admitCall(ctx, payer.key, payer.sender, "transcribing a voice note"); err != nil {
+		a.Logger.Info("A voice note was not transcribed: a budget is spent", "session", sessionID, "message_id", f.MessageID, "error", err)
+		return "[" + desc + " attached, not transcribed: a budget of this chat is spent]"
+	}
 	text, err := a.Media.Transcriber.Transcribe(ctx, audioName(f.Media), f.MimeType, audio)
 	if err != nil {
 		a.Logger.Warn("A voice note was not transcribed", "session", sessionID, "message_id", f.MessageID, "error", err)
 		return "[" + desc + " attached, but it could not be transcribed]"
 	}
+	a.Spend.counted(ctx, a.Logger, payer.key, payer.sender, a.Media.TranscribeModel, callTranscribe,
+		pipeline.Usage{InputTokens: audioTokens(audio)}, func() int64 { return audioTokens(audio) })
 	// Bounded as a message's text is.
 	text = pipeline.ClipText(strings.TrimSpace(text))
 	if text == "" {

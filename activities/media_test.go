@@ -371,3 +371,25 @@ func TestAudioNameEndsInAFormatTheTranscriptionAPIReads(t *testing.T) {
 		assert.Equal(t, tc.want, audioName(tc.m), "%+v", tc.m)
 	}
 }
+
+// A transcription is a model call like any other: it is counted against
+// the budgets by the audio's size (its provider bills its length, and a
+// long near-silent recording yields few words), and refused once a
+// budget is spent, so a sender cannot run up transcriptions the budgets
+// never see.
+func TestTranscriptionsAreCountedAndRefusedOnceABudgetIsSpent(t *testing.T) {
+	first := pipeline.Media{Kind: "voice", Ref: "voice-1", MimeType: "audio/ogg"}
+	second := pipeline.Media{Kind: "voice", Ref: "voice-2", MimeType: "audio/ogg"}
+	m := newMediaTurn(t, first, second)
+	m.acts.Spend = &Spend{Store: m.db, Budgets: Budgets{SenderTokens: 3000}}
+	long := bytes.Repeat([]byte{0}, 300_000) // 400 s at 6 kbit/s: 4,001 tokens
+	m.tg.AddFile("voice-1", long)
+	m.tg.AddFile("voice-2", long)
+	m.model.SetTranscript("um")
+
+	m.turn(t, "openai/gpt-4o", "", first, second)
+	assert.Equal(t, 1, len(m.model.Transcriptions()), "the first spends the sender's budget; the second is not transcribed")
+	last := m.model.Requests()[0].Messages[len(m.model.Requests()[0].Messages)-1]
+	assert.Contains(t, last, "transcribed: um]")
+	assert.Contains(t, last, "not transcribed: a budget of this chat is spent]")
+}

@@ -579,7 +579,7 @@ func (c Config) media() *activities.Media {
 	}
 	m := &activities.Media{MaxBytes: c.MediaMaxBytes, Concurrent: c.MediaConcurrent}
 	if c.TranscribeModel != "" {
-		m.Transcriber = models.NewOpenAITranscriber(c.TranscribeModel)
+		m.Transcriber, m.TranscribeModel = models.NewOpenAITranscriber(c.TranscribeModel), c.TranscribeModel
 	}
 	if len(c.ImageModels) > 0 {
 		m.SeesImages = func(model string) bool { return slices.Contains(c.ImageModels, model) }
