@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"unicode"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -55,14 +57,26 @@ func (a *Activities) GateCheck(ctx context.Context, req pipeline.GateRequest) (p
 	return result, nil
 }
 
+// gateReasonBytes bounds the gate's reason: a few words are asked for,
+// and the reason is logged at Info with each message of the batch.
+const gateReasonBytes = 100
+
 // ParseGateAnswer reads the gate's strict JSON: one object with a boolean
 // "forward" and an optional string "reason", nothing else. Keys match
-// exactly (encoding/json alone would take "FORWARD" too).
+// exactly (encoding/json alone would take "FORWARD" too). The answer may
+// carry what anyone in the chat wrote (a member can ask the gate to quote
+// the others), and the reason and these errors reach the logs: the reason
+// is cut to gateReasonBytes on one line, and the errors name the problem,
+// never a value or a key of the answer.
 func ParseGateAnswer(text string) (pipeline.GateResult, error) {
 	var raw map[string]json.RawMessage
 	dec := json.NewDecoder(strings.NewReader(strings.TrimSpace(text)))
 	if err := dec.Decode(&raw); err != nil {
-		return pipeline.GateResult{}, fmt.Errorf("the answer is not the strict JSON asked for: %v", err)
+		// A syntax error's text quotes a character of the answer.
+		if errors.Is(err, io.EOF) {
+			return pipeline.GateResult{}, errors.New("the answer is empty, not the strict JSON asked for")
+		}
+		return pipeline.GateResult{}, errors.New("the answer is not the strict JSON object asked for")
 	}
 	if raw == nil {
 		return pipeline.GateResult{}, errors.New("the answer is null, not the JSON object asked for")
@@ -79,20 +93,35 @@ func ParseGateAnswer(text string) (pipeline.GateResult, error) {
 				r.Forward = true
 			case "false":
 			default:
-				return pipeline.GateResult{}, fmt.Errorf(`"forward" is %s, not true or false`, value)
+				return pipeline.GateResult{}, errors.New(`"forward" is not a boolean`)
 			}
 		case "reason":
-			if err := json.Unmarshal(value, &r.Reason); err != nil {
-				return pipeline.GateResult{}, fmt.Errorf(`"reason" is not a string: %v`, err)
+			var reason string
+			if err := json.Unmarshal(value, &reason); err != nil {
+				return pipeline.GateResult{}, errors.New(`"reason" is not a string`)
 			}
+			r.Reason = gateReason(reason)
 		default:
-			return pipeline.GateResult{}, fmt.Errorf("the answer has an unknown field %q", key)
+			return pipeline.GateResult{}, errors.New("the answer has an unknown field")
 		}
 	}
 	if _, ok := raw["forward"]; !ok {
 		return pipeline.GateResult{}, errors.New(`the answer has no boolean "forward"`)
 	}
 	return r, nil
+}
+
+// gateReason is the reason as logged: on one line, without control or
+// bidirectional formatting characters, runs of space as one, and at most
+// gateReasonBytes, cut between characters.
+func gateReason(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return ' '
+		}
+		return r
+	}, s)
+	return pipeline.CutBytes(strings.Join(strings.Fields(s), " "), gateReasonBytes)
 }
 
 func nonEmptyName(m pipeline.TurnMessage) string {

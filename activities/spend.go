@@ -516,9 +516,11 @@ func (s *Spend) heartbeatAnswered(ctx context.Context, logger *slog.Logger, req 
 
 // failed follows a session's model failures: turns failing the same way
 // Failures times in a row start a cool-off. The attempts of one turn
-// count once.
+// count once. A failure the sender's own input causes is not counted and
+// leaves a run as it is: it says nothing about the model, and counting it
+// would let one member of a group hold the whole chat.
 func (s *Spend) failed(ctx context.Context, logger *slog.Logger, req pipeline.TurnRequest, errType string) {
-	if s == nil || s.Store == nil || s.Breakers.Failures <= 0 {
+	if s == nil || s.Store == nil || s.Breakers.Failures <= 0 || causedByInput(errType) {
 		return
 	}
 	f := s.Breakers.Failures
@@ -549,6 +551,14 @@ func (s *Spend) failed(ctx context.Context, logger *slog.Logger, req pipeline.Tu
 	if tripped != nil {
 		s.trip(ctx, logger, *tripped)
 	}
+}
+
+// causedByInput is true for the error types a turn's input causes, not
+// the model: a refusal or content filter, and a context the input
+// overflows (the workflow starts a new transcript first, so an overflow
+// that remains is the turn's own messages).
+func causedByInput(errType string) bool {
+	return errType == pipeline.ErrContentFilter || errType == pipeline.ErrContextOverflow
 }
 
 // succeeded ends a run of failures: the next failure starts a new one.

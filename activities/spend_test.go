@@ -569,3 +569,55 @@ func TestSpendIsCountedInMetrics(t *testing.T) {
 	assert.EqualValues(t, 1, metrics.get(MetricBudgetRefused+"{scope=chat}"))
 	assert.EqualValues(t, 1, metrics.get(MetricBreakerTrips+"{kind=steps}"))
 }
+
+// Failures a sender's own input causes (a refusal, a context it
+// overflows) do not count toward the session's breaker: one member of a
+// group cannot hold the chat by sending what the provider refuses. Real
+// failures still trip it.
+func TestInputCausedFailuresDoNotTripTheSessionBreaker(t *testing.T) {
+	fail := func(t *testing.T, f *spendFixture, turn, errType string) {
+		t.Helper()
+		f.model.set(func(m *meteredModel) {
+			m.err = &models.Error{Type: errType, Model: "test/metered", Err: fmt.Errorf("no")}
+		})
+		req := pipeline.TurnRequest{Session: session, TurnID: turn, Model: "test/metered", Messages: []pipeline.TurnMessage{{MessageID: turn, SenderID: "mallory"}}}
+		_, err := newActivityEnv(f.acts).ExecuteActivity(f.acts.AgentTurn, req)
+		var app *temporal.ApplicationError
+		require.ErrorAs(t, err, &app)
+		require.Equal(t, errType, app.Type())
+	}
+	for _, errType := range []string{pipeline.ErrContentFilter, pipeline.ErrContextOverflow} {
+		t.Run(errType, func(t *testing.T) {
+			f := newSpendFixture(t, sqliteDSN(t), Spend{Breakers: Breakers{Failures: 3, Cooloff: 15 * time.Minute}})
+			for i := range 3 {
+				fail(t, f, fmt.Sprintf("m%d", i), errType)
+			}
+			calls := f.model.calls.Load()
+			f.model.set(func(m *meteredModel) { m.err = nil })
+			res := f.turn(t, "bob")
+			assert.Equal(t, "hello", res.Reply, "another sender's turn is admitted")
+			assert.Nil(t, res.Held)
+			assert.Equal(t, calls+1, f.model.calls.Load())
+			trips, err := f.db.Trips(context.Background(), time.Time{}, 10)
+			require.NoError(t, err)
+			assert.Empty(t, trips)
+		})
+	}
+	t.Run("real failures still trip", func(t *testing.T) {
+		f := newSpendFixture(t, sqliteDSN(t), Spend{Breakers: Breakers{Failures: 3, Cooloff: 15 * time.Minute}})
+		fail(t, f, "r1", pipeline.ErrTimeout)
+		fail(t, f, "r2", pipeline.ErrTimeout)
+		fail(t, f, "c1", pipeline.ErrContentFilter) // leaves the run as it is
+		fail(t, f, "r3", pipeline.ErrTimeout)
+		calls := f.model.calls.Load()
+		f.model.set(func(m *meteredModel) { m.err = nil })
+		res := f.turn(t, "bob")
+		require.NotNil(t, res.Held)
+		assert.Equal(t, HoldCooloff, res.Held.Reason)
+		assert.Equal(t, calls, f.model.calls.Load(), "no model call while cooling off")
+		trips, err := f.db.Trips(context.Background(), time.Time{}, 10)
+		require.NoError(t, err)
+		require.Len(t, trips, 1)
+		assert.Equal(t, TripFailures, trips[0].Kind)
+	})
+}
