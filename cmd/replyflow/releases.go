@@ -130,17 +130,29 @@ func moveOn(ctx context.Context, c releasesClient, releases []workflows.Release,
 // openRuns lists the open runs of a workflow type.
 func openRuns(ctx context.Context, c releasesClient, workflowType string) ([]movedRun, error) {
 	var runs []movedRun
+	err := eachOpenRun(ctx, c, workflowType, func(id, runID string) error {
+		runs = append(runs, movedRun{WorkflowID: id, RunID: runID, From: workflowType})
+		return nil
+	})
+	return runs, err
+}
+
+// eachOpenRun hands each open run of a workflow type to take, a page of
+// the visibility listing at a time.
+func eachOpenRun(ctx context.Context, c releasesClient, workflowType string, take func(id, runID string) error) error {
 	var page []byte
 	for {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: openRunsQuery(workflowType), NextPageToken: page})
 		if err != nil {
-			return nil, fmt.Errorf("list the open runs of %s: %w", workflowType, err)
+			return fmt.Errorf("list the open runs of %s: %w", workflowType, err)
 		}
 		for _, run := range resp.GetExecutions() {
-			runs = append(runs, movedRun{WorkflowID: run.GetExecution().GetWorkflowId(), RunID: run.GetExecution().GetRunId(), From: workflowType})
+			if err := take(run.GetExecution().GetWorkflowId(), run.GetExecution().GetRunId()); err != nil {
+				return err
+			}
 		}
 		if page = resp.GetNextPageToken(); len(page) == 0 {
-			return runs, nil
+			return nil
 		}
 	}
 }
@@ -252,33 +264,27 @@ func countOpen(ctx context.Context, c releasesClient, workflowType string) (int6
 // list holds one entry an open session at most.
 func movedRuns(ctx context.Context, c releasesClient, live string) ([]movedRun, error) {
 	var moved []movedRun
-	var page []byte
-	for {
-		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: openRunsQuery(live), NextPageToken: page})
+	err := eachOpenRun(ctx, c, live, func(id, runID string) error {
+		before, err := c.previousRun(ctx, id, runID)
 		if err != nil {
-			return nil, fmt.Errorf("list the open runs of %s: %w", live, err)
+			return fmt.Errorf("read the first event of %s (run %s): %w", id, runID, err)
 		}
-		for _, run := range resp.GetExecutions() {
-			id, runID := run.GetExecution().GetWorkflowId(), run.GetExecution().GetRunId()
-			before, err := c.previousRun(ctx, id, runID)
-			if err != nil {
-				return nil, fmt.Errorf("read the first event of %s (run %s): %w", id, runID, err)
-			}
-			if before == "" {
-				continue
-			}
-			typ, err := c.workflowType(ctx, id, before)
-			if err != nil {
-				return nil, fmt.Errorf("describe the run of %s before %s (run %s): %w", id, runID, before, err)
-			}
-			if typ != live {
-				moved = append(moved, movedRun{WorkflowID: id, RunID: runID, From: typ})
-			}
+		if before == "" {
+			return nil
 		}
-		if page = resp.GetNextPageToken(); len(page) == 0 {
-			return moved, nil
+		typ, err := c.workflowType(ctx, id, before)
+		if err != nil {
+			return fmt.Errorf("describe the run of %s before %s (run %s): %w", id, runID, before, err)
 		}
+		if typ != live {
+			moved = append(moved, movedRun{WorkflowID: id, RunID: runID, From: typ})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return moved, nil
 }
 
 // openRunsQuery finds the open runs of one workflow type.
