@@ -384,7 +384,7 @@ func (a *Activities) Deliver(ctx context.Context, d pipeline.Delivery) (pipeline
 		}
 	}
 	if !sent {
-		if id, err = out.Send(ctx, d); err != nil {
+		if id, err = out.Send(adapters.WithSendMargin(ctx, sendMargin), d); err != nil {
 			a.releaseSend(ctx, d)
 			return pipeline.Delivered{}, platformError(fmt.Sprintf("deliver chunk %d/%d of %s", d.Index+1, d.Total, d.Session.WorkflowID()), err)
 		}
@@ -515,6 +515,12 @@ const errDeliveryInFlight = "DeliveryInFlight"
 // claimHoldWithoutDeadline is how long a claim holds when the attempt
 // has no deadline of its own (a test, a caller outside Temporal).
 const claimHoldWithoutDeadline = time.Minute
+
+// sendMargin is what a send needs of its attempt's time once its turn in
+// the chat's delivery budget comes: the budget refuses a longer wait, so
+// no send starts so late that the deadline cuts it after the platform
+// took it.
+const sendMargin = 2 * time.Second
 
 // claimRecordMargin is how long past its attempt's deadline a claim
 // holds: time for the ledger write that follows a send cut close to the

@@ -3,6 +3,7 @@ package adapters
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Priority orders a chat's outbound calls when they compete for its
@@ -62,3 +63,20 @@ var ErrSkipped = errors.New("not sent: the chat's delivery budget keeps its room
 
 // Skipped says whether err is (or wraps) ErrSkipped.
 func Skipped(err error) bool { return errors.Is(err, ErrSkipped) }
+
+type sendMarginKey struct{}
+
+// WithSendMargin marks a call that must not start with less than margin
+// of its context's time left: a send, which a deadline that cuts it
+// after the platform took it would make the retry send again. The
+// delivery budget refuses at once a wait that would leave less.
+func WithSendMargin(ctx context.Context, margin time.Duration) context.Context {
+	return context.WithValue(ctx, sendMarginKey{}, margin)
+}
+
+// SendMargin is what WithSendMargin set; zero for any other call, which
+// may wait in the budget up to its deadline.
+func SendMargin(ctx context.Context) time.Duration {
+	m, _ := ctx.Value(sendMarginKey{}).(time.Duration)
+	return m
+}

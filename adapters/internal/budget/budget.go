@@ -147,15 +147,15 @@ func (b *Budget) Take(ctx context.Context, p adapters.Priority, op string, draws
 			b.mu.Unlock()
 			return nil
 		}
-		if left, ok := timeLeft(ctx); ok && (wait > 0 || blocked) && left < wait+CallMargin {
-			// Waiting would leave the call too little of its caller's
-			// time: refused now, so the call never starts late enough to
-			// be cut by the deadline after the platform took it (a send
-			// cut that way is sent again by its retry).
+		if margin := adapters.SendMargin(ctx); margin > 0 && (wait > 0 || blocked) && timeLeftBelow(ctx, wait+margin) {
+			// Waiting would leave a send too little of its caller's time:
+			// refused now, so it never starts late enough to be cut by
+			// the deadline after the platform took it (a send cut that
+			// way is sent again by its retry).
 			leave()
 			b.mu.Unlock()
 			return &adapters.Error{Kind: adapters.RateLimited, RetryAfter: max(wait, time.Second), Op: op,
-				Err: fmt.Errorf("the chat's delivery budget has no room for %s before the call's deadline, %s away", op, left.Round(time.Millisecond))}
+				Err: fmt.Errorf("the chat's delivery budget has no room for %s early enough before the call's deadline", op)}
 		}
 		if wait > 0 && now.Add(wait).Sub(start) > b.maxWait {
 			leave()
@@ -196,17 +196,10 @@ func (b *Budget) Take(ctx context.Context, p adapters.Priority, op string, draws
 	}
 }
 
-// CallMargin is what a platform call needs of its caller's time once its
-// turn comes: a wait that would leave less is not waited.
-const CallMargin = 2 * time.Second
-
-// timeLeft is how long ctx has until its deadline, where it has one.
-func timeLeft(ctx context.Context) (time.Duration, bool) {
+// timeLeftBelow is true when ctx has a deadline less than d away.
+func timeLeftBelow(ctx context.Context, d time.Duration) bool {
 	deadline, ok := ctx.Deadline()
-	if !ok {
-		return 0, false
-	}
-	return time.Until(deadline), true
+	return ok && time.Until(deadline) < d
 }
 
 // spare says whether a preview may draw now: nothing cooling, nobody

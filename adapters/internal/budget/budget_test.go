@@ -187,23 +187,27 @@ func TestCancelledWaitIsTransient(t *testing.T) {
 	assert.True(t, errors.Is(err, context.Canceled))
 }
 
-// A call whose turn would come too near its caller's deadline is refused
+// A send whose turn would come too near its caller's deadline is refused
 // at once, as rate limited, rather than started late: a send the
-// deadline cuts after the platform took it would be sent again.
-func TestAWaitThatWouldReachTheDeadlineIsRefusedAtOnce(t *testing.T) {
+// deadline cuts after the platform took it would be sent again. Any
+// other call (a reaction, typing) waits up to its deadline.
+func TestASendWhoseWaitWouldReachTheDeadlineIsRefusedAtOnce(t *testing.T) {
 	b := New(time.Minute, 0)
 	draw := Draw{Key: "chat", Rule: Rule{Every: 2 * time.Second, Burst: 1}, Cost: 1}
 	require.NoError(t, b.Take(context.Background(), adapters.PriorityFinal, "send", draw))
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	timed, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
+	ctx := adapters.WithSendMargin(timed, 2*time.Second)
 	start := time.Now()
 	err := b.Take(ctx, adapters.PriorityFinal, "send", draw)
 	wait, limited := RateLimited(err)
-	require.True(t, limited, "refused: a 2 s wait leaves less than CallMargin of 3 s: %v", err)
+	require.True(t, limited, "refused: a 2 s wait leaves less than the 2 s margin of 3 s: %v", err)
 	assert.Less(t, time.Since(start), time.Second, "at once, not after waiting")
 	assert.Greater(t, wait, time.Second, "and told when its turn comes")
 
+	assert.NoError(t, b.Take(timed, adapters.PriorityFinal, "react", draw), "a call that is no send waits")
+
 	roomy, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel2()
-	assert.NoError(t, b.Take(roomy, adapters.PriorityFinal, "send", draw), "with time for the wait and the call, it waits")
+	assert.NoError(t, b.Take(adapters.WithSendMargin(roomy, 2*time.Second), adapters.PriorityFinal, "send", draw), "with time for the wait and the send, it waits")
 }
