@@ -101,16 +101,41 @@ func New(c client.Client, taskQueue string, acts *activities.Activities, stopTim
 	return &Worker{Worker: w, running: running}
 }
 
+// servedWorkflow is a workflow type this build's workers serve.
+type servedWorkflow struct {
+	name string
+	fn   any
+}
+
+// servedWorkflows are the workflow types this build's workers serve: the
+// live session workflow, the retiring one (its open runs, until each
+// continues as new into the live one; workflows/retiring/versions.go),
+// and the heartbeat tick.
+func servedWorkflows() []servedWorkflow {
+	return []servedWorkflow{
+		{session.WorkflowName, session.Workflow},
+		{workflows.WorkflowName, retiring.SessionWorkflow},
+		{pipeline.WorkflowHeartbeatTick, workflows.HeartbeatTickWorkflow},
+	}
+}
+
+// ServedWorkflowTypes are the names of servedWorkflows.
+func ServedWorkflowTypes() []string {
+	var names []string
+	for _, wf := range servedWorkflows() {
+		names = append(names, wf.name)
+	}
+	return names
+}
+
 // Register adds the session workflow, the heartbeat tick and every
 // activity to a registry (a worker, a replayer or a test environment)
 // under their contract names.
 func Register(r worker.Registry, acts *activities.Activities) {
-	// Auto-upgrade (see Deployment); an unversioned worker ignores it.
-	r.RegisterWorkflowWithOptions(session.Workflow, workflow.RegisterOptions{Name: session.WorkflowName, VersioningBehavior: workflow.VersioningBehaviorAutoUpgrade})
-	// The retiring session workflow serves its open runs until each
-	// continues as new into the one above (workflows/retiring/versions.go).
-	r.RegisterWorkflowWithOptions(retiring.SessionWorkflow, workflow.RegisterOptions{Name: workflows.WorkflowName, VersioningBehavior: workflow.VersioningBehaviorAutoUpgrade})
-	r.RegisterWorkflowWithOptions(workflows.HeartbeatTickWorkflow, workflow.RegisterOptions{Name: pipeline.WorkflowHeartbeatTick, VersioningBehavior: workflow.VersioningBehaviorAutoUpgrade})
+	for _, wf := range servedWorkflows() {
+		// Auto-upgrade (see Deployment); an unversioned worker ignores it.
+		r.RegisterWorkflowWithOptions(wf.fn, workflow.RegisterOptions{Name: wf.name, VersioningBehavior: workflow.VersioningBehaviorAutoUpgrade})
+	}
 	if acts == nil {
 		return
 	}

@@ -192,6 +192,9 @@ func runWorker(ctx context.Context, c client.Client, cfg Config, acts *activitie
 	if err := workers.CheckSearchAttributes(ctx, c.OperatorService(), temporalNamespace(), acts.Logger); err != nil {
 		return err
 	}
+	if err := workers.CheckServedTypes(ctx, c, cfg.TaskQueue, workers.ServedWorkflowTypes(), acts.Logger); err != nil {
+		return err
+	}
 	// The sessions of a worker that was killed move on as soon as their
 	// next task comes, to whichever worker polls: released first, as
 	// the lost model attempts time out within seconds of a crash.
