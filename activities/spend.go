@@ -575,11 +575,11 @@ func (s *Spend) succeeded(ctx context.Context, logger *slog.Logger, req pipeline
 	}
 }
 
-// admitCompaction refuses a /compact whose chat or deployment budget is
-// spent, as a non-retryable ErrBilling (the session answers that the
-// conversation could not be compacted).
+// admitCompaction refuses a /compact whose chat, sender (who asked) or
+// deployment budget is spent, as a non-retryable ErrBilling (the session
+// answers that the conversation could not be compacted).
 func (s *Spend) admitCompaction(ctx context.Context, req pipeline.CompactRequest) error {
-	return s.admitCall(ctx, req.Session, "", "/compact")
+	return s.admitCall(ctx, req.Session, req.Sender, "/compact")
 }
 
 // admitGate refuses a gate check whose chat, sender (the batch's last)

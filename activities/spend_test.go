@@ -621,3 +621,28 @@ func TestInputCausedFailuresDoNotTripTheSessionBreaker(t *testing.T) {
 		assert.Equal(t, TripFailures, trips[0].Kind)
 	})
 }
+
+// /compact counts against who asked, as their turns do: a member whose
+// own budget is spent cannot spend the chat's on summaries.
+func TestCompactionCountsAgainstWhoAskedAndIsRefusedOnceTheirBudgetIsSpent(t *testing.T) {
+	f := newSpendFixture(t, sqliteDSN(t), Spend{Budgets: Budgets{SenderTokens: 150}})
+	f.turn(t, "alice")
+	compact := func(key, sender string) error {
+		_, err := newActivityEnv(f.acts).ExecuteActivity(f.acts.CompactTranscript, pipeline.CompactRequest{Session: session, Key: key, Model: "test/metered", Sender: sender})
+		return err
+	}
+	require.NoError(t, compact("c1", "carol"))
+	day, _ := f.acts.Spend.BudgetDay(f.clock.Now())
+	carol := store.BudgetKey{Day: day, Scope: store.ScopeSender, Subject: "webchat:carol"}
+	usage, err := f.db.BudgetUsage(context.Background(), []store.BudgetKey{carol})
+	require.NoError(t, err)
+	assert.Positive(t, usage[carol].Tokens, "the summary counted against carol")
+	require.NoError(t, compact("c2", "carol"), "within her budget")
+
+	calls := f.model.calls.Load()
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, compact("c3", "carol"), &app)
+	assert.Equal(t, pipeline.ErrBilling, app.Type())
+	assert.Equal(t, calls, f.model.calls.Load(), "no model call once her budget is spent")
+	require.NoError(t, compact("c4", "dave"), "another member's budget is his own")
+}

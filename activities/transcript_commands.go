@@ -106,7 +106,7 @@ func (a *Activities) CompactTranscript(ctx context.Context, req pipeline.Compact
 		}
 		return pipeline.CompactResult{}, modelError(turn, err, nil)
 	}
-	a.Spend.counted(ctx, a.Logger, req.Session, "", req.Model, callCompact, answer.Usage, func() int64 { return estimateTokens(prompt, answer) })
+	a.Spend.counted(ctx, a.Logger, req.Session, req.Sender, req.Model, callCompact, answer.Usage, func() int64 { return estimateTokens(prompt, answer) })
 	summary := strings.TrimSpace(answer.Text)
 	if summary == "" {
 		return pipeline.CompactResult{}, modelError(turn, &models.Error{Type: pipeline.ErrFormat, Model: req.Model, Err: fmt.Errorf("the summary is empty")}, nil)

@@ -63,6 +63,9 @@ type CompactRequest struct {
 	Key     string     `json:"key"`
 	Model   string     `json:"model"`
 	Focus   string     `json:"focus,omitempty"`
+	// Sender asked for it (a platform sender ID, as a turn's messages
+	// carry it): the compaction counts against their budget too.
+	Sender string `json:"sender,omitempty"`
 }
 
 // CompactResult says what a compaction did: Summarized messages became

@@ -25,6 +25,9 @@ type Compaction struct {
 	MessageID string `json:"message_id"`
 	ThreadID  string `json:"thread_id,omitempty"`
 	Focus     string `json:"focus,omitempty"`
+	// Sender asked for it: the compaction counts against their budget
+	// too, as their turns do.
+	Sender string `json:"sender,omitempty"`
 	// Models are the chain, or the chat's chosen model alone.
 	Models []string `json:"models"`
 	// Next is the model the attempt under way asks.
@@ -60,7 +63,7 @@ func (x *commandRun) work() string {
 		if o := x.saved.ModelOverride; o != "" {
 			models = []string{o}
 		}
-		r.Compaction = &Compaction{MessageID: ref.ID, ThreadID: ref.Thread, Focus: x.p.Focus, Models: models}
+		r.Compaction = &Compaction{MessageID: ref.ID, ThreadID: ref.Thread, Focus: x.p.Focus, Sender: x.in.SenderID, Models: models}
 		x.out = append(x.out, r.compactNext(env)...)
 	case pipeline.CommandExport:
 		c := r.newCall(callExport, ref)
@@ -105,7 +108,7 @@ func (s *RepliesState) compactNext(env Env) []Effect {
 		return s.compactDone(env, false, "⚠️ The conversation could not be compacted ("+strings.Join(k.Failed, ", ")+"); it is unchanged.")
 	}
 	c := s.newCall(callCompact, msgRef{ID: k.MessageID, Thread: k.ThreadID})
-	req := pipeline.CompactRequest{Session: env.Key, Key: k.MessageID, Model: k.Models[k.Next], Focus: k.Focus}
+	req := pipeline.CompactRequest{Session: env.Key, Key: k.MessageID, Model: k.Models[k.Next], Focus: k.Focus, Sender: k.Sender}
 	return []Effect{s.track(c, Call{
 		Key: c.Key, Activity: pipeline.ActivityCompactTranscript, Args: []any{req}, Output: new(pipeline.CompactResult),
 		Timeout: env.Settings.TurnTimeout.D(), Summary: "summarize the transcript (/compact)",

@@ -82,6 +82,7 @@ func compactRun(t *testing.T, env Env, view CommandView, failures ...*Failure) (
 		req := got.calls[0].Args[0].(pipeline.CompactRequest)
 		assert.Equal(t, "the budget", req.Focus)
 		assert.Equal(t, "cmd", req.Key, "a retried attempt starts no second transcript")
+		assert.Equal(t, "u", req.Sender, "it counts against who asked, every attempt")
 		asked = append(asked, req.Model)
 		out := &pipeline.CompactResult{Summarized: 12, SummaryTokens: 300, Model: req.Model}
 		got = split(t, r.Returned(env, Returned{Key: got.calls[0].Key, Output: out, Failure: f}))
