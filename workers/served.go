@@ -11,8 +11,9 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 )
 
-// RunCounter is the part of the Temporal client the served-types check
-// needs; client.Client is the real one.
+// RunCounter counts and lists workflow runs by a visibility query: what
+// the served-types check needs, and `replyflow releases` too;
+// client.Client is the real one.
 type RunCounter interface {
 	CountWorkflow(ctx context.Context, request *workflowservice.CountWorkflowExecutionsRequest) (*workflowservice.CountWorkflowExecutionsResponse, error)
 	ListWorkflow(ctx context.Context, request *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error)

@@ -15,14 +15,14 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/replyflow/replyflow/workers"
 	"github.com/replyflow/replyflow/workflows"
 )
 
 // releasesClient is what `replyflow releases` asks Temporal: how many
 // runs of a type are open, which they are, and where a run came from.
 type releasesClient interface {
-	CountWorkflow(ctx context.Context, request *workflowservice.CountWorkflowExecutionsRequest) (*workflowservice.CountWorkflowExecutionsResponse, error)
-	ListWorkflow(ctx context.Context, request *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error)
+	workers.RunCounter
 	// previousRun is the run that continued as new into this one ("" for
 	// a run that began otherwise).
 	previousRun(ctx context.Context, workflowID, runID string) (string, error)
