@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -11,7 +10,6 @@ import (
 	"github.com/replyflow/replyflow/adapters"
 	"github.com/replyflow/replyflow/pipeline"
 	"github.com/replyflow/replyflow/workflows"
-	"github.com/replyflow/replyflow/workflows/retiring"
 )
 
 // ChainConfig is what NewChain builds the gateway's inbound chain from.
@@ -108,10 +106,6 @@ type Ingress struct {
 	// turn's activity to fetch (adapters.MediaLog); nil records none, and
 	// the model then sees files only as lines of text.
 	Media adapters.MediaLog
-	// WorkflowType is the workflow type a new session starts on; empty
-	// is this build's (retiring.StartedWorkflow). A benchmark sets it to
-	// measure a release that a build older than this one started.
-	WorkflowType string
 }
 
 var (
@@ -170,7 +164,7 @@ func (i *Ingress) signal(ctx context.Context, key pipeline.SessionKey, name stri
 		StaticDetails: fmt.Sprintf("Session workflow for %s chat `%s`. Query `state` for a snapshot; see docs/operating.md, \"Acting on a session by hand\".", key.Channel, key.Chat),
 	}
 	_, err := i.Client.SignalWithStartWorkflow(ctx, key.WorkflowID(), name, payload, opts,
-		cmp.Or(i.WorkflowType, retiring.StartedWorkflow()), workflows.SessionParams{Session: key})
+		workflows.ChatSessionName, workflows.SessionParams{Session: key})
 	if err != nil {
 		return fmt.Errorf("signal-with-start %s (%s): %w", key.WorkflowID(), name, err)
 	}

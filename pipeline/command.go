@@ -68,9 +68,6 @@ type Parsed struct {
 	// session answers it instead of running a turn.
 	Error string `json:"error,omitempty"`
 
-	// The fields below are ParseMessageV2's; ParseMessage leaves them
-	// zero.
-
 	// Directives are the message's directives: for its own turn, or for
 	// the session when DirectivesOnly.
 	Directives Directives `json:"directives,omitzero"`
@@ -89,58 +86,49 @@ type Parsed struct {
 }
 
 // IsDirective is true when the message carried a directive or command,
-// which makes it skip the debounce window. (Directives is only ever set
-// by ParseMessageV2, so for ParseMessage's answers this is what it was.)
+// which makes it skip the debounce window.
 func (p Parsed) IsDirective() bool {
 	return p.Command != "" || p.Queue != nil || p.Error != "" || p.Directives.Any()
 }
 
-// ParseMessage recognises commands and directives at the start of a
-// message. A leading "/" that names no known command is left as text, so
-// "/shrug" reaches the model untouched.
-//
-// It is frozen: sessions that started with it replay with it, so what it
-// answers must never change, nor may its helpers below (ParseMessageV2
-// shares them unchanged); TestParseMessageIsFrozen guards it. New commands
-// and directives go to ParseMessageV2.
-func ParseMessage(text string) Parsed {
+// parseFixedCommand reads the commands whose words are fixed and that are
+// a whole message: a claim code, a stop word, /status, /stop, /new,
+// /reset, /activation, /approve and /reject. ok is false for anything
+// else, which ParseMessage reads on.
+func parseFixedCommand(text string) (p Parsed, ok bool) {
 	trimmed := strings.TrimSpace(text)
 	if IsClaimCode(trimmed) {
-		return Parsed{Command: CommandClaim, Code: trimmed}
+		return Parsed{Command: CommandClaim, Code: trimmed}, true
 	}
 	if isStopWord(trimmed) {
-		return Parsed{Command: CommandStop}
+		return Parsed{Command: CommandStop}, true
 	}
 	name, rest := splitCommand(trimmed)
 	switch name {
 	case "status", "stop", "new":
 		if rest == "" {
-			return Parsed{Command: CommandName(name)}
+			return Parsed{Command: CommandName(name)}, true
 		}
 	case "reset":
 		if rest == "" {
-			return Parsed{Command: CommandNew}
+			return Parsed{Command: CommandNew}, true
 		}
-	case "queue":
-		return parseQueue(rest)
-	case "model":
-		return parseModel(rest)
 	case "activation":
 		switch mode := strings.ToLower(rest); mode {
 		case "":
-			return Parsed{Command: CommandActivation}
+			return Parsed{Command: CommandActivation}, true
 		case ActivationMention, ActivationSmart, ActivationGated, ActivationAlways:
-			return Parsed{Command: CommandActivation, Activation: mode}
+			return Parsed{Command: CommandActivation, Activation: mode}, true
 		}
-		return Parsed{Command: CommandActivation, Error: "use /activation mention, smart, gated or always"}
+		return Parsed{Command: CommandActivation, Error: "use /activation mention, smart, gated or always"}, true
 	case DecisionApprove, DecisionReject:
 		id, reason, _ := strings.Cut(rest, " ")
 		if id == "" {
-			return Parsed{Command: CommandDecide, Error: "use /" + name + " <proposal id>" + map[bool]string{true: " [reason]"}[name == DecisionReject]}
+			return Parsed{Command: CommandDecide, Error: "use /" + name + " <proposal id>" + map[bool]string{true: " [reason]"}[name == DecisionReject]}, true
 		}
-		return Parsed{Command: CommandDecide, Decision: &Decision{ID: id, Decision: name, Reason: strings.TrimSpace(reason)}}
+		return Parsed{Command: CommandDecide, Decision: &Decision{ID: id, Decision: name, Reason: strings.TrimSpace(reason)}}, true
 	}
-	return Parsed{Text: text}
+	return Parsed{}, false
 }
 
 // IsClaimCode is true for a whole message that is a claim code.
@@ -180,55 +168,6 @@ func splitCommand(text string) (string, string) {
 	}
 	head, _, _ = strings.Cut(head, "@") // a command addressed to a bot: /status@my_bot
 	return strings.ToLower(head), strings.TrimSpace(rest)
-}
-
-func parseModel(args string) Parsed {
-	fields := strings.Fields(args)
-	switch {
-	case len(fields) == 0:
-		return Parsed{Command: CommandModel}
-	case len(fields) > 1:
-		return Parsed{Command: CommandModel, Error: "use /model provider/model, or /model default"}
-	case strings.EqualFold(fields[0], "default") || strings.EqualFold(fields[0], "reset"):
-		return Parsed{Command: CommandModel, ModelReset: true}
-	}
-	if _, _, err := ParseModelName(fields[0]); err != nil {
-		return Parsed{Command: CommandModel, Error: err.Error()}
-	}
-	return Parsed{Command: CommandModel, Model: fields[0]}
-}
-
-func parseQueue(args string) Parsed {
-	fields := strings.Fields(args)
-	if len(fields) == 0 {
-		return Parsed{Command: CommandQueue}
-	}
-	if strings.EqualFold(fields[0], "default") || strings.EqualFold(fields[0], "reset") {
-		return Parsed{Command: CommandQueue, QueueReset: true}
-	}
-	patch := &QueuePatch{}
-	used := 0
-	if mode, err := ParseQueueMode(fields[0]); err == nil {
-		patch.Mode = &mode
-		used = 1
-	} else if !strings.Contains(fields[0], ":") {
-		return Parsed{Command: CommandQueue, Error: err.Error()}
-	}
-	for used < len(fields) && used < maxDirectives {
-		key, value, ok := strings.Cut(fields[used], ":")
-		if !ok {
-			break
-		}
-		if err := setQueueOption(patch, strings.ToLower(key), value); err != nil {
-			return Parsed{Command: CommandQueue, Error: err.Error()}
-		}
-		used++
-	}
-	text := remainder(args, used)
-	if text == "" {
-		return Parsed{Command: CommandQueue, Queue: patch}
-	}
-	return Parsed{Queue: patch, Text: text}
 }
 
 func setQueueOption(p *QueuePatch, key, value string) error {

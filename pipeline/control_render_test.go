@@ -45,7 +45,7 @@ func TestParseHeartbeatCommand(t *testing.T) {
 		{"/heartbeat sometimes", "", "", "/heartbeat:"},
 	}
 	for _, c := range cases {
-		p := ParseMessageV2(c.text, ParseOptions{})
+		p := ParseMessage(c.text, ParseOptions{})
 		require.Equal(t, CommandHeartbeat, p.Command, c.text)
 		if c.err != "" {
 			assert.Contains(t, p.Error, c.err, c.text)
@@ -58,7 +58,7 @@ func TestParseHeartbeatCommand(t *testing.T) {
 			assert.Equal(t, c.spec, p.Heartbeat.String(), c.text)
 		}
 	}
-	assert.Equal(t, CommandName(""), ParseMessageV2("/heartbeats are nice", ParseOptions{}).Command, "a look-alike is text")
+	assert.Equal(t, CommandName(""), ParseMessage("/heartbeats are nice", ParseOptions{}).Command, "a look-alike is text")
 }
 
 func TestUsageFooterAndTotals(t *testing.T) {

@@ -67,8 +67,7 @@ func scanText(text string, from int, out []directiveToken) []directiveToken {
 
 // readDirective reads the directive at line[i] ("/"), if it is one, with
 // its words from the rest of the line: one, or for /queue the first and
-// then those of the form key:value (at most maxDirectives in all, as
-// ParseMessage reads them).
+// then those of the form key:value (at most maxDirectives in all).
 func readDirective(line string, i int) (directiveToken, bool) {
 	j := i + 1
 	for j < len(line) && isASCIILetter(line[j]) {

@@ -33,7 +33,7 @@ const (
 // UsageModes lists every mode.
 var UsageModes = []UsageMode{UsageOff, UsageTokens, UsageFull}
 
-// MaxModelNameBytes bounds a model named by /model in ParseMessageV2.
+// MaxModelNameBytes bounds a model named by /model in ParseMessage.
 const MaxModelNameBytes = 128
 
 // Directives are the settings a message carries: for its own turn only,
@@ -249,10 +249,9 @@ func parseModelWord(args []string) (string, error) {
 	return args[0], nil
 }
 
-// parseQueueWords reads /queue's words as ParseMessage reads them after a
-// leading /queue: a mode or an option first, then options key:value (the
-// mode and options together at most maxDirectives words; the scanner reads
-// no more), with ParseMessage's errors.
+// parseQueueWords reads /queue's words: a mode or an option first, then
+// options key:value (the mode and options together at most maxDirectives
+// words; the scanner reads no more).
 func parseQueueWords(args []string) (*QueuePatch, error) {
 	if len(args) == 0 {
 		return nil, errors.New(useQueue)

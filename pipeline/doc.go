@@ -1,8 +1,8 @@
 // Package pipeline holds replyflow's pure rules: the Inbound envelope that
 // every adapter produces, the session, thread and buffer keys derived from
 // platform IDs (and a sender's own session in a group, by scope), the
-// commands and inline directives people type (ParseMessage, frozen for the
-// runs that replay with it, and ParseMessageV2), reaction states, reply
+// commands and inline directives people type (ParseMessage), reaction
+// states, reply
 // chunking and the reply prefix, and the request and result types that the
 // session workflow exchanges with its activities.
 //

@@ -10,7 +10,7 @@ import (
 func TestOwnersOnlyKeepsRaisingForOwners(t *testing.T) {
 	parse := func(text string) Directives {
 		t.Helper()
-		p := ParseMessageV2(text, ParseOptions{})
+		p := ParseMessage(text, ParseOptions{})
 		require.Empty(t, p.Error, text)
 		return p.Directives
 	}

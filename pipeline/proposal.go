@@ -39,8 +39,7 @@ func (d Decision) Validate() error {
 
 // ParseAction reads a button's action, "approve:<id>" or "reject:<id>",
 // whole: an action that names a session sender keeps it in id. The
-// retiring session workflow reads its buttons with it; the chat session
-// reads them with ParseProposalAction.
+// session reads its buttons with ParseProposalAction, which splits it.
 func ParseAction(action string) (decision, id string, ok bool) {
 	decision, id, ok = strings.Cut(action, ":")
 	if !ok || id == "" || (decision != DecisionApprove && decision != DecisionReject) {
@@ -116,7 +115,7 @@ func DecisionSession(text string) string {
 	if !strings.HasPrefix(text, "/"+DecisionApprove+" ") && !strings.HasPrefix(text, "/"+DecisionReject+" ") {
 		return ""
 	}
-	p := ParseMessageV2(text, ParseOptions{})
+	p := ParseMessage(text, ParseOptions{})
 	if p.Command != CommandDecide || p.Decision == nil {
 		return ""
 	}

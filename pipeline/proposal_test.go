@@ -95,5 +95,5 @@ func TestParseProposalAction(t *testing.T) {
 	}
 	decision, id, ok := ParseAction("approve:p1@U1")
 	assert.True(t, ok)
-	assert.Equal(t, [2]string{"approve", "p1@U1"}, [2]string{decision, id}, "ParseAction reads the action whole, as the retiring workflow always has")
+	assert.Equal(t, [2]string{"approve", "p1@U1"}, [2]string{decision, id}, "ParseAction reads the action whole")
 }

@@ -24,9 +24,10 @@ import (
 // is one version of one deployment; the server sends a session's tasks to
 // the workers of the deployment's current version. Sessions are
 // auto-upgrade: when an operator makes a new version current, every open
-// session moves to it at its next workflow task, which is why every change
-// to the session workflow goes through workflow.GetVersion
-// (workflows/retiring/versions.go). The deprecated build-ID options are not used.
+// session moves to it at its next workflow task, which is why a change to
+// what the session workflow does ships as a new release of it, a new
+// workflow type (workflows/releases.go). The deprecated build-ID options
+// are not used.
 type Deployment struct {
 	// Name is the deployment (REPLYFLOW_DEPLOYMENT_NAME); "" runs the
 	// worker unversioned, taking the tasks of no deployment's version.

@@ -35,7 +35,7 @@ func TestAWorkerDoesNotStartBesideOpenRunsOfATypeItDoesNotServe(t *testing.T) {
 	quiet := slog.New(slog.DiscardHandler)
 	f := &fakeRuns{}
 	require.NoError(t, CheckServedTypes(context.Background(), f, "replyflow", ServedWorkflowTypes(), quiet))
-	assert.Equal(t, []string{`TaskQueue = "replyflow" AND ExecutionStatus = "Running" AND WorkflowType NOT IN ("chat-session", "session", "heartbeatTick")`}, f.queries)
+	assert.Equal(t, []string{`TaskQueue = "replyflow" AND ExecutionStatus = "Running" AND WorkflowType NOT IN ("chat-session", "heartbeatTick")`}, f.queries)
 
 	f.count = 3
 	err := CheckServedTypes(context.Background(), f, "replyflow", []string{"chat-session"}, quiet)

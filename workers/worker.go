@@ -12,7 +12,6 @@ import (
 	"github.com/replyflow/replyflow/activities"
 	"github.com/replyflow/replyflow/pipeline"
 	"github.com/replyflow/replyflow/workflows"
-	"github.com/replyflow/replyflow/workflows/retiring"
 	"github.com/replyflow/replyflow/workflows/session"
 )
 
@@ -108,13 +107,11 @@ type servedWorkflow struct {
 }
 
 // servedWorkflows are the workflow types this build's workers serve: the
-// live session workflow, the retiring one (its open runs, until each
-// continues as new into the live one; workflows/retiring/versions.go),
-// and the heartbeat tick.
+// session workflow of each release that may have open runs (the live one
+// alone today; workflows/releases.go) and the heartbeat tick.
 func servedWorkflows() []servedWorkflow {
 	return []servedWorkflow{
 		{session.WorkflowName, session.Workflow},
-		{workflows.WorkflowName, retiring.SessionWorkflow},
 		{pipeline.WorkflowHeartbeatTick, workflows.HeartbeatTickWorkflow},
 	}
 }

@@ -7,9 +7,7 @@
 // heartbeat tick workflow that a Schedule starts (heartbeat_tick.go).
 //
 // The session itself lives in workflows/session (the live release, type
-// chat-session); the release it replaces is frozen in workflows/retiring
-// until no run of it is open. Code here must stay deterministic like
-// theirs: no I/O, no time.Now, no goroutines, no dependence on map order,
+// chat-session). Code here must stay deterministic like it: no I/O, no time.Now, no goroutines, no dependence on map order,
 // and no import of adapters, activities, platform or model SDKs (an
 // architecture test, imports_test.go, keeps that honest for every package
 // under workflows).

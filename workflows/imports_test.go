@@ -8,11 +8,7 @@ import (
 
 // TestWorkflowsImportNoSideEffectCode keeps the workflow deterministic by
 // construction: nothing it depends on may reach a platform, a model, the
-// adapters or the activities. One package under adapters is pure and
-// allowed: Slack's mrkdwn, with which the retiring session workflow cuts
-// Slack replies; it imports only the standard library and pipeline (its
-// TestImportsOnlyWhatAWorkflowMay), and its dependencies are checked here
-// with the rest.
+// adapters or the activities.
 func TestWorkflowsImportNoSideEffectCode(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "./...").CombinedOutput()
 	if err != nil {
@@ -32,11 +28,7 @@ func TestWorkflowsImportNoSideEffectCode(t *testing.T) {
 		"modernc.org/sqlite",
 		"github.com/mattn/go-sqlite3",
 	}
-	allowed := "github.com/replyflow/replyflow/adapters/slack/mrkdwn"
 	for _, dep := range strings.Fields(string(out)) {
-		if dep == allowed {
-			continue
-		}
 		for _, f := range forbidden {
 			if strings.HasPrefix(dep, f) {
 				t.Errorf("a package under workflows depends on %s; workflow code must stay free of side-effect code", dep)

@@ -10,8 +10,8 @@ import (
 
 // Names other processes use to reach a session workflow.
 const (
-	// WorkflowName is the registered type of the retiring session
-	// workflow of this package (versions.go, changeRetire).
+	// WorkflowName is the registered type of the deleted release before
+	// chat-session, whose runs moved on into it (releases.go).
 	WorkflowName = "session"
 	// ChatSessionName is the registered type of the session workflow
 	// (package workflows/session) that the gateway starts.
@@ -54,7 +54,8 @@ const (
 )
 
 // SessionTypesQuery is the visibility filter of every session, whichever
-// of the session workflow types runs it.
+// session workflow type ran it: a deleted release's too, whose closed
+// runs stay listed for the namespace's retention.
 func SessionTypesQuery() string {
 	return fmt.Sprintf("WorkflowType IN (%q, %q)", ChatSessionName, WorkflowName)
 }

@@ -20,7 +20,10 @@ package workflows
 //     the TTL was raised; `replyflow releases` checks it.
 //   - Once `replyflow releases` shows no open run of a retiring release,
 //     its code and histories are deleted; the replay tests then keep
-//     only the histories of releases that may still be open.
+//     only the histories of releases that may still be open. Its entry
+//     stays (Deleted) while the live release reads the state of runs
+//     that moved on from it, and a worker of a build that deleted it
+//     does not start beside an open run of it.
 //   - A run of the live release that began as a move from a retiring one
 //     reads the retiring one's state whenever it is replayed, for as long
 //     as it is open, and a busy session may keep that run open for long
@@ -35,10 +38,12 @@ type Release struct {
 	// WorkflowType is the registered type of its runs.
 	WorkflowType string
 	// Live: the gateway starts sessions on it. Every other release is
-	// retiring.
+	// retiring, or deleted.
 	Live bool
 	// Code and Histories are where its code and recorded histories live,
-	// relative to the repository: what retiring it deletes.
+	// relative to the repository: what retiring it deletes. Both are
+	// empty once deleted: no worker of this build serves its runs, and a
+	// worker does not start beside an open one (workers.CheckServedTypes).
 	Code, Histories string
 	// MovedCode and MovedHistories are what the live release keeps to
 	// read the state of runs that moved on from this one, and the
@@ -47,31 +52,29 @@ type Release struct {
 	MovedCode, MovedHistories string
 }
 
-// Releases are the releases this build's workers serve, the live one
-// first.
+// Deleted: this build has no code of the release; only what reads the
+// state of runs that moved on from it may be left.
+func (r Release) Deleted() bool { return !r.Live && r.Code == "" }
+
+// Releases are the releases this build knows, the live one first: the
+// ones its workers serve, and the deleted ones whose moved runs the live
+// release may still read.
 func Releases() []Release {
 	return []Release{
 		{WorkflowType: ChatSessionName, Live: true, Code: "workflows/session", Histories: "workflows/session/testdata/histories"},
 		{
-			WorkflowType: WorkflowName, Code: retiringCode,
-			Histories: "workflows/testdata/histories and the retiring side of the move " +
-				"(workflows/session/testdata/histories/retire-2026-11/rolling_upgrade_moves_on_run1.json.gz)",
-			MovedCode:      retiringMovedCode,
-			MovedHistories: "the rest of workflows/session/testdata/histories/retire-2026-11 (the live side of the move)",
+			// The release before chat-session, deleted once none of its
+			// runs could be open.
+			WorkflowType:   WorkflowName,
+			MovedCode:      retiredMovedCode,
+			MovedHistories: "workflows/session/testdata/histories/retire-2026-11",
 		},
 	}
 }
 
-// retiringCode is everything that serves only the retiring release's own
-// runs, so that its deletion is one change: the package, the frozen rule
-// copies in pipeline, and the builds and tests that play an older
-// release.
-const retiringCode = "workflows/retiring; " +
-	"pipeline/chunk_v1.go; pipeline.ParseMessage, folded into ParseMessageV2 under its name; " +
-	"retiring.StartedWorkflow in gateway/chain.go; the BuiltBefore builds in cmd and the rolling-upgrade test's older release " +
-	"(cmd/replyflow-chaos/upgrade_test.go, which then plays the live release's own change)"
-
-// retiringMovedCode is what the live session reads of a run that moved on
-// from the retiring release: its state's types and their reshaping.
-const retiringMovedCode = "workflows/state.go and workflows/parts_state.go (its state); " +
-	"workflows/session/from_old.go and RetiredParams (the move into the live type)"
+// retiredMovedCode is what the live session reads of a run that moved on
+// from the deleted release "session": its state's types and their
+// reshaping.
+const retiredMovedCode = "workflows/state.go and workflows/parts_state.go (its state); " +
+	"workflows/session/from_old.go and RetiredParams (the move into the live type); " +
+	"the WorkflowName constant (workflows/names.go)"

@@ -21,7 +21,6 @@ import (
 	"github.com/replyflow/replyflow/cmd/internal/harness"
 	"github.com/replyflow/replyflow/gateway"
 	"github.com/replyflow/replyflow/pipeline"
-	"github.com/replyflow/replyflow/workflows"
 )
 
 // timingSink is the gateway's ingress, noting when each message was
@@ -165,11 +164,6 @@ func startE2EWith(ctx context.Context, c client.Client, o options, name string, 
 	}
 
 	ingress := &gateway.Ingress{Client: c, TaskQueue: queue}
-	if o.replyflow == o.baseline && o.baselineRev == "" {
-		// The baseline's own gateway started its sessions on the
-		// workflow type of its time.
-		ingress.WorkflowType = workflows.WorkflowName
-	}
 	sink := &timingSink{Ingress: ingress, accepted: map[string]time.Time{}}
 	rcv, err := telegram.NewReceiver(ctx, telegram.ReceiverConfig{
 		Token: fake.Token, APIURL: fake.URL(), Sink: sink, Feedback: sink.Ingress,

@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/replyflow/replyflow/cmd/internal/harness"
-	"github.com/replyflow/replyflow/workflows/retiring"
 )
 
 type options struct {
@@ -51,12 +50,9 @@ type options struct {
 	// metricsURL is the dev server's Prometheus endpoint ("" for an
 	// existing server): its action counter counts heartbeats.
 	metricsURL string
-	// baseline is the replyflow binary measured beside o.replyflow:
-	// built as the release before the workflow change before (the
-	// newest by default: "today"), or, when baselineRev is set, built
-	// from that git revision.
+	// baseline is the replyflow binary measured beside o.replyflow,
+	// built from the git revision baselineRev.
 	baseline     string
-	before       string
 	baselineRev  string
 	withBaseline bool
 	// crowd are the platforms of the streaming crowd.
@@ -90,9 +86,8 @@ func main() {
 	flag.StringVar(&o.codecKeys, "codec-keys", "", "encrypt payloads: REPLYFLOW_CODEC_KEYS for the worker and this program's client (empty: off)")
 	flag.BoolVar(&o.unversioned, "unversioned", false, "run the workers unversioned (REPLYFLOW_WORKER_VERSIONING=false), to compare")
 	flag.IntVar(&o.saturationRounds, "saturation-rounds", 2, "-baseline: how many alternating saturation runs of each build")
-	flag.StringVar(&o.before, "before", retiring.NewestChange(), "-baseline: the baseline is the release before this workflow change (cost-2026-11 compares with the cost per turn of the release before it)")
-	flag.StringVar(&o.baselineRev, "baseline-rev", "", "-baseline: the baseline is replyflow built from this git revision of the repository (a commit, a tag, HEAD~1) instead of the release before -before, to measure a change of any kind before and after in one run; its workers must serve the workflow type this build starts")
-	flag.BoolVar(&o.withBaseline, "baseline", true, "also measure the cost per turn and the saturation of a build that behaves as the release before the newest workflow change (retiring.BuiltBefore)")
+	flag.StringVar(&o.baselineRev, "baseline-rev", "HEAD", "-baseline: the baseline is replyflow built from this git revision of the repository (a commit, a tag, HEAD~1; by default the last commit, so the working tree's change is measured), to measure a change before and after in one run; its workers must serve the workflow type this build starts")
+	flag.BoolVar(&o.withBaseline, "baseline", true, "also measure the cost per turn and the saturation of the build of -baseline-rev")
 	var clusterWorkers string
 	flag.BoolVar(&o.cluster.on, "cluster", false, "also measure a real Temporal cluster on PostgreSQL beside the dev server, with one, two and three workers")
 	flag.StringVar(&o.cluster.server, "temporal-server", "bin/temporal-server", "-cluster: the Temporal server binary")
@@ -152,19 +147,9 @@ func run(o options) error {
 		}
 		o.replyflow = bin
 	}
-	if o.withBaseline && o.baselineRev != "" {
+	if o.withBaseline {
 		fmt.Fprintf(os.Stderr, "building replyflow at %s…\n", o.baselineRev)
 		bin, err := harness.BuildRev(o.workDir, "replyflow-before", o.baselineRev)
-		if err != nil {
-			return err
-		}
-		o.baseline, o.before = bin, o.baselineRev
-	} else if o.withBaseline {
-		if !slices.Contains(retiring.Changes(), o.before) {
-			return fmt.Errorf("-before %q: want one of %s", o.before, strings.Join(retiring.Changes(), ", "))
-		}
-		fmt.Fprintf(os.Stderr, "building replyflow as the release before %s…\n", o.before)
-		bin, err := harness.BuildAs(o.workDir, "replyflow-before", "-X github.com/replyflow/replyflow/workflows/retiring.BuiltBefore="+o.before)
 		if err != nil {
 			return err
 		}
@@ -211,7 +196,7 @@ func run(o options) error {
 		return err
 	}
 	if o.baseline != "" {
-		if err := stage("cost per turn, before and after "+o.before, func() ([][]string, error) { return benchTurnCost(ctx, c, o) }); err != nil {
+		if err := stage("cost per turn, before and after "+o.baselineRev, func() ([][]string, error) { return benchTurnCost(ctx, c, o) }); err != nil {
 			return err
 		}
 	}

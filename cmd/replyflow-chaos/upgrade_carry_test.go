@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,9 +15,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 
 	"github.com/replyflow/replyflow/activities"
 	"github.com/replyflow/replyflow/activities/models/modeltest"
@@ -83,43 +80,6 @@ func awaitState(t *testing.T, c client.Client, key pipeline.SessionKey, what str
 		return err == nil && v.Get(&snap) == nil && cond(snap)
 	}, 30*time.Second, 200*time.Millisecond, "%s: %s", key.WorkflowID(), what)
 	return snap
-}
-
-// currentType is the workflow type of the session's current run.
-func currentType(t *testing.T, c client.Client, key pipeline.SessionKey) string {
-	t.Helper()
-	desc, err := c.DescribeWorkflowExecution(context.Background(), key.WorkflowID(), "")
-	require.NoError(t, err)
-	return desc.GetWorkflowExecutionInfo().GetType().GetName()
-}
-
-// carriedState is the state a run of the retiring workflow type handed to
-// the chat session workflow when it continued as new into it.
-func carriedState(t *testing.T, c client.Client, key pipeline.SessionKey, runID string) *workflows.State {
-	t.Helper()
-	iter := c.GetWorkflowHistory(context.Background(), key.WorkflowID(), runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
-	for iter.HasNext() {
-		ev, err := iter.Next()
-		require.NoError(t, err)
-		a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes()
-		if a == nil {
-			continue
-		}
-		require.Equal(t, workflows.ChatSessionName, a.GetWorkflowType().GetName(), "%s continued as new into the chat session workflow", key.WorkflowID())
-		var params workflows.RetiredParams
-		require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(a.GetInput(), &params))
-		require.NotNil(t, params.Retired, "%s carried its state", key.WorkflowID())
-		return params.Retired
-	}
-	require.Failf(t, "no continue-as-new", "run %s of %s did not continue as new", runID, key.WorkflowID())
-	return nil
-}
-
-// queues says whether a batch of the queue holds the message msg.
-func queues(queue []workflows.Batch, msg int) bool {
-	return slices.ContainsFunc(queue, func(b workflows.Batch) bool {
-		return slices.ContainsFunc(b.Messages, func(m pipeline.Inbound) bool { return m.MessageID == strconv.Itoa(msg) })
-	})
 }
 
 // requestsIn are the model requests of the chat's turns (the system text

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 
 	"github.com/replyflow/replyflow/activities/models/modeltest"
 	"github.com/replyflow/replyflow/adapters/telegram"
@@ -27,34 +25,29 @@ import (
 	"github.com/replyflow/replyflow/cmd/internal/harness"
 	"github.com/replyflow/replyflow/pipeline"
 	"github.com/replyflow/replyflow/workflows"
-	"github.com/replyflow/replyflow/workflows/session"
 )
 
-// upgradeChange is the change version A is built without: the retirement
-// of the session workflow type (workflows/retiring/versions.go). A's gateway
-// starts sessions on that type and its runs never leave it; B's runs of
-// it move on into the chat session workflow at their next quiet point,
-// and B's gateway starts new sessions there.
-const upgradeChange = "retire-2026-11"
+// upgradeRelease is the live release's folder of recorded histories,
+// where the rolling upgrade's history is recorded.
+const upgradeRelease = "chat-2026-11"
 
 var recordTo = flag.String("record-histories", "", "write the rolling upgrade's history as gzip-compressed JSON into this folder's release folder (make record-histories)")
 
-// The upgrade procedure of docs/upgrading.md on a real server, across a
-// release of the session workflow: sessions run on two workers (and a
-// gateway) of version A, the release before upgradeChange, on the retiring
-// workflow type; two workers of version B (today's code) start beside
-// them, an operator makes B current with the Temporal CLI while every
-// session has a turn in flight on A, the A workers are drained (SIGTERM)
-// and the gateway is replaced by B's. Every open session finishes its turn
-// on B with no workflow task failure, then continues as new into the chat
-// session workflow at its first quiet point, keeping what it held: the
-// chat's settings (/usage tokens: the usage footer), the clear it owes
-// on its last answered message, and the message that waited in its queue,
-// which the new run answers once; the model's next prompt still holds the
-// chat's earlier turns. A session whose tool call waits for approval is
-// at no quiet point: it stays on the retiring type, on B, until the
-// decision, runs the tool once, answers once, and then moves on with the
-// decided proposal's record. A session that starts now starts there.
+// The upgrade procedure of docs/upgrading.md on a real server: sessions
+// run on two workers (and a gateway) of version A; two workers of
+// version B start beside them, an operator makes B current with the
+// Temporal CLI while every session has a turn in flight on A, the A
+// workers are drained (SIGTERM) and the gateway is replaced by B's. A
+// and B are two builds of the live release (this one binary under two
+// build IDs), as a deployment that changes no workflow code rolls out.
+// Every open session finishes its turn on B with no workflow task
+// failure, in the run it began, keeping what it held: the chat's
+// settings (/usage tokens: the usage footer), the clear it owes on its
+// last answered message, and the message that waited in its queue,
+// which B answers once; the model's next prompt still holds the chat's
+// earlier turns. A session whose tool call waits for approval on A runs
+// the tool once and answers once when the decision comes on B. A
+// session that starts now starts on B.
 func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 	cluster, binB := sharedCluster(t)
 	cli := os.Getenv("REPLYFLOW_TEST_TEMPORAL_CLI")
@@ -63,8 +56,7 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 	}
 	dir := t.TempDir()
 	toolsFile, payments := payTool(t, dir)
-	binA, err := harness.BuildAs(dir, "replyflow-a", "-X github.com/replyflow/replyflow/workflows/retiring.BuiltBefore="+upgradeChange)
-	require.NoError(t, err)
+	binA := binB
 	ctx := context.Background()
 	store, err := cluster.NewDatabase(ctx, "upgrade")
 	require.NoError(t, err)
@@ -180,23 +172,18 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 	require.NoError(t, err)
 	startProc(t, gatewayB)
 
-	// The turns in flight end on B, on the workflow type they began on.
+	// The turns in flight end on B, in the runs they began in.
 	for i, chat := range chats {
 		reply := chat.awaitAnswer(t, inFlight[i])
 		assert.Regexp(t, `^\[openai/gpt-test\] echo: \[telegram [^]]*\] two\n`, reply.Text)
 		assert.True(t, usageFooter(reply.Text), "the chat's setting holds: %q", reply.Text)
 	}
-	// Then each run moves on into the chat session workflow, with what
-	// it held: the setting, the clear it owes on "two", and the queued
-	// message, which the new run answers, once and in order; the model
-	// is asked about it once, and the chat's earlier turns are still in
-	// its prompt (the transcript is the session's, not the run's).
+	// Each session keeps what it held: the setting, the clear it owes on
+	// "two", and the queued message, which B answers, once and in order;
+	// the model is asked about it once, and the chat's earlier turns are
+	// still in its prompt.
 	for i, chat := range chats {
 		key := sessionKeyOf(fake, chat)
-		runs := runsOf(t, c, key, 2)
-		assert.Equal(t, workflows.WorkflowName, runs[0].GetType().GetName(), "%s began on the retiring type", key.WorkflowID())
-		assert.Equal(t, workflows.ChatSessionName, runs[len(runs)-1].GetType().GetName(), "%s moved on", key.WorkflowID())
-		assert.True(t, queues(carriedState(t, c, key, runs[0].Execution.RunId).Queue, queued[i]), "%s carried the queued message into the new run", key.WorkflowID())
 		snap := stateOf(t, c, key)
 		assert.True(t, slices.ContainsFunc(snap.Reactions, func(r workflows.Reaction) bool {
 			return r.MessageID == strconv.Itoa(inFlight[i]) && !r.ClearAt.IsZero()
@@ -204,7 +191,7 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 		answer := chat.awaitAnswer(t, queued[i])
 		assert.Regexp(t, `^\[openai/gpt-test\] echo: \[telegram [^]]*\] queued\n`, answer.Text)
 		reply := chat.awaitAnswer(t, chat.say("three"))
-		assert.True(t, usageFooter(reply.Text), "the setting moved with the session: %q", reply.Text)
+		assert.True(t, usageFooter(reply.Text), "the setting holds on B: %q", reply.Text)
 		assert.Len(t, chat.answers(queued[i]), 1, "%s answers the queued message once", key.WorkflowID())
 		assert.Less(t, chat.answers(inFlight[i])[0].ID, answer.ID, "%s: two is answered before the queued message", key.WorkflowID())
 		assert.Less(t, answer.ID, reply.ID, "%s: the queued message is answered before three", key.WorkflowID())
@@ -212,16 +199,13 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 		if prompts := asking(model, chat, "three"); assert.Len(t, prompts, 1, key.WorkflowID()) {
 			assert.Equal(t, []string{
 				"user: one", "assistant: one", "user: two", "assistant: two", "user: queued", "assistant: queued", "user: three",
-			}, turnsOf(prompts[0]), "%s: the model's prompt holds the chat's turns from before the move", key.WorkflowID())
+			}, turnsOf(prompts[0]), "%s: the model's prompt holds the chat's turns from before the upgrade", key.WorkflowID())
 		}
 	}
 
-	// The session whose proposal waits is at no quiet point: it stays on
-	// the retiring type, now on B, until the decision. The decision taken
-	// after the upgrade runs the tool once and the answer goes out once;
-	// then the session moves on, with the decided proposal's record.
+	// The session whose proposal waits: the decision taken after the
+	// upgrade runs the tool once on B and the answer goes out once.
 	payKey := sessionKeyOf(fake, payer)
-	assert.Equal(t, workflows.WorkflowName, currentType(t, c, payKey), "a turn waiting for a decision holds the session on the retiring type")
 	assert.Zero(t, payments.Load(), "nothing is paid before the decision")
 	press := fake.AddCallbackQuery(payer.user(), payer.chat.ID, proposal.ID, proposal.Buttons[0][0].Data)
 	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -231,20 +215,12 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 	assert.Regexp(t, `^\[openai/gpt-test\] echo: \[telegram [^]]*\] pay bob 5$`, paid.Text)
 	answered, _ := fake.Answered(press)
 	assert.True(t, answered, "the press is answered")
-	require.Eventually(t, func() bool {
-		desc, err := c.DescribeWorkflowExecution(ctx, payKey.WorkflowID(), "")
-		return err == nil && desc.GetWorkflowExecutionInfo().GetType().GetName() == workflows.ChatSessionName
-	}, 30*time.Second, 200*time.Millisecond, "%s moves on once the turn has answered", payKey.WorkflowID())
-	payRuns := runsOf(t, c, payKey, 2)
-	carried := carriedState(t, c, payKey, payRuns[0].Execution.RunId)
-	assert.Nil(t, carried.Active, "the turn ended before the move")
 	decided := func(p workflows.Proposal) bool {
 		return p.ID == "p1" && p.Status == workflows.ProposalApproved && p.DecidedBy == "telegram:"+strconv.FormatInt(payer.chat.ID, 10) &&
 			p.Call.Name == "pay" && p.Origin == strconv.Itoa(payRequest)
 	}
-	assert.True(t, slices.ContainsFunc(carried.Proposals, decided), "the decided proposal moved with the session: %+v", carried.Proposals)
 	snap := stateOf(t, c, payKey)
-	assert.True(t, slices.ContainsFunc(snap.Proposals, decided), "the new run shows the decided proposal: %+v", snap.Proposals)
+	assert.True(t, slices.ContainsFunc(snap.Proposals, decided), "the session shows the decided proposal: %+v", snap.Proposals)
 	edited, _ := fake.Message(payer.chat.ID, proposal.ID)
 	assert.Empty(t, edited.Buttons, "a decided proposal loses its buttons")
 	assert.Contains(t, edited.Text, "Approved by telegram:"+strconv.FormatInt(payer.chat.ID, 10))
@@ -260,40 +236,34 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 	}
 	if prompts := asking(model, payer, "after"); assert.Len(t, prompts, 1) {
 		assert.Equal(t, []string{"user: pay bob 5", "assistant: pay bob 5", "user: after"}, turnsOf(prompts[0]),
-			"the model's prompt holds the turn from before the move")
+			"the model's prompt holds the turn from before the upgrade")
 	}
-	// A session that starts now starts on the chat session workflow.
+	// A session that starts now starts on B.
 	fresh := telegramChat{fake, telegramtest.Private(8_199_999)}
 	reply := fresh.awaitAnswer(t, fresh.say("hello"))
 	assert.Regexp(t, `^\[openai/gpt-test\] echo: \[telegram [^]]*\] hello$`, reply.Text)
 
 	if *recordTo != "" {
-		// A session's history that began on A and goes on on B: the replay
-		// test keeps it replaying.
+		// A session's history that began on A and goes on on B, its turn
+		// and its queue carried across: the replay test keeps it
+		// replaying.
 		key := pipeline.SessionKey{Channel: telegram.Channel, Account: "4343", Chat: strconv.FormatInt(chats[0].chat.ID, 10)}
-		_, err := harness.RecordHistory(ctx, c, key.WorkflowID(), filepath.Join(*recordTo, upgradeChange), "rolling_upgrade_moves_on")
+		_, err := harness.RecordHistory(ctx, c, key.WorkflowID(), filepath.Join(*recordTo, upgradeRelease), "rolling_upgrade")
 		require.NoError(t, err)
 	}
 	for _, chat := range append(chats, payer, fresh) {
 		key := pipeline.SessionKey{Channel: telegram.Channel, Account: "4343", Chat: strconv.FormatInt(chat.chat.ID, 10)}
-		want := 2 // the run begun on A, and the one it continued as
-		if chat == fresh {
-			want = 1
-		}
-		runs := runsOf(t, c, key, want)
-		for _, run := range runs {
-			h := historyOfRun(t, c, key, run.Execution.RunId)
-			assert.Zero(t, h.failedTasks, "%s: workflow task failures: %q", key.WorkflowID(), h.failures)
-			require.NotEmpty(t, h.buildIDs, key.WorkflowID())
-			assert.Equal(t, "b", h.buildIDs[len(h.buildIDs)-1], "%s ends on B (its tasks ran on %v)", key.WorkflowID(), h.buildIDs)
-		}
+		runs := runsOf(t, c, key, 1)
+		require.Len(t, runs, 1, "%s: one run, across the upgrade", key.WorkflowID())
+		assert.Equal(t, workflows.ChatSessionName, runs[0].GetType().GetName(), key.WorkflowID())
+		h := historyOfRun(t, c, key, runs[0].Execution.RunId)
+		assert.Zero(t, h.failedTasks, "%s: workflow task failures: %q", key.WorkflowID(), h.failures)
+		require.NotEmpty(t, h.buildIDs, key.WorkflowID())
+		assert.Equal(t, "b", h.buildIDs[len(h.buildIDs)-1], "%s ends on B (its tasks ran on %v)", key.WorkflowID(), h.buildIDs)
 		if chat != fresh {
-			require.Len(t, runs, 2, "%s: the run begun on A, and the one it continued as", key.WorkflowID())
-			assert.Equal(t, "a", historyOfRun(t, c, key, runs[0].Execution.RunId).buildIDs[0], "%s began on A", key.WorkflowID())
-			assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW, runs[0].Status, "%s moved on", key.WorkflowID())
-			assert.Equal(t, []string{"b"}, historyOfRun(t, c, key, runs[1].Execution.RunId).buildIDs, "%s then runs on B alone", key.WorkflowID())
+			assert.Equal(t, "a", h.buildIDs[0], "%s began on A", key.WorkflowID())
 		} else {
-			assert.Equal(t, workflows.ChatSessionName, runs[0].GetType().GetName())
+			assert.Equal(t, []string{"b"}, h.buildIDs, "%s runs on B alone", key.WorkflowID())
 		}
 		desc, err := c.DescribeWorkflowExecution(ctx, key.WorkflowID(), "")
 		require.NoError(t, err)
@@ -301,98 +271,6 @@ func TestRollingUpgradeMovesOpenSessionsToTheNewVersion(t *testing.T) {
 		assert.Equal(t, enumspb.VERSIONING_BEHAVIOR_AUTO_UPGRADE, info.GetBehavior(), key.WorkflowID())
 		assert.Equal(t, "b", info.GetDeploymentVersion().GetBuildId(), key.WorkflowID())
 	}
-
-	// `replyflow releases` counts the runs that moved on and still read
-	// the retiring release's state when replayed: these sessions', and
-	// any an earlier test on the shared cluster left open.
-	releases := exec.Command(binB, "releases")
-	releases.Env = env("b", "never")
-	listed, err := releases.CombinedOutput()
-	require.NoError(t, err, "replyflow releases: %s", listed)
-	m := regexp.MustCompile(`(\d+) open run\(s\) of the live release began as a move from ` + workflows.WorkflowName + ` `).FindSubmatch(listed)
-	require.NotNil(t, m, "replyflow releases names the moved runs: %s", listed)
-	moved, _ := strconv.Atoi(string(m[1]))
-	assert.GreaterOrEqual(t, moved, len(chats)+1, "each moved session counts: %s", listed)
-	assert.Contains(t, string(listed), "keep workflows/state.go", "their readers stay: %s", listed)
-
-	// Asked to move on (`replyflow releases --move-on`), each of those
-	// runs, idle now, continues as new at once into a run that reads no
-	// retiring state, keeping what it held; the chats go on.
-	moving := append(slices.Clone(chats), payer)
-	before := make([]workflows.Snapshot, len(moving))
-	for i, chat := range moving {
-		before[i] = stateOf(t, c, sessionKeyOf(fake, chat))
-	}
-	moveOn := exec.Command(binB, "releases", "--move-on", "--by", "upgrade-test")
-	moveOn.Env = env("b", "never")
-	sent, err := moveOn.CombinedOutput()
-	require.NoError(t, err, "replyflow releases --move-on: %s", sent)
-	m = regexp.MustCompile(`Move-on sent to (\d+) run\(s\)`).FindSubmatch(sent)
-	require.NotNil(t, m, "replyflow releases --move-on says how many it asked: %s", sent)
-	movedOn, _ := strconv.Atoi(string(m[1]))
-	assert.GreaterOrEqual(t, movedOn, len(moving), "each moved session is asked: %s", sent)
-	for i, chat := range moving {
-		key := sessionKeyOf(fake, chat)
-		runs := runsOf(t, c, key, 3)
-		require.Len(t, runs, 3, "%s: the run begun on A, the move, and the run it moved on to when asked", key.WorkflowID())
-		assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW, runs[1].Status, "%s moved on when asked", key.WorkflowID())
-		next := movedOnParams(t, c, key, runs[1].Execution.RunId)
-		assert.Nil(t, next.Retired, "%s: the next run reads no retiring state", key.WorkflowID())
-		after := stateOf(t, c, key)
-		assert.Equal(t, before[i].Reactions, after.Reactions, "%s keeps the clears it owes", key.WorkflowID())
-		assert.Equal(t, before[i].Proposals, after.Proposals, "%s keeps its proposals", key.WorkflowID())
-		for _, run := range runs[1:] {
-			h := historyOfRun(t, c, key, run.Execution.RunId)
-			assert.Zero(t, h.failedTasks, "%s: workflow task failures: %q", key.WorkflowID(), h.failures)
-		}
-	}
-	for _, chat := range chats {
-		key := sessionKeyOf(fake, chat)
-		reply := chat.awaitAnswer(t, chat.say("four"))
-		assert.True(t, usageFooter(reply.Text), "%s: the setting moved on with the session: %q", key.WorkflowID(), reply.Text)
-		if prompts := asking(model, chat, "four"); assert.Len(t, prompts, 1, key.WorkflowID()) {
-			assert.Equal(t, []string{
-				"user: one", "assistant: one", "user: two", "assistant: two", "user: queued", "assistant: queued",
-				"user: three", "assistant: three", "user: four",
-			}, turnsOf(prompts[0]), "%s: the model's prompt holds the chat's turns", key.WorkflowID())
-		}
-	}
-	if *recordTo != "" {
-		// The moved run asked to move on, and the run it moved on to.
-		key := sessionKeyOf(fake, chats[0])
-		_, err := harness.RecordHistory(ctx, c, key.WorkflowID(), filepath.Join(*recordTo, upgradeChange), "rolling_upgrade_moved_on_when_asked")
-		require.NoError(t, err)
-	}
-	// Then no run reads the retiring state: the readers may go (the
-	// moved runs an earlier test on the shared cluster left were asked
-	// too).
-	var relisted []byte
-	assert.Eventually(t, func() bool {
-		relist := exec.Command(binB, "releases")
-		relist.Env = env("b", "never")
-		relisted, err = relist.CombinedOutput()
-		return err == nil && strings.Contains(string(relisted), "No open run of the live release began as a move from "+workflows.WorkflowName)
-	}, 30*time.Second, time.Second, "after --move-on, replyflow releases finds no moved run: %s", relisted)
-}
-
-// movedOnParams is what a run of the chat session workflow handed to the
-// run it continued as new into.
-func movedOnParams(t *testing.T, c client.Client, key pipeline.SessionKey, runID string) session.Params {
-	t.Helper()
-	iter := c.GetWorkflowHistory(context.Background(), key.WorkflowID(), runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
-	for iter.HasNext() {
-		ev, err := iter.Next()
-		require.NoError(t, err)
-		if a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
-			require.Equal(t, workflows.ChatSessionName, a.GetWorkflowType().GetName())
-			var params session.Params
-			require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(a.GetInput(), &params))
-			require.NotNil(t, params.State, "%s carried its state", key.WorkflowID())
-			return params
-		}
-	}
-	require.Failf(t, "no continue-as-new", "run %s of %s did not continue as new", runID, key.WorkflowID())
-	return session.Params{}
 }
 
 // awaitStatus polls url, up to 30 s, until it answers want, and returns

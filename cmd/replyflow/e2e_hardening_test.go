@@ -20,8 +20,9 @@ import (
 	"github.com/replyflow/replyflow/workflows/session"
 )
 
-// These tests drive the paths the hardening change (workflows/retiring/versions.go)
-// added, on a real server, and record their histories.
+// These tests drive the debounce window's maximum wait, a decision in
+// the first task of a run, and /stop during a context-overflow retry on
+// a real server, and record their histories.
 
 func TestSteadyChatterIsAnsweredAtTheDebounceMaximumWait(t *testing.T) {
 	t.Parallel()

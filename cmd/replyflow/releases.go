@@ -101,7 +101,8 @@ func releasesCommand(ctx context.Context, cfg Config, args []string, out io.Writ
 // runs in their turn: the next --move-on asks them.
 func moveOn(ctx context.Context, c releasesClient, releases []workflows.Release, moved []movedRun, by, reason string, pace waiter, out io.Writer) error {
 	for _, r := range releases {
-		if r.Live {
+		if r.Live || r.Deleted() {
+			// A deleted release's runs have no worker here to move them.
 			continue
 		}
 		runs, err := openRuns(ctx, c, r.WorkflowType)
@@ -181,6 +182,11 @@ func listReleases(ctx context.Context, c releasesClient, releases []workflows.Re
 			if moved, err = movedRuns(ctx, c, r.WorkflowType); err != nil {
 				return nil, err
 			}
+		case r.Deleted() && open > 0:
+			fmt.Fprintf(out, "%s: deleted, yet %d open run(s), which no worker of this build serves (and its workers do not start beside them): run the build before the deletion, and its `replyflow releases --move-on`, until none is open.\n",
+				r.WorkflowType, open)
+		case r.Deleted():
+			fmt.Fprintf(out, "%s: deleted, no open run.\n", r.WorkflowType)
 		case open > 0:
 			fmt.Fprintf(out, "%s: retiring, %d open run(s). Each moves on to the live release at its next quiet point; `replyflow releases --move-on` wakes the idle ones. Keep %s and %s until none is open.\n",
 				r.WorkflowType, open, r.Code, r.Histories)

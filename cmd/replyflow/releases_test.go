@@ -102,8 +102,18 @@ func (f *fakeReleases) live(id, fromType string) {
 	}
 }
 
+// retiringReleases are a live release and one retiring beside it, as a
+// build that ships a new release has them.
+func retiringReleases() []workflows.Release {
+	return []workflows.Release{
+		{WorkflowType: workflows.ChatSessionName, Live: true, Code: "workflows/session", Histories: "workflows/session/testdata/histories"},
+		{WorkflowType: workflows.WorkflowName, Code: "workflows/retiring", Histories: "workflows/testdata/histories",
+			MovedCode: "workflows/state.go", MovedHistories: "workflows/session/testdata/histories/retire-2026-11"},
+	}
+}
+
 func TestReleasesSayWhatMayBeDeletedOnlyOnceNoRunIsOpen(t *testing.T) {
-	releases := workflows.Releases()
+	releases := retiringReleases()
 	require.True(t, releases[0].Live)
 	retiring := releases[1]
 	list := func(f *fakeReleases) string {
@@ -147,7 +157,7 @@ type noPace struct{ waits int }
 func (p *noPace) Wait(context.Context) error { p.waits++; return nil }
 
 func TestMoveOnWakesTheRetiringRunsAndAsksEachMovedRunByItsRunIDPaced(t *testing.T) {
-	releases := workflows.Releases()
+	releases := retiringReleases()
 	retiring := releases[1]
 	f := &fakeReleases{counts: map[string]int64{}, pageSize: 2, before: map[string]string{}, types: map[string]string{},
 		closed: map[string]bool{}, failing: map[string]bool{}}
@@ -179,4 +189,35 @@ func TestMoveOnWakesTheRetiringRunsAndAsksEachMovedRunByItsRunIDPaced(t *testing
 	err = moveOn(context.Background(), f, releases, moved, "ops", "why", pace, &out)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "signal move-on to webchat:d (run run-3), stopped after 1 of 3 run(s); run it again")
+}
+
+// This build's own releases: the one before chat-session is deleted. Its
+// open runs, should any be left, have no worker here, so --move-on does
+// not wake them, and the listing says how to reach them; the runs that
+// moved on from it are still asked.
+func TestADeletedReleaseIsListedAndItsRunsAreNotWoken(t *testing.T) {
+	releases := workflows.Releases()
+	require.True(t, releases[0].Live)
+	deleted := releases[1]
+	require.True(t, deleted.Deleted(), "%+v", deleted)
+	f := &fakeReleases{counts: map[string]int64{openRunsQuery(deleted.WorkflowType): 1}, pageSize: 2,
+		before: map[string]string{}, types: map[string]string{}, closed: map[string]bool{}, failing: map[string]bool{}}
+	f.live("webchat:b", deleted.WorkflowType)
+	f.retiring = []*workflowpb.WorkflowExecutionInfo{{Execution: &commonpb.WorkflowExecution{WorkflowId: "webchat:f", RunId: "old-f"}}}
+
+	var out strings.Builder
+	moved, err := listReleases(context.Background(), f, releases, &out)
+	require.NoError(t, err)
+	assert.Contains(t, out.String(), "session: deleted, yet 1 open run(s), which no worker of this build serves")
+	assert.Contains(t, out.String(), "1 open run(s) of the live release began as a move from session")
+	require.NoError(t, moveOn(context.Background(), f, releases, moved, "ops", "why", &noPace{}, &out))
+	assert.Equal(t, []string{"move-on webchat:b run-0 ops"}, f.signalled, "only the moved run is asked")
+
+	f.counts[openRunsQuery(deleted.WorkflowType)] = 0
+	f.open, f.before = nil, map[string]string{}
+	out.Reset()
+	_, err = listReleases(context.Background(), f, releases, &out)
+	require.NoError(t, err)
+	assert.Contains(t, out.String(), "session: deleted, no open run.")
+	assert.Contains(t, out.String(), "No open run of the live release began as a move from session: delete "+deleted.MovedCode)
 }

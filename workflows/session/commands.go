@@ -99,7 +99,7 @@ type CommandView struct {
 // words (the settings are recorded in history, so a replay reads the
 // same).
 func Parse(env Env, text string) pipeline.Parsed {
-	return pipeline.ParseMessageV2(text, pipeline.ParseOptions{ResetWords: env.Settings.ResetWords})
+	return pipeline.ParseMessage(text, pipeline.ParseOptions{ResetWords: env.Settings.ResetWords})
 }
 
 // commandRun is one command being answered: it changes only the control

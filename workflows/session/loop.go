@@ -80,8 +80,8 @@ func Workflow(ctx workflow.Context, p Params) error {
 		signals: signalsOf(ctx),
 	}
 	if p.Retired != nil {
-		// A run of the retiring session workflow continued as new into
-		// this one: its state, reshaped.
+		// A run of the release before (type session, since deleted)
+		// continued as new into this one: its state, reshaped.
 		s.st = FromOld(p.Retired)
 	}
 	fresh := s.st == nil

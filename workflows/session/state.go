@@ -10,8 +10,9 @@ import (
 type Params struct {
 	Session pipeline.SessionKey `json:"session"`
 	State   *State              `json:"state,omitempty"`
-	// Retired is the state of a run of the retiring session workflow
-	// that continued as new into this one (workflows.RetiredParams).
+	// Retired is the state of a run of the release before (type
+	// session, since deleted) that continued as new into this one
+	// (workflows.RetiredParams).
 	Retired *workflows.State `json:"retired,omitempty"`
 }
 

@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestImportsOnlyWhatAWorkflowMay: the session workflow imports this
-// package, so it stays free of I/O and of the Slack SDK: the standard
-// library and pipeline only.
+// TestImportsOnlyWhatAWorkflowMay: this package is a pure rule, which
+// a workflow could call: it stays free of I/O and of the Slack SDK, the
+// standard library and pipeline only.
 func TestImportsOnlyWhatAWorkflowMay(t *testing.T) {
 	sources, err := filepath.Glob("*.go")
 	require.NoError(t, err)

@@ -2,12 +2,11 @@
 // cuts replies into chunks that fit Slack's message limit once rendered.
 // It is pure (no Slack SDK, no I/O; it imports the standard library and
 // pipeline only, which TestImportsOnlyWhatAWorkflowMay keeps so): the
-// session workflow chunks a Slack reply with Chunk, deterministically,
-// and the Slack adapter renders each chunk with Render when it posts it. Chunk measures chunks with measure,
-// the rendering recorded sessions were cut with, so Render may change in
-// ways that never lengthen text; a change to Chunk or measure changes what
-// a recorded session does: it goes behind a workflow version, as
-// pipeline.Chunk's did.
+// delivery of a Slack reply's first chunk cuts the reply with Chunk (the
+// session records the chunks it answers), and the Slack adapter renders
+// each chunk with Render when it posts it. Chunk measures chunks with
+// measure, a rendering never shorter than Render's, so Render may change
+// in ways that never lengthen text and every chunk still fits.
 package mrkdwn
 
 import (

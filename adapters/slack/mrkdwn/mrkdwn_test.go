@@ -89,9 +89,9 @@ func TestChunkMeasuredAfterRendering(t *testing.T) {
 	}
 }
 
-// Chunk runs in the session workflow: a link Render now shortens is still
-// measured as recorded sessions rendered it, so their replay cuts the same
-// chunks (here three, though Render alone would fit the reply in one).
+// Chunk measures with measure, not Render: a link Render shortens is
+// measured at its full length, so the chunks stay as they were cut (here
+// three, though Render alone would fit the reply in one).
 func TestChunkCutsAsRecordedSessions(t *testing.T) {
 	reply := "[https://a.example](https://b.example/?a&b&c&d)"
 	require.LessOrEqual(t, Length(Render(reply)), 50)

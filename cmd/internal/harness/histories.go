@@ -18,7 +18,7 @@ import (
 
 // RecordHistory saves every run of a workflow's history as
 // dir/<name>_run<N>.json.gz (run 1 the first), gzip-compressed JSON, for
-// the replay test (workflows/testdata/histories/<release>/). A history
+// the replay test (workflows/session/testdata/histories/<release>/). A history
 // already recorded under that name is kept as it is, and says so
 // (recorded false): it guards sessions that ran the workflow code of its
 // time, so it is never recorded again.

@@ -13,19 +13,11 @@ import (
 	"github.com/replyflow/replyflow/adapters/telegram/telegramtest"
 )
 
-// Build compiles the replyflow binary into dir and returns its path.
-func Build(dir string) (string, error) { return BuildAs(dir, "replyflow", "") }
-
-// BuildAs compiles the replyflow binary into dir/name with the linker
-// flags ldflags ("" for none): -X workflows/retiring.BuiltBefore=<change> makes a
-// build that behaves as the release before that change.
-func BuildAs(dir, name, ldflags string) (string, error) {
-	bin := filepath.Join(dir, name)
-	args := []string{"build", "-o", bin}
-	if ldflags != "" {
-		args = append(args, "-ldflags", ldflags)
-	}
-	out, err := exec.Command("go", append(args, "github.com/replyflow/replyflow/cmd/replyflow")...).CombinedOutput()
+// Build compiles the replyflow binary of this working tree into
+// dir/replyflow and returns its path.
+func Build(dir string) (string, error) {
+	bin := filepath.Join(dir, "replyflow")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/replyflow/replyflow/cmd/replyflow").CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("build replyflow: %v\n%s", err, out)
 	}
