@@ -81,7 +81,8 @@ type EngagementState struct {
 	GateFirstAt time.Time          `json:"gate_first_at,omitzero"`
 	GateSeq     int                `json:"gate_seq,omitempty"`
 	// Membership is the newest member count an adapter sent with a
-	// message (one, replaced; runs from before changeSlack keep none).
+	// message (one, replaced; runs from before the change that added it
+	// keep none).
 	Membership *pipeline.MembershipCount `json:"membership,omitempty"`
 }
 
