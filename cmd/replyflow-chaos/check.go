@@ -13,8 +13,14 @@ import (
 	"github.com/replyflow/replyflow/workflows"
 )
 
-// clearMargin is how long past the clear delay a reaction may still show.
-const clearMargin = 15 * time.Second
+// clearMargin is how long past the clear delay, counted from the last
+// answer, a reaction may still show: the coalescing window, a slow
+// machine, and the platform's delivery budget, which a clear waits in
+// behind the run's backlog (Discord's global budget of 35 calls a second
+// for the bot is still draining it when the last answer comes, and a
+// clear's local activity that waits past its deadline is retried on a
+// timer). The report says how long the clears took.
+const clearMargin = 60 * time.Second
 
 // check waits for the answers and the clears on every platform, then
 // counts what is missing, left behind, duplicated or stuck.
@@ -65,9 +71,11 @@ func (r *rig) check(ctx context.Context, messages [][]sent, kills []kill) (repor
 	for i, p := range r.platforms {
 		// Every message every time: a reaction may be gone for a moment
 		// between two states (Slack removes one before adding the next).
-		_ = p.waitFor(clearCtx, func() bool {
+		if p.waitFor(clearCtx, func() bool {
 			return !slices.ContainsFunc(messages[i], func(m sent) bool { return p.showing(m) != "" })
-		})
+		}) == nil {
+			rep.platforms[i].cleared = time.Since(rep.answeredAt)
+		}
 	}
 	cancel()
 	for i, p := range r.platforms {

@@ -26,6 +26,10 @@ type report struct {
 type platformReport struct {
 	name                                        string
 	sent, turns, unanswered, uncleared, notIdle int
+	// cleared is how long after the last answer every reaction was off
+	// (0 when some never came off; under a second when all were off as
+	// the check began).
+	cleared time.Duration
 	// duplicates are chunks sent twice; explained ones are each matched
 	// to a worker or server kill that hit a delivery in flight in that
 	// chat, where the platform has no idempotency key (Telegram). On a
@@ -80,7 +84,11 @@ func (r report) print(w io.Writer) {
 		for _, line := range p.figures {
 			fmt.Fprintln(w, "  "+line)
 		}
-		fmt.Fprintf(w, "  reactions not cleared    %d (must be 0)\n", p.uncleared)
+		fmt.Fprintf(w, "  reactions not cleared    %d (must be 0)", p.uncleared)
+		if p.cleared >= time.Second {
+			fmt.Fprintf(w, "; all off %s after the last answer", p.cleared.Round(time.Second))
+		}
+		fmt.Fprintln(w)
 		fmt.Fprintf(w, "  sessions not idle        %d (must be 0)\n", p.notIdle)
 		for _, line := range p.problems {
 			fmt.Fprintln(w, "    -", line)
