@@ -9,7 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func v2(text string) Parsed { return ParseMessage(text, ParseOptions{}) }
+// parsePlain parses text with no reset words configured.
+func parsePlain(text string) Parsed { return ParseMessage(text, ParseOptions{}) }
 
 func TestParseMessageCommands(t *testing.T) {
 	on, off := true, false
@@ -55,16 +56,16 @@ func TestParseMessageCommands(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.text, func(t *testing.T) {
-			assert.Equal(t, c.want, v2(c.text))
+			assert.Equal(t, c.want, parsePlain(c.text))
 		})
 	}
 }
 
 func TestParseMessageCompactFocusIsBounded(t *testing.T) {
 	fits := strings.Repeat("é", MaxCompactFocusRunes)
-	assert.Equal(t, Parsed{Command: CommandCompact, Focus: fits}, v2("/compact "+fits))
+	assert.Equal(t, Parsed{Command: CommandCompact, Focus: fits}, parsePlain("/compact "+fits))
 	assert.Equal(t, Parsed{Command: CommandCompact, Error: "the focus of /compact is at most 500 characters, this one has 501; shorten it"},
-		v2("/compact "+fits+"é"))
+		parsePlain("/compact "+fits+"é"))
 }
 
 // dirs builds the Directives of a case from pairs of name and value.
@@ -131,7 +132,7 @@ func TestParseMessageDirectives(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := v2(c.text)
+			got := parsePlain(c.text)
 			assert.Equal(t, c.want, got)
 			assert.True(t, got.IsDirective(), "a message with directives skips the debounce window")
 		})
@@ -172,7 +173,7 @@ func TestParseMessageLookAlikesAreText(t *testing.T) {
 		"mail me at a/model@b.c",
 	} {
 		t.Run(text, func(t *testing.T) {
-			assert.Equal(t, Parsed{Text: text}, v2(text))
+			assert.Equal(t, Parsed{Text: text}, parsePlain(text))
 		})
 	}
 }
@@ -198,14 +199,14 @@ func TestParseMessageDirectivesOnlySetTheSession(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.text, func(t *testing.T) {
-			assert.Equal(t, c.want, v2(c.text))
+			assert.Equal(t, c.want, parsePlain(c.text))
 		})
 	}
 	// A lone /model also fills Model.
 	model := "openai/gpt-4o"
-	assert.Equal(t, Parsed{Command: CommandModel, Model: model, DirectivesOnly: true, Directives: Directives{Model: &model}}, v2("/model openai/gpt-4o"))
+	assert.Equal(t, Parsed{Command: CommandModel, Model: model, DirectivesOnly: true, Directives: Directives{Model: &model}}, parsePlain("/model openai/gpt-4o"))
 	assert.Equal(t, Parsed{Command: CommandDirectives, DirectivesOnly: true, Directives: Directives{Model: &model, Think: ptr(ThinkLow)}},
-		v2("/model openai/gpt-4o /think low"), "Model is a lone /model's only")
+		parsePlain("/model openai/gpt-4o /think low"), "Model is a lone /model's only")
 }
 
 func TestParseMessageErrors(t *testing.T) {
@@ -237,13 +238,13 @@ func TestParseMessageErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(CutBytes(c.text, 60), func(t *testing.T) {
-			got := v2(c.text)
+			got := parsePlain(c.text)
 			assert.Equal(t, c.want, got)
 			assert.True(t, got.IsDirective(), "an error is answered, not debounced")
 		})
 	}
 	// At the bound, the same directive repeated is still fine.
-	assert.Equal(t, turn("a", dirs("think", ThinkHigh)), v2("a"+strings.Repeat(" /think high", maxDirectives)))
+	assert.Equal(t, turn("a", dirs("think", ThinkHigh)), parsePlain("a"+strings.Repeat(" /think high", maxDirectives)))
 }
 
 func TestParseMessageResetWords(t *testing.T) {
@@ -255,7 +256,7 @@ func TestParseMessageResetWords(t *testing.T) {
 	for _, text := range []string{"new chat please", "a new chat", "start"} {
 		assert.Equal(t, Parsed{Text: text}, ParseMessage(text, opts), text)
 	}
-	assert.Equal(t, Parsed{Text: "new chat"}, v2("new chat"), "no reset words unless configured")
+	assert.Equal(t, Parsed{Text: "new chat"}, parsePlain("new chat"), "no reset words unless configured")
 	assert.Equal(t, Parsed{Command: CommandStop}, ParseMessage("stop", ParseOptions{ResetWords: []string{"stop"}}), "a stop word stays a stop word")
 
 	tooMany := make([]string, MaxResetWords+1)
@@ -323,7 +324,7 @@ func TestParseMessageReadsDirectivesOnTheirLine(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.why, func(t *testing.T) {
-			assert.Equal(t, c.want, v2(c.text))
+			assert.Equal(t, c.want, parsePlain(c.text))
 		})
 	}
 }

@@ -63,7 +63,7 @@ func TestParseMessage(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.text, func(t *testing.T) {
-			assert.Equal(t, c.want, commandFields(v2(c.text)))
+			assert.Equal(t, c.want, commandFields(parsePlain(c.text)))
 		})
 	}
 }
