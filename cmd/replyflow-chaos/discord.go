@@ -96,8 +96,8 @@ func (d *discordPlatform) showing(m sent) string {
 // clearMargin: a clear waits in the bot's global budget (35 calls a
 // second over every channel), which the run's backlog still fills when
 // the last answer comes, and a clear's local activity that waits past
-// its deadline is retried on a timer; the last clears of a full run come
-// 20 to 25 s after the last answer.
+// its deadline is retried on a timer, so the last clears of a full run
+// come well past the default margin (docs/reliability.md has the runs).
 func (d *discordPlatform) clearMargin() time.Duration { return time.Minute }
 
 func (d *discordPlatform) waitFor(ctx context.Context, cond func() bool) error {
